@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Go tools ringcap's make targets use into $RINGCAP_TOOLS, via `go install`
+# (the Go module proxy is the only source). Skips tools already at the wanted version.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+mkdir -p "$RINGCAP_TOOLS"
+
+install_tool() { # name module@version
+  local name=$1 mod=$2 stamp="$RINGCAP_TOOLS/.$1.version"
+  if [ -x "$RINGCAP_TOOLS/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$mod" ]; then return; fi
+  echo "installing $mod"
+  GOBIN="$RINGCAP_TOOLS" GOFLAGS=-buildvcs=false go install "$mod"
+  echo "$mod" > "$stamp"
+}
+
+install_tool golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"

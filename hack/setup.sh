@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything ringcap's demo and test suite need on a fresh Debian bookworm
+# machine (run as root). Idempotent: a second run only re-checks.
+#
+#   hack/setup.sh            # apt packages + Go tools
+#   SKIP_APT=1 hack/setup.sh # Go tools only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+
+if [ -z "${SKIP_APT:-}" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  # Packages: RDMA userspace for cgo builds and the Soft-RoCE VM, qemu + busybox for the VM,
+  # etcd for envtest, containerd/runc/CNI for the local cluster.
+  pkgs=(
+    build-essential git curl ca-certificates jq openssl
+    libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils
+    qemu-system-x86 busybox-static kmod cpio iproute2 debootstrap
+    etcd-server containerd runc containernetworking-plugins iptables conntrack socat ethtool ebtables
+  )
+  missing=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+hack/install-tools.sh
