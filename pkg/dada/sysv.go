@@ -1,0 +1,160 @@
+package dada
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SysV IPC constants (Linux, x86_64). golang.org/x/sys/unix has the shm calls but no
+// semaphore wrappers, so semaphores go through raw syscalls.
+const (
+	ipcCreat  = 0o1000
+	ipcExcl   = 0o2000
+	ipcNoWait = 0o4000
+	semUndo   = 0x1000
+	ipcRmid   = 0
+	ipcStat   = 2
+	semGetVal = 12
+	shmLock   = 11
+	shmRemap  = 0o40000
+	shmHuge   = 0o4000
+	perm      = 0o666
+
+	// semPoll bounds each blocking semtimedop so that a context can cancel the wait.
+	semPoll = 100 * time.Millisecond
+)
+
+// sembuf is struct sembuf: {unsigned short sem_num; short sem_op; short sem_flg}.
+type sembuf struct {
+	num uint16
+	op  int16
+	flg int16
+}
+
+func shmGet(key int32, size uint64, flags int) (int, error) {
+	id, _, e := unix.Syscall(unix.SYS_SHMGET, uintptr(key), uintptr(size), uintptr(flags))
+	if e != 0 {
+		return -1, e
+	}
+	return int(id), nil
+}
+
+// shmAt attaches segment id at addr (0: kernel's choice) and returns the address.
+func shmAt(id int, addr uintptr, flags int) (uintptr, error) {
+	a, _, e := unix.Syscall(unix.SYS_SHMAT, uintptr(id), addr, uintptr(flags))
+	if e != 0 {
+		return 0, e
+	}
+	return a, nil
+}
+
+func shmDt(addr uintptr) error {
+	_, _, e := unix.Syscall(unix.SYS_SHMDT, addr, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func shmCtl(id, cmd int, buf *unix.SysvShmDesc) error {
+	_, _, e := unix.Syscall(unix.SYS_SHMCTL, uintptr(id), uintptr(cmd), uintptr(unsafe.Pointer(buf)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func shmSize(id int) (uint64, error) {
+	var d unix.SysvShmDesc
+	if err := shmCtl(id, ipcStat, &d); err != nil {
+		return 0, err
+	}
+	return d.Segsz, nil
+}
+
+func shmRemove(id int) error { return shmCtl(id, ipcRmid, nil) }
+
+func semGet(key int32, nsems, flags int) (int, error) {
+	id, _, e := unix.Syscall(unix.SYS_SEMGET, uintptr(key), uintptr(nsems), uintptr(flags))
+	if e != 0 {
+		return -1, e
+	}
+	return int(id), nil
+}
+
+func semRemove(id int) error {
+	_, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, ipcRmid, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func semValue(id, num int) (int, error) {
+	v, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), uintptr(num), semGetVal, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(v), nil
+}
+
+// semTry performs one semop without blocking longer than timeout (nil: wait forever).
+func semTry(id int, num uint16, op int16, flg int16, timeout *unix.Timespec) error {
+	b := sembuf{num: num, op: op, flg: flg}
+	_, _, e := unix.Syscall6(unix.SYS_SEMTIMEDOP, uintptr(id), uintptr(unsafe.Pointer(&b)), 1,
+		uintptr(unsafe.Pointer(timeout)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// semOp performs one semaphore operation, waiting as long as it takes unless ctx is
+// cancelled. Waits are split into short semtimedop calls so cancellation is noticed
+// within semPoll. A removed semaphore set ends the wait with ErrRingRemoved.
+func semOp(ctx context.Context, id int, num uint16, op int16, flg int16) error {
+	if flg&ipcNoWait != 0 || op > 0 {
+		for {
+			err := semTry(id, num, op, flg, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return semErr(err)
+		}
+	}
+	ts := unix.NsecToTimespec(int64(semPoll))
+	for {
+		err := semTry(id, num, op, flg, &ts)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+			if ctx != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+			}
+		default:
+			return semErr(err)
+		}
+	}
+}
+
+func semErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.EIDRM) || errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: %w", ErrRingRemoved, err)
+	}
+	return err
+}
+
+// ptr turns an address outside the Go heap (an attached segment or a mapping) into a
+// pointer. The garbage collector ignores such pointers.
+func ptr(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
