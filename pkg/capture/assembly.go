@@ -1,0 +1,332 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+)
+
+// Geometry is how a stream is cut into ring blocks and messages. Slice g of
+// the stream (g = 0, 1, 2, ... over the whole observation) is slice g mod S of
+// block g div S, where S = SlicesPerBlock; it starts at byte
+// (g div S)*BlockBytes + (g mod S)*MsgBytes of the stream and travels on queue
+// pair g mod QPs. Every slice is MsgBytes long except the last of each block
+// (when BlockBytes is not a multiple of MsgBytes) and the last of the stream.
+// Both ends compute the same mapping, so data is placed by sequence number,
+// never by arrival order.
+type Geometry struct {
+	BlockBytes uint64
+	MsgBytes   uint64
+	QPs        int
+	NBufs      int // ring blocks (bounds the window of open blocks)
+}
+
+// Validate checks that the geometry can be used and that every slice number
+// inside the window of open blocks fits a 32-bit immediate unambiguously.
+func (g Geometry) Validate() error {
+	switch {
+	case g.BlockBytes == 0:
+		return errors.New("block size is 0")
+	case g.MsgBytes == 0:
+		return errors.New("message size is 0")
+	case g.MsgBytes > 1<<31:
+		return fmt.Errorf("message size %d exceeds 2 GiB", g.MsgBytes)
+	case g.QPs < 1 || g.QPs > MaxQPs:
+		return fmt.Errorf("%d queue pairs (want 1..%d)", g.QPs, MaxQPs)
+	case g.NBufs < 1:
+		return fmt.Errorf("%d ring blocks", g.NBufs)
+	}
+	if hi, lo := bits.Mul64(g.SlicesPerBlock(), uint64(g.NBufs)*2); hi != 0 || lo > 1<<32 {
+		return fmt.Errorf("%d blocks of %d slices do not fit the 32-bit immediate: use larger messages", g.NBufs, g.SlicesPerBlock())
+	}
+	return nil
+}
+
+// SlicesPerBlock is S, the number of messages per ring block.
+func (g Geometry) SlicesPerBlock() uint64 {
+	return (g.BlockBytes + g.MsgBytes - 1) / g.MsgBytes
+}
+
+// Slice returns the block sequence number, the offset inside the block and the
+// full length of slice n (ignoring the end of the stream).
+func (g Geometry) Slice(n uint64) (block, off, length uint64) {
+	s := g.SlicesPerBlock()
+	block, k := n/s, n%s
+	off = k * g.MsgBytes
+	length = min(g.MsgBytes, g.BlockBytes-off)
+	return block, off, length
+}
+
+// StreamOffset is the stream byte at which slice n starts.
+func (g Geometry) StreamOffset(n uint64) uint64 {
+	block, off, _ := g.Slice(n)
+	return block*g.BlockBytes + off
+}
+
+// QP is the queue pair that carries slice n.
+func (g Geometry) QP(n uint64) int { return int(n % uint64(g.QPs)) }
+
+// SliceAt returns the slice holding stream byte off.
+func (g Geometry) SliceAt(off uint64) uint64 {
+	return (off/g.BlockBytes)*g.SlicesPerBlock() + (off%g.BlockBytes)/g.MsgBytes
+}
+
+// Slices is the number of slices a stream of total bytes is cut into.
+func (g Geometry) Slices(total uint64) uint64 {
+	if total == 0 {
+		return 0
+	}
+	return g.SliceAt(total-1) + 1
+}
+
+// Filled says what to do with one ring block: mark it filled with Bytes valid
+// bytes. Bytes < block size ends the observation (end of data).
+type Filled struct {
+	Seq   uint64 // block sequence number within the observation
+	Index int    // ring index of the block
+	Bytes uint64
+}
+
+// assembler tracks the open blocks of one observation on the receiving side:
+// which slices have landed (a presence bitmap per block, as spead2 keeps one per
+// heap), which blocks are complete, and where the stream ends. It is pure
+// logic, driven by the receiver with block openings and completions.
+type assembler struct {
+	g      Geometry
+	s      uint64 // slices per block
+	open   []*asmBlock
+	next   uint64 // sequence number of the next block to open
+	end    uint64 // stream length once known
+	hasEnd bool
+	short  uint64 // a slice shorter than its full length marks the end here
+	hasSh  bool
+	landed uint64 // bytes landed in total
+	filled uint64 // blocks handed out by takeFilled
+}
+
+type asmBlock struct {
+	seq     uint64
+	index   int
+	present []uint64 // bitmap of landed slices
+	count   uint64   // slices landed
+	bytes   uint64   // bytes landed
+}
+
+func newAssembler(g Geometry) (*assembler, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return &assembler{g: g, s: g.SlicesPerBlock()}, nil
+}
+
+// openBlock adds the next block (ring index) to the window and returns its
+// sequence number.
+func (a *assembler) openBlock(index int) uint64 {
+	b := &asmBlock{seq: a.next, index: index, present: make([]uint64, (a.s+63)/64)}
+	a.open = append(a.open, b)
+	a.next++
+	return b.seq
+}
+
+// window returns the number of open blocks and the first slice number not
+// covered by them.
+func (a *assembler) window() (blocks int, endSlice uint64) {
+	return len(a.open), a.next * a.s
+}
+
+// resolve turns a 32-bit immediate into the slice number inside the window.
+func (a *assembler) resolve(imm uint32) (uint64, error) {
+	if len(a.open) == 0 {
+		return 0, fmt.Errorf("%w: data for slice %d while no block is open", ErrProtocol, imm)
+	}
+	base := a.open[0].seq * a.s
+	n := base + uint64(imm-uint32(base))
+	if n >= a.next*a.s {
+		return 0, fmt.Errorf("%w: slice %d (immediate %d) is outside the open blocks %d..%d", ErrProtocol, n, imm, a.open[0].seq, a.next-1)
+	}
+	return n, nil
+}
+
+// land records that n bytes of slice sl have arrived.
+func (a *assembler) land(sl uint64, n uint64) error {
+	seq, _, full := a.g.Slice(sl)
+	if len(a.open) == 0 || seq < a.open[0].seq || seq >= a.next {
+		return fmt.Errorf("%w: slice %d belongs to block %d, which is not open", ErrProtocol, sl, seq)
+	}
+	b := a.open[seq-a.open[0].seq]
+	k := sl % a.s
+	if b.present[k/64]&(1<<(k%64)) != 0 {
+		return fmt.Errorf("%w: slice %d arrived twice", ErrProtocol, sl)
+	}
+	if n > full {
+		return fmt.Errorf("%w: slice %d carries %d bytes, at most %d fit", ErrProtocol, sl, n, full)
+	}
+	start := a.g.StreamOffset(sl)
+	if a.hasEnd && start+n > a.end {
+		return fmt.Errorf("%w: slice %d ends at byte %d, after the announced end %d", ErrProtocol, sl, start+n, a.end)
+	}
+	if a.hasSh && start >= a.short {
+		return fmt.Errorf("%w: slice %d arrived after the stream ended at byte %d", ErrProtocol, sl, a.short)
+	}
+	if n < full {
+		if a.hasSh {
+			return fmt.Errorf("%w: second short slice %d (the stream already ended at byte %d)", ErrProtocol, sl, a.short)
+		}
+		a.hasSh, a.short = true, start+n
+		if a.hasEnd && a.short != a.end {
+			return fmt.Errorf("%w: short slice ends the stream at byte %d, the sender announced %d", ErrProtocol, a.short, a.end)
+		}
+	}
+	b.present[k/64] |= 1 << (k % 64)
+	b.count++
+	b.bytes += n
+	a.landed += n
+	return nil
+}
+
+// setEnd records the sender's announced stream length.
+func (a *assembler) setEnd(total uint64) error {
+	if a.hasEnd && a.end != total {
+		return fmt.Errorf("%w: stream end announced twice (%d, then %d)", ErrProtocol, a.end, total)
+	}
+	if a.hasSh && a.short != total {
+		return fmt.Errorf("%w: the sender announced %d bytes but a short slice ended the stream at byte %d", ErrProtocol, total, a.short)
+	}
+	if total < a.filled*a.g.BlockBytes {
+		return fmt.Errorf("%w: the sender announced %d bytes but %d blocks were already filled", ErrProtocol, total, a.filled)
+	}
+	if total < a.landedEnd() {
+		return fmt.Errorf("%w: the sender announced %d bytes but data up to byte %d has landed", ErrProtocol, total, a.landedEnd())
+	}
+	a.hasEnd, a.end = true, total
+	return nil
+}
+
+// landedEnd is the stream byte just after the furthest slice that landed.
+func (a *assembler) landedEnd() uint64 {
+	var end uint64
+	for _, b := range a.open {
+		for w := len(b.present) - 1; w >= 0; w-- {
+			if b.present[w] == 0 {
+				continue
+			}
+			k := uint64(w*64 + 63 - bits.LeadingZeros64(b.present[w]))
+			sl := b.seq*a.s + k
+			_, _, full := a.g.Slice(sl)
+			e := a.g.StreamOffset(sl) + full
+			if a.hasSh && e > a.short {
+				e = a.short
+			}
+			end = max(end, e)
+			break
+		}
+	}
+	return end
+}
+
+// endBlocks is the number of blocks of the announced stream (valid after setEnd).
+func (a *assembler) endBlocks() uint64 {
+	return (a.end + a.g.BlockBytes - 1) / a.g.BlockBytes
+}
+
+// expected is the number of bytes block seq will hold.
+func (a *assembler) expected(seq uint64) uint64 {
+	if !a.hasEnd {
+		return a.g.BlockBytes
+	}
+	start := seq * a.g.BlockBytes
+	if a.end <= start {
+		return 0
+	}
+	return min(a.g.BlockBytes, a.end-start)
+}
+
+// takeFilled pops the complete blocks at the front of the window, oldest
+// first. A block is complete when all its bytes have landed: a full block, or
+// the last block of an announced stream.
+func (a *assembler) takeFilled() []Filled {
+	var out []Filled
+	for len(a.open) > 0 {
+		b := a.open[0]
+		want := a.expected(b.seq)
+		if want == 0 || b.bytes != want {
+			break
+		}
+		out = append(out, Filled{Seq: b.seq, Index: b.index, Bytes: b.bytes})
+		a.open = a.open[1:]
+		a.filled++
+	}
+	return out
+}
+
+// complete reports whether every byte of the announced stream has been handed
+// out by takeFilled.
+func (a *assembler) complete() bool {
+	return a.hasEnd && a.filled >= a.endBlocks()
+}
+
+// truncate ends an observation that stopped early (the sender died or
+// failed). It returns the blocks to mark filled: every complete block at the
+// front of the window, then the longest prefix of landed slices of the next
+// one — the exact byte count a reader can trust. The last entry may have 0
+// bytes when the prefix ends on a block boundary (or nothing landed at all).
+func (a *assembler) truncate() (fill []Filled, lost uint64) {
+	fill = a.takeFilled()
+	var landedAfter uint64
+	if len(a.open) > 0 {
+		b := a.open[0]
+		var prefix uint64
+		for k := uint64(0); k < a.s; k++ {
+			if b.present[k/64]&(1<<(k%64)) == 0 {
+				break
+			}
+			_, off, full := a.g.Slice(b.seq*a.s + k)
+			prefix = off + full
+			if a.hasSh && b.seq*a.g.BlockBytes+prefix > a.short {
+				prefix = a.short - b.seq*a.g.BlockBytes
+				break
+			}
+		}
+		if prefix > 0 {
+			fill = append(fill, Filled{Seq: b.seq, Index: b.index, Bytes: prefix})
+			a.filled++
+		}
+		for _, o := range a.open {
+			landedAfter += o.bytes
+		}
+		landedAfter -= prefix
+	}
+	a.open = nil
+	return fill, landedAfter
+}
+
+// credits is the sender's view of write-mode credits: block grants must come
+// in sequence order, and stream block k goes to the block granted with Seq k.
+type credits struct {
+	next  uint64 // sequence number the next credit must carry
+	queue []Credit
+	nbufs uint32
+}
+
+func (c *credits) add(cr Credit) error {
+	if cr.Seq != c.next {
+		return fmt.Errorf("%w: credit for block %d, expected block %d", ErrProtocol, cr.Seq, c.next)
+	}
+	if cr.Index >= c.nbufs {
+		return fmt.Errorf("%w: credit names ring index %d of a %d-block ring", ErrProtocol, cr.Index, c.nbufs)
+	}
+	c.queue = append(c.queue, cr)
+	c.next++
+	return nil
+}
+
+// take returns and consumes the grant for stream block seq, if it has
+// arrived. Blocks are taken in sequence order.
+func (c *credits) take(seq uint64) (Credit, bool) {
+	if len(c.queue) > 0 && c.queue[0].Seq == seq {
+		cr := c.queue[0]
+		c.queue = c.queue[1:]
+		return cr, true
+	}
+	return Credit{}, false
+}

@@ -1,0 +1,264 @@
+package capture
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestGeometrySlices(t *testing.T) {
+	g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 3, NBufs: 4}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s := g.SlicesPerBlock(); s != 3 {
+		t.Fatalf("slices per block = %d, want 3", s)
+	}
+	// block 0: [0,4) [4,8) [8,10); block 1: [10,14) [14,18) [18,20)
+	want := []struct{ block, off, n, stream uint64 }{
+		{0, 0, 4, 0}, {0, 4, 4, 4}, {0, 8, 2, 8}, {1, 0, 4, 10}, {1, 4, 4, 14}, {1, 8, 2, 18},
+	}
+	for n, w := range want {
+		b, off, l := g.Slice(uint64(n))
+		if b != w.block || off != w.off || l != w.n || g.StreamOffset(uint64(n)) != w.stream {
+			t.Errorf("slice %d = block %d off %d len %d stream %d, want %+v", n, b, off, l, g.StreamOffset(uint64(n)), w)
+		}
+		if got := g.SliceAt(w.stream); got != uint64(n) {
+			t.Errorf("SliceAt(%d) = %d, want %d", w.stream, got, n)
+		}
+		if got := g.SliceAt(w.stream + w.n - 1); got != uint64(n) {
+			t.Errorf("SliceAt(%d) = %d, want %d", w.stream+w.n-1, got, n)
+		}
+		if g.QP(uint64(n)) != n%3 {
+			t.Errorf("QP(%d) = %d", n, g.QP(uint64(n)))
+		}
+	}
+	for total, slices := range map[uint64]uint64{0: 0, 1: 1, 4: 1, 5: 2, 10: 3, 11: 4, 20: 6} {
+		if got := g.Slices(total); got != slices {
+			t.Errorf("Slices(%d) = %d, want %d", total, got, slices)
+		}
+	}
+}
+
+func TestGeometryValidate(t *testing.T) {
+	for _, g := range []Geometry{
+		{BlockBytes: 0, MsgBytes: 1, QPs: 1, NBufs: 1},
+		{BlockBytes: 1, MsgBytes: 0, QPs: 1, NBufs: 1},
+		{BlockBytes: 1, MsgBytes: 1, QPs: 0, NBufs: 1},
+		{BlockBytes: 1, MsgBytes: 1, QPs: 65, NBufs: 1},
+		{BlockBytes: 1, MsgBytes: 1, QPs: 1, NBufs: 0},
+		{BlockBytes: 1 << 40, MsgBytes: 1, QPs: 1, NBufs: 8}, // slice numbers overflow the immediate
+	} {
+		if err := g.Validate(); err == nil {
+			t.Errorf("%+v: no error", g)
+		}
+	}
+}
+
+// feed lands slices of a stream of total bytes in a random order, opening
+// blocks as the window allows, and returns what the assembler filled.
+func feed(t *testing.T, g Geometry, total uint64, window int, rng *rand.Rand, announceFirst bool) []Filled {
+	t.Helper()
+	a, err := newAssembler(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if announceFirst {
+		if err := a.setEnd(total); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []Filled
+	nslices := g.Slices(total)
+	var next uint64 // next slice not yet "in flight"
+	var inflight []uint64
+	index := 0
+	for next < nslices || len(inflight) > 0 {
+		for len(a.open) < window {
+			a.openBlock(index % g.NBufs)
+			index++
+		}
+		_, endSlice := a.window()
+		for next < nslices && next < endSlice {
+			inflight = append(inflight, next)
+			next++
+		}
+		if len(inflight) == 0 {
+			t.Fatalf("nothing in flight, window %d slices up to %d of %d", len(a.open), endSlice, nslices)
+		}
+		i := rng.IntN(len(inflight))
+		sl := inflight[i]
+		inflight = append(inflight[:i], inflight[i+1:]...)
+		_, _, full := g.Slice(sl)
+		n := min(full, total-g.StreamOffset(sl))
+		got, err := a.resolve(uint32(sl))
+		if err != nil || got != sl {
+			t.Fatalf("resolve(%d) = %d, %v", uint32(sl), got, err)
+		}
+		if err := a.land(sl, n); err != nil {
+			t.Fatalf("land slice %d (%d bytes): %v", sl, n, err)
+		}
+		out = append(out, a.takeFilled()...)
+	}
+	if !announceFirst {
+		if err := a.setEnd(total); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a.takeFilled()...)
+	}
+	if !a.complete() {
+		t.Fatalf("not complete after %d bytes: filled %d blocks", total, a.filled)
+	}
+	return out
+}
+
+func TestAssemblerInOrderBlocksAnyArrival(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, g := range []Geometry{
+		{BlockBytes: 16, MsgBytes: 4, QPs: 1, NBufs: 4},
+		{BlockBytes: 16, MsgBytes: 4, QPs: 4, NBufs: 4},
+		{BlockBytes: 10, MsgBytes: 4, QPs: 3, NBufs: 3},
+		{BlockBytes: 100, MsgBytes: 7, QPs: 16, NBufs: 8},
+		{BlockBytes: 8, MsgBytes: 64, QPs: 2, NBufs: 2},
+	} {
+		for _, total := range []uint64{1, g.BlockBytes - 1, g.BlockBytes, g.BlockBytes + 1, 5*g.BlockBytes - 3, 5 * g.BlockBytes} {
+			for _, announce := range []bool{false, true} {
+				out := feed(t, g, total, min(g.NBufs, 3), rng, announce)
+				nblocks := (total + g.BlockBytes - 1) / g.BlockBytes
+				if uint64(len(out)) != nblocks {
+					t.Fatalf("%+v total %d: %d blocks filled, want %d", g, total, len(out), nblocks)
+				}
+				var sum uint64
+				for i, f := range out {
+					if f.Seq != uint64(i) || f.Index != i%g.NBufs {
+						t.Fatalf("%+v total %d: fill %d = %+v", g, total, i, f)
+					}
+					if i < len(out)-1 && f.Bytes != g.BlockBytes {
+						t.Fatalf("%+v total %d: block %d partial (%d bytes) before the end", g, total, i, f.Bytes)
+					}
+					sum += f.Bytes
+				}
+				if sum != total {
+					t.Fatalf("%+v total %d: filled %d bytes", g, total, sum)
+				}
+			}
+		}
+	}
+}
+
+func TestAssemblerRejectsBadCompletions(t *testing.T) {
+	g := Geometry{BlockBytes: 16, MsgBytes: 4, QPs: 2, NBufs: 4}
+	a, _ := newAssembler(g)
+	if _, err := a.resolve(0); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("resolve with no open block: %v", err)
+	}
+	a.openBlock(0)
+	if _, err := a.resolve(4); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("resolve outside the window: %v", err)
+	}
+	if err := a.land(0, 5); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("oversized slice: %v", err)
+	}
+	if err := a.land(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.land(0, 4); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("duplicate slice: %v", err)
+	}
+	if err := a.land(1, 2); err != nil { // short: stream ends at byte 6
+		t.Fatal(err)
+	}
+	if err := a.land(2, 4); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("slice after the short one: %v", err)
+	}
+	if err := a.setEnd(7); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("end that contradicts the short slice: %v", err)
+	}
+	if err := a.setEnd(6); err != nil {
+		t.Fatal(err)
+	}
+	if f := a.takeFilled(); len(f) != 1 || f[0].Bytes != 6 {
+		t.Fatalf("filled %+v, want one block of 6 bytes", f)
+	}
+	if !a.complete() {
+		t.Fatal("not complete")
+	}
+
+	b, _ := newAssembler(g)
+	b.openBlock(0)
+	if err := b.land(3, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.setEnd(8); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("end before landed data: %v", err)
+	}
+}
+
+func TestAssemblerTruncate(t *testing.T) {
+	g := Geometry{BlockBytes: 16, MsgBytes: 4, QPs: 4, NBufs: 4}
+	a, _ := newAssembler(g)
+	a.openBlock(2)
+	a.openBlock(3)
+	a.openBlock(0)
+	for _, sl := range []uint64{0, 1, 2, 3, 4, 5, 7, 8} { // block 0 full, block 1 has 0,1,_,3, block 2 has 0
+		if err := a.land(sl, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill, lost := a.truncate()
+	want := []Filled{{Seq: 0, Index: 2, Bytes: 16}, {Seq: 1, Index: 3, Bytes: 8}}
+	if len(fill) != len(want) || fill[0] != want[0] || fill[1] != want[1] {
+		t.Fatalf("truncate = %+v, want %+v", fill, want)
+	}
+	if lost != 8 {
+		t.Fatalf("lost %d bytes, want 8 (slice 7 and slice 8)", lost)
+	}
+
+	// Nothing landed at all: nothing to fill.
+	b, _ := newAssembler(g)
+	b.openBlock(0)
+	if fill, lost := b.truncate(); len(fill) != 0 || lost != 0 {
+		t.Fatalf("empty truncate = %+v, %d", fill, lost)
+	}
+}
+
+func TestResolveWraps(t *testing.T) {
+	g := Geometry{BlockBytes: 1 << 20, MsgBytes: 1, QPs: 1, NBufs: 4}
+	a, _ := newAssembler(g)
+	// Move the window past 2^32 slices.
+	a.next = (1 << 32) / (1 << 20)
+	a.filled = a.next
+	a.openBlock(0)
+	a.openBlock(1)
+	sl := a.next*a.s - 5
+	got, err := a.resolve(uint32(sl))
+	if err != nil || got != sl {
+		t.Fatalf("resolve(%d) = %d, %v; want %d", uint32(sl), got, err, sl)
+	}
+}
+
+func TestCredits(t *testing.T) {
+	c := credits{nbufs: 4}
+	if err := c.add(Credit{Seq: 1, Index: 0}); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("out-of-order credit: %v", err)
+	}
+	if err := c.add(Credit{Seq: 0, Index: 4}); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("credit outside the ring: %v", err)
+	}
+	for i := range 3 {
+		if err := c.add(Credit{Seq: uint64(i), Index: uint32((i + 2) % 4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := c.take(3); ok {
+		t.Fatal("took a credit that was never granted")
+	}
+	for i := range 3 {
+		if _, ok := c.take(uint64(i + 1)); ok {
+			t.Fatalf("took credit %d before credit %d", i+1, i)
+		}
+		if cr, ok := c.take(uint64(i)); !ok || cr.Index != uint32((i+2)%4) {
+			t.Fatalf("take(%d) = %+v, %v", i, cr, ok)
+		}
+	}
+}

@@ -1,0 +1,586 @@
+package capture
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"unicode/utf8"
+)
+
+// ProtocolVersion is the version of the out-of-band handshake this package
+// speaks. A peer with another version is refused with a message naming both.
+const ProtocolVersion = 1
+
+// Magic opens every connection, followed by the big-endian uint16 version. It
+// is what tells a ringcap peer from anything else that dials the port.
+const Magic = "RCAP"
+
+// MaxQPs is the largest number of queue pairs one connection may use.
+const MaxQPs = 64
+
+// Limits the decoder enforces before allocating anything.
+const (
+	maxFrame    = 16 << 20 // bytes of one message payload
+	maxRegions  = 1 << 20  // write-mode address/rkey table entries
+	maxText     = 4096     // bytes of a Reject/Done message text
+	preambleLen = len(Magic) + 2
+)
+
+// ErrProtocol is wrapped by every error caused by bytes that do not follow the
+// protocol (garbage, truncated or out-of-range fields, unexpected messages).
+var ErrProtocol = errors.New("ringcap protocol error")
+
+// Mode is the transfer mode of a connection.
+type Mode uint8
+
+// Transfer modes.
+const (
+	ModeSend  Mode = 1 // SEND into receive WRs that point into ring blocks
+	ModeWrite Mode = 2 // RDMA_WRITE_WITH_IMM into blocks granted by credits
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeSend:
+		return "send"
+	case ModeWrite:
+		return "write"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// ParseMode parses "send" or "write".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(s) {
+	case "send":
+		return ModeSend, nil
+	case "write":
+		return ModeWrite, nil
+	}
+	return 0, fmt.Errorf("unknown transfer mode %q (want send or write)", s)
+}
+
+// MRMode says how the receiver registered its ring, which decides the shape of
+// the write-mode region table: one entry for the whole ring or one per block.
+type MRMode uint8
+
+// Memory-registration modes as seen by the sender.
+const (
+	MRWholeRing MRMode = 1
+	MRPerBlock  MRMode = 2
+)
+
+func (m MRMode) String() string {
+	switch m {
+	case MRWholeRing:
+		return "WholeRing"
+	case MRPerBlock:
+		return "PerBlock"
+	}
+	return fmt.Sprintf("mrmode(%d)", uint8(m))
+}
+
+// QPInfo is what one side tells the other about one of its queue pairs.
+type QPInfo struct {
+	QPN uint32   // queue pair number (24 bits)
+	PSN uint32   // initial packet sequence number (24 bits)
+	LID uint16   // port LID (0 on RoCE)
+	GID [16]byte // the GID chosen for the connection
+	MTU uint32   // active path MTU in bytes (256..4096)
+}
+
+// Region is one entry of the write-mode table: remote address, length and rkey.
+type Region struct {
+	Addr uint64
+	Len  uint64
+	RKey uint32
+}
+
+// Hello is the sender's first message (after the preamble).
+type Hello struct {
+	Mode     Mode
+	MsgBytes uint32   // bytes per message (slice)
+	QPs      []QPInfo // 1..MaxQPs
+}
+
+// Accept is the receiver's positive answer to a Hello.
+type Accept struct {
+	Mode     Mode
+	MsgBytes uint32
+	NBufs    uint32 // ring blocks
+	BufSize  uint64 // bytes per block
+	MRMode   MRMode
+	QPs      []QPInfo // same count as the Hello's
+	// Regions is the write-mode table: empty in send mode, one entry covering
+	// NBufs*BufSize bytes for MRWholeRing, NBufs entries for MRPerBlock.
+	Regions []Region
+}
+
+// Reject refuses a connection; Message says why. Its encoding never changes
+// between protocol versions, so every version can read it.
+type Reject struct{ Message string }
+
+// Credit grants the sender one free ring block (write mode). Seq is the
+// block's sequence number within the observation (0, 1, 2, ...), Index its ring
+// index (which region entry or offset to write to).
+type Credit struct {
+	Seq   uint64
+	Index uint32
+}
+
+// End is the sender's end of stream: the exact number of bytes it sent.
+// Complete is false when the sender stopped early (an error or a signal).
+type End struct {
+	Bytes    uint64
+	Complete bool
+}
+
+// Done is the receiver's last word: what it committed to the ring.
+type Done struct {
+	Bytes   uint64
+	Blocks  uint64
+	OK      bool
+	Message string
+}
+
+// Message is any protocol message.
+type Message interface{ msgType() byte }
+
+const (
+	typeHello  byte = 1
+	typeAccept byte = 2
+	typeReject byte = 3
+	typeCredit byte = 4
+	typeEnd    byte = 5
+	typeDone   byte = 6
+)
+
+func (Hello) msgType() byte  { return typeHello }
+func (Accept) msgType() byte { return typeAccept }
+func (Reject) msgType() byte { return typeReject }
+func (Credit) msgType() byte { return typeCredit }
+func (End) msgType() byte    { return typeEnd }
+func (Done) msgType() byte   { return typeDone }
+
+// WritePreamble writes the magic and the protocol version.
+func WritePreamble(w io.Writer) error {
+	var b [preambleLen]byte
+	copy(b[:], Magic)
+	binary.BigEndian.PutUint16(b[len(Magic):], ProtocolVersion)
+	_, err := w.Write(b[:])
+	return err
+}
+
+// VersionError is returned by ReadPreamble for a ringcap peer that speaks
+// another protocol version.
+type VersionError struct{ Got uint16 }
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("handshake version %d is not supported (this side speaks version %d)", e.Got, ProtocolVersion)
+}
+
+// ReadPreamble reads and checks the magic and version. Bytes that are not a
+// ringcap preamble give an error wrapping ErrProtocol; a ringcap peer of
+// another version gives a *VersionError.
+func ReadPreamble(r io.Reader) error {
+	var b [preambleLen]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return fmt.Errorf("read handshake preamble: %w", err)
+	}
+	if string(b[:len(Magic)]) != Magic {
+		return fmt.Errorf("%w: not a ringcap handshake (first bytes %q)", ErrProtocol, b[:])
+	}
+	if v := binary.BigEndian.Uint16(b[len(Magic):]); v != ProtocolVersion {
+		return &VersionError{Got: v}
+	}
+	return nil
+}
+
+// WriteMessage writes one framed message: type byte, big-endian uint32 payload
+// length, payload.
+func WriteMessage(w io.Writer, m Message) error {
+	p, err := encode(m)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(p)
+	return err
+}
+
+// ReadMessage reads one framed message. It never allocates more than the
+// frame limit and checks every field's range.
+func ReadMessage(r io.Reader) (Message, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxFrame {
+		return nil, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", ErrProtocol, n, maxFrame)
+	}
+	if h[0] < typeHello || h[0] > typeDone {
+		return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, h[0])
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return nil, fmt.Errorf("read message body: %w", err)
+	}
+	return Decode(h[0], p)
+}
+
+func encode(m Message) ([]byte, error) {
+	b := []byte{m.msgType(), 0, 0, 0, 0}
+	switch m := m.(type) {
+	case Hello:
+		if err := m.validate(); err != nil {
+			return nil, err
+		}
+		b = append(b, byte(m.Mode))
+		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
+		b = appendQPs(b, m.QPs)
+	case Accept:
+		if err := m.validate(); err != nil {
+			return nil, err
+		}
+		b = append(b, byte(m.Mode), byte(m.MRMode))
+		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
+		b = binary.BigEndian.AppendUint32(b, m.NBufs)
+		b = binary.BigEndian.AppendUint64(b, m.BufSize)
+		b = appendQPs(b, m.QPs)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Regions)))
+		for _, r := range m.Regions {
+			b = binary.BigEndian.AppendUint64(b, r.Addr)
+			b = binary.BigEndian.AppendUint64(b, r.Len)
+			b = binary.BigEndian.AppendUint32(b, r.RKey)
+		}
+	case Reject:
+		b = appendText(b, m.Message)
+	case Credit:
+		b = binary.BigEndian.AppendUint64(b, m.Seq)
+		b = binary.BigEndian.AppendUint32(b, m.Index)
+	case End:
+		b = binary.BigEndian.AppendUint64(b, m.Bytes)
+		b = append(b, boolByte(m.Complete))
+	case Done:
+		b = binary.BigEndian.AppendUint64(b, m.Bytes)
+		b = binary.BigEndian.AppendUint64(b, m.Blocks)
+		b = append(b, boolByte(m.OK))
+		b = appendText(b, m.Message)
+	default:
+		return nil, fmt.Errorf("encode %T: unknown message", m)
+	}
+	if len(b)-5 > maxFrame {
+		return nil, fmt.Errorf("encode %T: %d bytes exceed the %d-byte limit", m, len(b)-5, maxFrame)
+	}
+	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
+	return b, nil
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func appendQPs(b []byte, qps []QPInfo) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(qps)))
+	for _, q := range qps {
+		b = binary.BigEndian.AppendUint32(b, q.QPN)
+		b = binary.BigEndian.AppendUint32(b, q.PSN)
+		b = binary.BigEndian.AppendUint16(b, q.LID)
+		b = append(b, q.GID[:]...)
+		b = binary.BigEndian.AppendUint32(b, q.MTU)
+	}
+	return b
+}
+
+func appendText(b []byte, s string) []byte {
+	if len(s) > maxText {
+		s = s[:maxText]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+// dec reads fields from a payload, remembering the first error.
+type dec struct {
+	p   []byte
+	err error
+}
+
+func (d *dec) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if len(d.p) < n {
+		d.err = fmt.Errorf("%w: message truncated", ErrProtocol)
+		return nil
+	}
+	v := d.p[:n]
+	d.p = d.p[n:]
+	return v
+}
+
+func (d *dec) u8() byte {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *dec) u16() uint16 {
+	if v := d.take(2); v != nil {
+		return binary.BigEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (d *dec) u32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *dec) u64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *dec) boolean() bool {
+	switch v := d.u8(); v {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		d.fail("boolean field is %d", v)
+		return false
+	}
+}
+
+func (d *dec) text() string {
+	n := int(d.u16())
+	if n > maxText {
+		d.fail("text of %d bytes exceeds %d", n, maxText)
+		return ""
+	}
+	v := d.take(n)
+	if d.err == nil && !utf8.Valid(v) {
+		d.fail("text is not UTF-8")
+	}
+	return string(v)
+}
+
+func (d *dec) qps() []QPInfo {
+	n := int(d.u16())
+	if d.err != nil {
+		return nil
+	}
+	if n < 1 || n > MaxQPs {
+		d.fail("%d queue pairs (want 1..%d)", n, MaxQPs)
+		return nil
+	}
+	if len(d.p) < n*30 {
+		d.fail("queue-pair table truncated")
+		return nil
+	}
+	qps := make([]QPInfo, n)
+	for i := range qps {
+		q := &qps[i]
+		q.QPN = d.u32()
+		q.PSN = d.u32()
+		q.LID = d.u16()
+		copy(q.GID[:], d.take(16))
+		q.MTU = d.u32()
+	}
+	return qps
+}
+
+func (d *dec) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *dec) end(what string) error {
+	if d.err != nil {
+		return fmt.Errorf("decode %s: %w", what, d.err)
+	}
+	if len(d.p) != 0 {
+		return fmt.Errorf("decode %s: %w: %d trailing bytes", what, ErrProtocol, len(d.p))
+	}
+	return nil
+}
+
+// Decode parses the payload of a message of the given type.
+func Decode(typ byte, p []byte) (Message, error) {
+	d := &dec{p: p}
+	switch typ {
+	case typeHello:
+		var m Hello
+		m.Mode = Mode(d.u8())
+		m.MsgBytes = d.u32()
+		m.QPs = d.qps()
+		if err := d.end("hello"); err != nil {
+			return nil, err
+		}
+		if err := m.validate(); err != nil {
+			return nil, fmt.Errorf("decode hello: %w", err)
+		}
+		return m, nil
+	case typeAccept:
+		var m Accept
+		m.Mode = Mode(d.u8())
+		m.MRMode = MRMode(d.u8())
+		m.MsgBytes = d.u32()
+		m.NBufs = d.u32()
+		m.BufSize = d.u64()
+		m.QPs = d.qps()
+		n := d.u32()
+		if d.err == nil && (n > maxRegions || uint64(len(d.p)) < uint64(n)*20) {
+			d.fail("region table of %d entries does not fit the message", n)
+		}
+		if d.err == nil && n > 0 {
+			m.Regions = make([]Region, n)
+			for i := range m.Regions {
+				m.Regions[i] = Region{Addr: d.u64(), Len: d.u64(), RKey: d.u32()}
+			}
+		}
+		if err := d.end("accept"); err != nil {
+			return nil, err
+		}
+		if err := m.validate(); err != nil {
+			return nil, fmt.Errorf("decode accept: %w", err)
+		}
+		return m, nil
+	case typeReject:
+		m := Reject{Message: d.text()}
+		return m, d.end("reject")
+	case typeCredit:
+		m := Credit{Seq: d.u64(), Index: d.u32()}
+		return m, d.end("credit")
+	case typeEnd:
+		m := End{Bytes: d.u64(), Complete: d.boolean()}
+		return m, d.end("end")
+	case typeDone:
+		m := Done{Bytes: d.u64(), Blocks: d.u64(), OK: d.boolean(), Message: d.text()}
+		return m, d.end("done")
+	}
+	return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, typ)
+}
+
+func validMTU(m uint32) bool {
+	return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096
+}
+
+func validateQPs(qps []QPInfo) error {
+	if len(qps) < 1 || len(qps) > MaxQPs {
+		return fmt.Errorf("%w: %d queue pairs (want 1..%d)", ErrProtocol, len(qps), MaxQPs)
+	}
+	for i, q := range qps {
+		if q.QPN == 0 || q.QPN >= 1<<24 {
+			return fmt.Errorf("%w: queue pair %d: QPN %d out of range", ErrProtocol, i, q.QPN)
+		}
+		if q.PSN >= 1<<24 {
+			return fmt.Errorf("%w: queue pair %d: PSN %d out of range", ErrProtocol, i, q.PSN)
+		}
+		if !validMTU(q.MTU) {
+			return fmt.Errorf("%w: queue pair %d: MTU %d is not an IB MTU", ErrProtocol, i, q.MTU)
+		}
+	}
+	return nil
+}
+
+func (m Hello) validate() error {
+	if m.Mode != ModeSend && m.Mode != ModeWrite {
+		return fmt.Errorf("%w: unknown transfer mode %d", ErrProtocol, m.Mode)
+	}
+	if m.MsgBytes == 0 {
+		return fmt.Errorf("%w: message size 0", ErrProtocol)
+	}
+	return validateQPs(m.QPs)
+}
+
+func (m Accept) validate() error {
+	if m.Mode != ModeSend && m.Mode != ModeWrite {
+		return fmt.Errorf("%w: unknown transfer mode %d", ErrProtocol, m.Mode)
+	}
+	if m.MRMode != MRWholeRing && m.MRMode != MRPerBlock {
+		return fmt.Errorf("%w: unknown memory-registration mode %d", ErrProtocol, m.MRMode)
+	}
+	if m.MsgBytes == 0 || m.NBufs == 0 || m.BufSize == 0 {
+		return fmt.Errorf("%w: empty geometry (msg %d bytes, %d blocks of %d bytes)", ErrProtocol, m.MsgBytes, m.NBufs, m.BufSize)
+	}
+	if m.BufSize > 1<<48 || uint64(m.NBufs) > 1<<32/2 {
+		return fmt.Errorf("%w: ring geometry %d x %d out of range", ErrProtocol, m.NBufs, m.BufSize)
+	}
+	if err := validateQPs(m.QPs); err != nil {
+		return err
+	}
+	switch {
+	case m.Mode == ModeSend && len(m.Regions) != 0:
+		return fmt.Errorf("%w: send mode with a region table", ErrProtocol)
+	case m.Mode == ModeWrite && m.MRMode == MRWholeRing:
+		if len(m.Regions) != 1 || m.Regions[0].Len != uint64(m.NBufs)*m.BufSize {
+			return fmt.Errorf("%w: whole-ring table must be one region of %d bytes", ErrProtocol, uint64(m.NBufs)*m.BufSize)
+		}
+	case m.Mode == ModeWrite && m.MRMode == MRPerBlock:
+		if len(m.Regions) != int(m.NBufs) {
+			return fmt.Errorf("%w: per-block table has %d regions for %d blocks", ErrProtocol, len(m.Regions), m.NBufs)
+		}
+		for i, r := range m.Regions {
+			if r.Len != m.BufSize {
+				return fmt.Errorf("%w: region %d is %d bytes, block size is %d", ErrProtocol, i, r.Len, m.BufSize)
+			}
+		}
+	}
+	return nil
+}
+
+// BlockTarget returns the remote address and rkey of byte 0 of ring block
+// index in an Accept's write-mode table.
+func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint32, err error) {
+	if index >= m.NBufs {
+		return 0, 0, fmt.Errorf("%w: block index %d outside a ring of %d blocks", ErrProtocol, index, m.NBufs)
+	}
+	switch m.MRMode {
+	case MRWholeRing:
+		return m.Regions[0].Addr + uint64(index)*m.BufSize, m.Regions[0].RKey, nil
+	default:
+		return m.Regions[index].Addr, m.Regions[index].RKey, nil
+	}
+}
+
+// conn wraps a TCP connection with buffered framing.
+type conn struct {
+	c net.Conn
+	r *bufio.Reader
+	w *bufio.Writer
+}
+
+func newConn(c net.Conn) *conn {
+	return &conn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c)}
+}
+
+func (c *conn) send(m Message) error {
+	if err := WriteMessage(c.w, m); err != nil {
+		return fmt.Errorf("send %T to %s: %w", m, c.c.RemoteAddr(), err)
+	}
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("send %T to %s: %w", m, c.c.RemoteAddr(), err)
+	}
+	return nil
+}
+
+func (c *conn) recv() (Message, error) { return ReadMessage(c.r) }
