@@ -1,0 +1,25 @@
+# Soft-RoCE VM tier (issue 3): real rxe devices in a qemu guest booting Debian's kernel.
+# See hack/vm/README.md. Artifacts are cached under $(RINGCAP_VM_DIR).
+RINGCAP_VM_DIR ?= /var/tmp/ringcap/vm
+export RINGCAP_VM_DIR
+
+.PHONY: vm-image test-vm bench-verbs vm-shell
+
+## vm-image: fetch the Debian kernel (apt-get download, never installed) and build the initramfs
+vm-image:
+	hack/vm/fetch-kernel.sh
+	hack/vm/build-initramfs.sh
+
+## test-vm: the vm-tagged tests of test/vm/packages.txt in one boot of the Soft-RoCE VM
+test-vm: vm-image
+	test/vm/run-tests.sh
+
+## bench-verbs: memory registration and RDMA WRITE, whole-ring vs per-block MRs (in the VM)
+bench-verbs: vm-image
+	test/vm/run-tests.sh --bench 'BenchmarkRegistration|BenchmarkRingWrite' --benchtime 1x ./pkg/rdma/verbs
+
+## vm-shell: interactive shell in the Soft-RoCE VM (exit powers it off)
+vm-shell: vm-image
+	RINGCAP_VM_SHELL=1 hack/vm/run.sh
+
+TEST_ALL += test-vm
