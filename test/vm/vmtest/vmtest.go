@@ -65,12 +65,19 @@ func Binary(t testing.TB, name string) string {
 type Unprivileged struct {
 	// MemlockBytes is the RLIMIT_MEMLOCK (soft and hard) of the unprivileged process.
 	MemlockBytes uint64
+	// Env is added to the child's environment (e.g. the key of a ring the parent created).
+	Env []string
 }
+
+// IsUnprivilegedChild reports whether this process is the child RunUnprivileged started for
+// t: setup that must happen once (as root), such as creating a ring, is skipped there.
+func IsUnprivilegedChild(t *testing.T) bool { return os.Getenv(envChild) == t.Name() }
 
 // RunUnprivileged runs fn as uid/gid 65534 without capabilities (so without CAP_IPC_LOCK)
 // and with RLIMIT_MEMLOCK = u.MemlockBytes. The test binary re-executes itself for the
 // current test only (-test.run), and in that child RunUnprivileged calls fn directly, so
-// everything the test does before RunUnprivileged must be repeatable. The child's output is
+// everything the test does before RunUnprivileged must be repeatable or skipped in the child
+// (IsUnprivilegedChild); pass what the child needs in u.Env. The child's output is
 // logged; its failure fails t. Call it at most once per test, from the test goroutine.
 func RunUnprivileged(t *testing.T, u Unprivileged, fn func(t *testing.T)) {
 	t.Helper()
@@ -101,6 +108,7 @@ func RunUnprivileged(t *testing.T, u Unprivileged, fn func(t *testing.T)) {
 	}
 	cmd := exec.Command(exe, "-test.run", strings.Join(pattern, "/"), "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), envChild+"="+t.Name(), fmt.Sprintf("%s=%d", envLock, u.MemlockBytes))
+	cmd.Env = append(cmd.Env, u.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: []uint32{}}}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,0 +1,26 @@
+// Package verbs is ringcap's libibverbs binding (rdma-core), and the memory registration of
+// PSRDADA rings built on it.
+//
+// It is the only cgo package of the project: the binding is built with
+// `//go:build linux && cgo`; elsewhere (and with CGO_ENABLED=0) a pure-Go twin keeps the same
+// API and every call returns ErrNotSupported, so the device plugin and the operator build
+// without rdma-core.
+//
+// Objects: a Context (an opened device) owns protection domains (PD), completion queues (CQ);
+// a PD owns memory regions (MR) and RC queue pairs (QP). Each object has one Go owner and an
+// idempotent Close, and closing an object first closes what depends on it (Context.Close
+// tears everything down in the order QP, CQ, MR, PD, device). Constructors clean up after
+// a partial failure. Live reports how many objects of each kind are open, so tests can fail
+// on leaks.
+//
+// The hot path crosses cgo in batches: QP.PostSend and QP.PostRecv post a whole slice of
+// work requests as one chain, CQ.Poll returns many completions per call, and CQ.PollWait
+// sleeps on a completion channel instead of spinning when a CQ is created with Notify.
+//
+// Registration maps a pkg/dada ring to memory regions: one MR over the whole ring when its
+// blocks are mapped back to back (WholeRing), one per block otherwise (PerBlock), chosen
+// automatically (Auto), with O(1) lookup of the address, lkey and rkey of any block.
+//
+// Registered memory must not be managed by the Go garbage collector: use shared memory,
+// mmap'd memory (see Mmap) or C memory.
+package verbs

@@ -1,0 +1,282 @@
+//go:build linux
+
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+// MRMode says how a ring is registered.
+type MRMode int
+
+// Registration modes.
+const (
+	// Auto registers one MR over the whole ring when its blocks are mapped back to back,
+	// else one MR per block.
+	Auto MRMode = iota
+	// WholeRing registers one MR over the whole ring, or fails saying why it cannot.
+	WholeRing
+	// PerBlock registers one MR per block.
+	PerBlock
+)
+
+func (m MRMode) String() string {
+	switch m {
+	case Auto:
+		return "Auto"
+	case WholeRing:
+		return "WholeRing"
+	case PerBlock:
+		return "PerBlock"
+	}
+	return fmt.Sprintf("MRMode(%d)", int(m))
+}
+
+// ParseMRMode parses "auto", "wholering" or "perblock" (any case), as ringcap recv --mr.
+func ParseMRMode(s string) (MRMode, error) {
+	switch strings.ToLower(s) {
+	case "auto":
+		return Auto, nil
+	case "wholering", "whole-ring":
+		return WholeRing, nil
+	case "perblock", "per-block":
+		return PerBlock, nil
+	}
+	return 0, fmt.Errorf("memory registration mode %q: want auto, wholering or perblock", s)
+}
+
+// ErrNotContiguous is returned by WholeRing registration of a ring whose blocks are not
+// mapped back to back.
+var ErrNotContiguous = errors.New("ring blocks are not mapped contiguously")
+
+// ErrMemlock is returned when the memory to register exceeds RLIMIT_MEMLOCK and the process
+// lacks CAP_IPC_LOCK.
+var ErrMemlock = errors.New("not enough locked-memory allowance to register the ring")
+
+// RegisterOptions tunes Register.
+type RegisterOptions struct {
+	// Access of the MRs; zero means AccessLocalWrite|AccessRemoteWrite (SEND and RDMA WRITE
+	// into the ring).
+	Access Access
+	// Log receives the one-line summary of the registration; nil logs it with log.Print.
+	Log func(line string)
+}
+
+// BlockMR is what a work request targeting one ring block needs.
+type BlockMR struct {
+	Addr uint64 // address of the block's first byte in this process
+	LKey uint32
+	RKey uint32
+}
+
+// Registration is a pkg/dada ring's data blocks registered with one protection domain.
+type Registration struct {
+	ring   *dada.Ring
+	mode   MRMode
+	reason string
+	bytes  uint64
+	mrs    []*MR
+	blocks []BlockMR
+	closed bool
+}
+
+// Register registers the data blocks of ring with pd. For WholeRing (and Auto to pick it)
+// the ring must be attached with dada.ConnectOptions{Contiguous: true}; the MR then covers
+// exactly the attached range. Before registering it checks RLIMIT_MEMLOCK and CAP_IPC_LOCK
+// and fails with ErrMemlock and both numbers instead of a bare ENOMEM.
+func Register(pd *PD, ring *dada.Ring, mode MRMode, opts RegisterOptions) (*Registration, error) {
+	if pd == nil || ring == nil {
+		return nil, errors.New("register ring: nil protection domain or ring")
+	}
+	access := opts.Access
+	if access == 0 {
+		access = AccessLocalWrite | AccessRemoteWrite
+	}
+	n, bs := ring.NBufs(), ring.BufSize()
+	r := &Registration{ring: ring, bytes: uint64(n) * uint64(bs)}
+	region, contiguous, why := ring.Contiguous()
+	switch mode {
+	case Auto:
+		if contiguous {
+			r.mode, r.reason = WholeRing, "blocks contiguous"
+		} else {
+			r.mode, r.reason = PerBlock, why
+		}
+	case WholeRing:
+		if !contiguous {
+			return nil, fmt.Errorf("register ring key=%s mode=WholeRing: %w: %s (use mode Auto or PerBlock)", ring.Key(), ErrNotContiguous, why)
+		}
+		r.mode, r.reason = WholeRing, "blocks contiguous"
+	case PerBlock:
+		r.mode, r.reason = PerBlock, "per-block registration requested"
+	default:
+		return nil, fmt.Errorf("register ring key=%s: unknown mode %v", ring.Key(), mode)
+	}
+
+	if err := checkMemlock(r.pinnedBytes()); err != nil {
+		return nil, fmt.Errorf("register ring key=%s mode=%v (%d bytes): %w", ring.Key(), r.mode, r.bytes, err)
+	}
+	r.blocks = make([]BlockMR, n)
+	if r.mode == WholeRing {
+		mr, err := pd.RegisterMR(region, access)
+		if err != nil {
+			return nil, fmt.Errorf("register ring key=%s mode=WholeRing (%d bytes): %w", ring.Key(), r.bytes, memlockHint(err))
+		}
+		r.mrs = []*MR{mr}
+		for i := range r.blocks {
+			r.blocks[i] = BlockMR{Addr: uint64(mr.Addr()) + uint64(i)*uint64(bs), LKey: mr.LKey(), RKey: mr.RKey()}
+		}
+	} else {
+		r.mrs = make([]*MR, 0, n)
+		for i := range r.blocks {
+			mr, err := pd.RegisterMR(ring.Block(i), access)
+			if err != nil {
+				_ = r.Close()
+				return nil, fmt.Errorf("register ring key=%s mode=PerBlock: block %d of %d: %w", ring.Key(), i, n, memlockHint(err))
+			}
+			r.mrs = append(r.mrs, mr)
+			r.blocks[i] = BlockMR{Addr: uint64(mr.Addr()), LKey: mr.LKey(), RKey: mr.RKey()}
+		}
+	}
+	if opts.Log != nil {
+		opts.Log(r.Summary())
+	} else {
+		log.Print(r.Summary())
+	}
+	return r, nil
+}
+
+// pinnedBytes is what the kernel charges against RLIMIT_MEMLOCK: whole pages per MR.
+func (r *Registration) pinnedBytes() uint64 {
+	page := uint64(max(r.ring.PageSize(), os.Getpagesize()))
+	span := func(addr, n uint64) uint64 { return (addr+n+page-1)/page*page - addr/page*page }
+	if r.mode == WholeRing {
+		return span(uint64(r.ring.BlockAddr(0)), r.bytes)
+	}
+	var sum uint64
+	for i := 0; i < r.ring.NBufs(); i++ {
+		sum += span(uint64(r.ring.BlockAddr(i)), uint64(r.ring.BufSize()))
+	}
+	return sum
+}
+
+// Mode returns the mode in use: WholeRing or PerBlock (never Auto).
+func (r *Registration) Mode() MRMode { return r.mode }
+
+// Reason says why the mode was chosen.
+func (r *Registration) Reason() string { return r.reason }
+
+// Regions returns the number of MRs.
+func (r *Registration) Regions() int { return len(r.mrs) }
+
+// Bytes returns the registered bytes (NBufs*BufSize).
+func (r *Registration) Bytes() uint64 { return r.bytes }
+
+// Block returns the address and keys for block i, in O(1).
+func (r *Registration) Block(i int) BlockMR { return r.blocks[i] }
+
+// Summary is the registration's log line, e.g.
+// "Registered ring key=dada mode=WholeRing regions=1 bytes=33554432 (blocks contiguous)".
+func (r *Registration) Summary() string {
+	return fmt.Sprintf("Registered ring key=%s mode=%v regions=%d bytes=%d (%s)", r.ring.Key(), r.mode, len(r.mrs), r.bytes, r.reason)
+}
+
+// Close deregisters every MR exactly once. Idempotent.
+func (r *Registration) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for _, mr := range r.mrs {
+		errs = append(errs, mr.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// memlockState is what decides whether pinning memory can succeed.
+type memlockState struct {
+	limit  uint64 // RLIMIT_MEMLOCK soft limit (math.MaxUint64 = unlimited)
+	pinned uint64 // already pinned by this process (VmPin)
+	ipcLck bool   // CAP_IPC_LOCK in the effective set
+}
+
+func currentMemlock() (memlockState, error) {
+	var st memlockState
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+		return st, fmt.Errorf("read RLIMIT_MEMLOCK: %w", err)
+	}
+	st.limit = lim.Cur
+	if lim.Cur == unix.RLIM_INFINITY {
+		st.limit = math.MaxUint64
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return st, fmt.Errorf("read capabilities: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "CapEff":
+			caps, err := strconv.ParseUint(v, 16, 64)
+			if err != nil {
+				return st, fmt.Errorf("parse CapEff %q: %w", v, err)
+			}
+			st.ipcLck = caps&(1<<unix.CAP_IPC_LOCK) != 0
+		case "VmPin":
+			kb, err := strconv.ParseUint(strings.TrimSuffix(v, " kB"), 10, 64)
+			if err == nil {
+				st.pinned = kb << 10
+			}
+		}
+	}
+	return st, nil
+}
+
+func checkMemlock(need uint64) error {
+	st, err := currentMemlock()
+	if err != nil {
+		return err
+	}
+	return st.check(need)
+}
+
+// check fails when pinning need more bytes would exceed the limit without CAP_IPC_LOCK.
+func (st memlockState) check(need uint64) error {
+	if st.ipcLck || st.limit == math.MaxUint64 || st.pinned+need <= st.limit {
+		return nil
+	}
+	pinned := ""
+	if st.pinned > 0 {
+		pinned = fmt.Sprintf(", %d of it already pinned", st.pinned)
+	}
+	return fmt.Errorf("%w: registering needs %d bytes of locked memory but RLIMIT_MEMLOCK is %d bytes%s and the process lacks CAP_IPC_LOCK; grant the IPC_LOCK capability or raise the memlock limit to at least %d bytes (ulimit -l / the container runtime's memlock ulimit)",
+		ErrMemlock, need, st.limit, pinned, st.pinned+need)
+}
+
+// memlockHint explains an ENOMEM from ibv_reg_mr that the pre-check did not foresee.
+func memlockHint(err error) error {
+	if !errors.Is(err, unix.ENOMEM) {
+		return err
+	}
+	st, serr := currentMemlock()
+	if serr != nil || st.ipcLck || st.limit == math.MaxUint64 {
+		return err
+	}
+	return fmt.Errorf("%w (RLIMIT_MEMLOCK is %d bytes, %d pinned, no CAP_IPC_LOCK: grant IPC_LOCK or raise the memlock limit)", err, st.limit, st.pinned)
+}
