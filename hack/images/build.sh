@@ -2,6 +2,7 @@
 # Builds ringcap's three images from the working tree WITHOUT Docker or a registry, as
 # docker-archive tarballs (`ctr images import`, `docker load`, `kind load image-archive`):
 #
+#   registry.k8s.io/pause:3.10.1  hack/images/pause, the test cluster's sandbox image
 #   ringcap/plugin:TAG    static device plugin, FROM scratch
 #   ringcap/operator:TAG  static operator, FROM scratch, user 65532
 #   ringcap/ringcap:TAG   data plane: bin/ringcap (cgo) + the shared libraries it and ibv_devinfo
@@ -24,16 +25,18 @@ for c in plugin operator ringcap; do
 done
 
 LDFLAGS="-s -w -X main.version=$TAG"
-GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/" ./cmd/plugin ./cmd/operator
+GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/" ./cmd/plugin ./cmd/operator ./hack/images/pause
 GOFLAGS=-buildvcs=false CGO_ENABLED=1 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/ringcap" ./cmd/ringcap
 go build -o "$OUT/bin/mkimage" ./hack/images/mkimage
 MK=$OUT/bin/mkimage
-for b in plugin operator; do
+for b in plugin operator pause; do
   if ldd "$OUT/bin/$b" >/dev/null 2>&1; then echo "build-images: $b is not static" >&2; exit 1; fi
 done
 
 LABELS=(-label "org.opencontainers.image.source=https://github.com/ringcap/ringcap"
         -label "org.opencontainers.image.version=$TAG")
+# the local cluster's sandbox image (it cannot pull registry.k8s.io/pause)
+"$MK" -t registry.k8s.io/pause:3.10.1 -o "$OUT/pause.tar" -entrypoint /pause "$OUT/bin/pause:/pause"
 "$MK" -t "ringcap/plugin:$TAG" -o "$OUT/plugin.tar" "${LABELS[@]}" -entrypoint /plugin "$OUT/bin/plugin:/plugin"
 "$MK" -t "ringcap/operator:$TAG" -o "$OUT/operator.tar" "${LABELS[@]}" -user 65532:65532 \
   -entrypoint /operator "$OUT/bin/operator:/operator"

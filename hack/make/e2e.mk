@@ -1,0 +1,36 @@
+# Packaging and the end-to-end tier (issue 7): images, Helm chart, the real cluster with Soft-RoCE.
+# See test/e2e/README.md.
+.PHONY: images test-chart chart-manifests e2e e2e-up e2e-down e2e-kind
+.SECONDEXPANSION:
+
+## images: build ringcap/{plugin,operator,ringcap}:TAG from the working tree without Docker
+images:
+	hack/images/build.sh
+
+## test-chart: helm lint + template tests of charts/ringcap, and the image builder's tests
+test-chart:
+	$(GO) test -count=1 -tags helm ./charts/ ./hack/images/...
+
+## chart-manifests: copy the generated CRDs and operator RBAC into the chart (part of generate)
+chart-manifests: $$(filter-out chart-manifests,$$(GENERATE))
+	@ls config/crd/bases/*.yaml config/rbac/role.yaml >/dev/null || { echo "chart-manifests: run the operator's generators first (config/crd/bases, config/rbac/role.yaml)"; exit 1; }
+	rm -f charts/ringcap/files/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/ringcap/files/crds/
+	cp config/rbac/role.yaml charts/ringcap/files/operator-role.yaml
+
+## e2e: real single-node Kubernetes with its node in the Soft-RoCE VM; installs the chart, runs test/e2e
+e2e:
+	test/e2e/harness/e2e.sh
+
+## e2e-up / e2e-down: bring the e2e cluster up and leave it running / tear it down
+e2e-up:
+	test/e2e/harness/up.sh
+e2e-down:
+	test/e2e/harness/down.sh
+
+## e2e-kind: the same suite on a kind cluster with Soft-RoCE on the host (needs Docker; not in CI)
+e2e-kind:
+	test/e2e/harness/kind.sh
+
+GENERATE += chart-manifests
+TEST_ALL += test-chart

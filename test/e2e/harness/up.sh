@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Brings up ringcap's e2e cluster (split layout, see test/e2e/README.md): a real single-node
+# Kubernetes v1.34.10 whose control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler) runs natively on this host and whose only node runs inside the Soft-RoCE VM
+# (containerd, kubelet, kube-proxy, rxe0/rxe1), joined by the tap $E2E_TAP on a private /30.
+# The images are built from the working tree (hack/images/build.sh) and imported at boot.
+# Writes $E2E_WORK/e2e.env (KUBECONFIG, image tag, ...). Undo with down.sh (also on failure).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/common.sh"
+[ "$(id -u)" = 0 ] || die "must run as root (tap device, qemu, control plane)"
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+  [ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b missing: build the Kubernetes binaries first (hack/k8s/build-k8s.sh)"
+done
+for b in qemu-system-x86_64 etcd openssl debootstrap; do command -v $b >/dev/null || die "$b missing: run hack/setup.sh"; done
+[ -e /dev/net/tun ] || die "/dev/net/tun missing: cannot create the tap device"
+if [ -f "$E2E_WORK/pids/qemu.pid" ] || ls "$E2E_WORK"/pids/*.pid >/dev/null 2>&1; then
+  log "a previous e2e cluster was left behind: stopping it"; "$HERE/down.sh"
+fi
+mkdir -p "$E2E_WORK/pids" "$E2E_WORK/logs"
+
+"$HERE/build-root.sh"
+log "guest root ready"
+TAG=$("$REPO_ROOT/hack/images/build.sh" 2> "$E2E_WORK/logs/build-images.log" | tail -n1) ||
+  { tail -20 "$E2E_WORK/logs/build-images.log"; die "image build failed (log $E2E_WORK/logs/build-images.log)"; }
+log "images ringcap/{plugin,operator,ringcap}:$TAG built"
+
+S=$E2E_WORK/share
+rm -rf "$S/logs" "$S/images"; mkdir -p "$S/logs" "$S/images"
+cp "$RINGCAP_CACHE"/images/{pause,plugin,operator,ringcap}.tar "$S/images/"
+cp "$HERE/guest-boot.sh" "$HERE/guest-node.sh" "$S/"
+rm -rf "$S/cluster"; "$HERE/gen-certs.sh" "$S/cluster"   # fresh PKI: nothing from an earlier run is trusted
+cat > "$S/node.env" <<ENV
+E2E_NODE=$E2E_NODE
+E2E_HOST_IP=$E2E_HOST_IP
+E2E_GUEST_IP=$E2E_GUEST_IP
+SERVICE_CIDR=$SERVICE_CIDR
+POD_CIDR=$POD_CIDR
+DNS_SERVICE_IP=$DNS_SERVICE_IP
+ENV
+cp "$S/cluster/admin.kubeconfig" "$E2E_KUBECONFIG"
+P=$S/cluster/pki; C=$S/cluster
+
+# --- tap on a private /30 (no sysctl, route or firewall change on this host) ---
+ip tuntap add dev "$E2E_TAP" mode tap
+ip addr add "$E2E_HOST_IP/30" dev "$E2E_TAP"
+ip link set "$E2E_TAP" up
+log "tap $E2E_TAP $E2E_HOST_IP/30"
+
+# --- the VM (boots while the control plane starts; the kubelet retries until the API answers) ---
+KDIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}/kernel; KVER=$(cat "$KDIR/KVER")
+rm -f "$E2E_WORK/serial.log" "$E2E_WORK/guest-shell.sock" "$E2E_WORK/qemu-monitor.sock"
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$E2E_MEM" -smp 2 -display none -no-reboot \
+  -netdev tap,id=n0,ifname="$E2E_TAP",script=no,downscript=no -device virtio-net-pci,netdev=n0 \
+  -kernel "$KDIR/boot/vmlinuz-$KVER" -initrd "$E2E_WORK/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 quiet" \
+  -virtfs local,path="$E2E_WORK/root",mount_tag=root,security_model=none,id=root \
+  -virtfs local,path="$S",mount_tag=host,security_model=none,id=host \
+  -virtfs local,path="$K8S_BIN",mount_tag=k8sbin,security_model=none,id=k8sbin,readonly=on \
+  -serial file:"$E2E_WORK/serial.log" \
+  -chardev socket,id=sh1,path="$E2E_WORK/guest-shell.sock",server=on,wait=off -serial chardev:sh1 \
+  -monitor unix:"$E2E_WORK/qemu-monitor.sock",server=on,wait=off \
+  -pidfile "$E2E_WORK/pids/qemu.pid" -daemonize
+log "qemu started (pid $(cat "$E2E_WORK/pids/qemu.pid"), serial log $E2E_WORK/serial.log)"
+
+# --- control plane on this host: etcd on 127.0.0.1, the API server on the tap address ---
+start() { local name=$1; shift; setsid nohup "$@" > "$E2E_WORK/logs/$name.log" 2>&1 < /dev/null & echo $! > "$E2E_WORK/pids/$name.pid"; }
+rm -rf "$E2E_WORK/etcd"
+start etcd etcd --name ringcap-e2e --data-dir "$E2E_WORK/etcd" \
+  --listen-client-urls "http://127.0.0.1:$E2E_ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$E2E_ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$((E2E_ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((E2E_ETCD_PORT + 1))" \
+  --initial-cluster "ringcap-e2e=http://127.0.0.1:$((E2E_ETCD_PORT + 1))"
+wait_for "etcd healthy" 60 curl -sf "http://127.0.0.1:$E2E_ETCD_PORT/health"
+start kube-apiserver kube-apiserver --bind-address="$E2E_HOST_IP" --advertise-address="$E2E_HOST_IP" --secure-port=6443 \
+  --etcd-servers="http://127.0.0.1:$E2E_ETCD_PORT" \
+  --tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" --client-ca-file="$P/ca.crt" \
+  --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-cluster-ip-range="$SERVICE_CIDR" --allow-privileged=true \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
+  --requestheader-client-ca-file="$P/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$P/front-proxy-client.crt" --proxy-client-key-file="$P/front-proxy-client.key"
+export KUBECONFIG=$E2E_KUBECONFIG
+wait_for "kube-apiserver ready" 120 kubectl get --raw /readyz
+start kube-controller-manager kube-controller-manager --kubeconfig="$C/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$C/controller-manager.kubeconfig" --authorization-kubeconfig="$C/controller-manager.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=20257 --leader-elect=false --use-service-account-credentials=true \
+  --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+  --cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+  --service-cluster-ip-range="$SERVICE_CIDR" --controllers='*,bootstrapsigner,tokencleaner'
+start kube-scheduler kube-scheduler --kubeconfig="$C/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$C/scheduler.kubeconfig" --authorization-kubeconfig="$C/scheduler.kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port=20259 --leader-elect=false
+wait_for "default ServiceAccount" 120 kubectl get sa default
+
+qemu_alive() { kill -0 "$(cat "$E2E_WORK/pids/qemu.pid")" 2>/dev/null; }
+node_ready() {
+  qemu_alive || die "qemu exited; serial log: $(tail -20 "$E2E_WORK/serial.log")"
+  [ "$(kubectl get node "$E2E_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+wait_for "node $E2E_NODE Ready" 600 node_ready || { tail -30 "$E2E_WORK/serial.log" >&2; die "node not Ready"; }
+wait_for "kube-proxy rules in the guest" 300 grep -q 'node up' "$E2E_WORK/serial.log" ||
+  { tail -30 "$E2E_WORK/serial.log" >&2; die "kube-proxy did not program the kubernetes Service"; }
+cat > "$E2E_WORK/e2e.env" <<ENV
+export KUBECONFIG=$E2E_KUBECONFIG
+export RINGCAP_E2E_IMAGE_TAG=$TAG
+export RINGCAP_E2E_NODE=$E2E_NODE
+ENV
+log "cluster up: . $E2E_WORK/e2e.env; kubectl get nodes"

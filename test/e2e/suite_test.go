@@ -1,0 +1,21 @@
+//go:build e2e
+
+package e2e
+
+import "testing"
+
+// TestRingcap runs the steps of issue 7 in order on one cluster; a failed step stops the rest,
+// since each builds on the state the previous one left.
+func TestRingcap(t *testing.T) {
+	steps := []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"1-helm-install-plugin-registers", stepInstall},
+	}
+	for _, st := range steps {
+		if !t.Run(st.name, st.fn) {
+			t.Fatalf("step %s failed: later steps not run", st.name)
+		}
+	}
+}
