@@ -281,4 +281,3 @@ func execIn(t *testing.T, ns, pod, container string, cmd ...string) (string, err
 	}
 	return stdout.String(), nil
 }
-
