@@ -610,7 +610,7 @@ func (c *Context) CreateCQ(cfg CQConfig) (cq *CQ, err error) {
 	cq = &CQ{c: c}
 	defer func() {
 		if err != nil {
-			cq.free()
+			_ = cq.free()
 		}
 	}()
 	if cfg.Notify {

@@ -32,7 +32,7 @@ func TestDeviceAndPortQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	cleanup(t, c.Close)
 	a := c.Attr()
 	if a.MaxQP <= 0 || a.MaxQPWR <= 0 || a.MaxCQE <= 0 || a.MaxMR <= 0 || a.MaxMRSize == 0 || a.MaxSGE <= 0 || a.PhysPortCount != 1 || a.NodeGUID == 0 {
 		t.Errorf("implausible device attributes: %+v", a)
@@ -62,7 +62,7 @@ func TestGIDTableMatchesSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		cleanup(t, c.Close)
 		p, err := c.QueryPort(vmtest.Port)
 		if err != nil {
 			t.Fatal(err)
@@ -129,6 +129,15 @@ func TestGIDTableMatchesSysfs(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
+// cleanup runs close when the test ends and fails the test if it fails.
+func cleanup(t *testing.T, close func() error) {
+	t.Cleanup(func() {
+		if err := close(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+}
+
 func tlog(t *testing.T) func(string) { return func(s string) { t.Log(s) } }
 
 func TestRegistrationModes(t *testing.T) {
@@ -138,7 +147,7 @@ func TestRegistrationModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	cleanup(t, c.Close)
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +179,7 @@ func TestRegistrationModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
+			cleanup(t, r.Close)
 			if r.Mode() != tc.wantMode || r.Regions() != tc.regions || !strings.Contains(r.Reason(), tc.reason) {
 				t.Errorf("mode %v regions %d reason %q; want %v %d %q", r.Mode(), r.Regions(), r.Reason(), tc.wantMode, tc.regions, tc.reason)
 			}
@@ -249,14 +258,14 @@ func writeWindow(t *testing.T, p *pair, key dada.Key, r *Registration, off, n in
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Munmap(src)
+	cleanup(t, func() error { return Munmap(src) })
 	const seed = 42
 	pattern.Fill(src, seed, uint64(off))
 	smr, err := p.src.pd.RegisterMR(src, AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer smr.Close()
+	cleanup(t, smr.Close)
 	base := uint64(uintptr(unsafe.Pointer(&src[0])))
 	var wrs []SendWR
 	if !perBlock {
@@ -323,7 +332,7 @@ func TestRDMAWriteWholeRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	cleanup(t, r.Close)
 	if r.Mode() != WholeRing {
 		t.Fatalf("Auto chose %v (%s) for a page-aligned ring", r.Mode(), r.Reason())
 	}
@@ -352,7 +361,7 @@ func TestRDMAWritePerBlock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
+			cleanup(t, r.Close)
 			if r.Mode() != PerBlock || r.Regions() != int(tc.nbufs) {
 				t.Fatalf("mode %v with %d regions, want PerBlock with %d", r.Mode(), r.Regions(), tc.nbufs)
 			}
@@ -373,7 +382,7 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	cleanup(t, r.Close)
 	const msg = 64 << 10
 	var recvs []RecvWR
 	for i := 0; i < 4; i++ {
@@ -388,13 +397,13 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Munmap(src)
+	cleanup(t, func() error { return Munmap(src) })
 	pattern.Fill(src, 7, 0)
 	smr, err := p.src.pd.RegisterMR(src, AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer smr.Close()
+	cleanup(t, smr.Close)
 	base := uint64(uintptr(unsafe.Pointer(&src[0])))
 	var wrs []SendWR
 	for i := 0; i < 4; i++ {
@@ -434,7 +443,7 @@ func TestCompletionErrorStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Munmap(buf)
+	cleanup(t, func() error { return Munmap(buf) })
 	mr, err := p.src.pd.RegisterMR(buf, AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +496,7 @@ func TestCloseCascade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Munmap(buf)
+	cleanup(t, func() error { return Munmap(buf) })
 	mr, err := pd.RegisterMR(buf, AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
@@ -534,7 +543,7 @@ func TestRegisterMemlockUnprivileged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
+		cleanup(t, c.Close)
 		pd, err := c.AllocPD()
 		if err != nil {
 			t.Fatal(err)
