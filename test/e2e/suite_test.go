@@ -12,6 +12,11 @@ func TestRingcap(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"1-helm-install-plugin-registers", stepInstall},
+		{"2-sample-capture-ready", stepCapture},
+		{"3-stream-verified", stepStream},
+		{"4-invalid-rejected", stepInvalid},
+		{"5-kubelet-and-operator-restart", stepRestarts},
+		{"6-delete-leaves-nothing", stepDelete},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

@@ -5,7 +5,8 @@ _e2e_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 export REPO_ROOT=$_e2e_root
 export E2E_WORK=${E2E_WORK:-$RINGCAP_CACHE/e2e}
 # Kubernetes v1.34.10 binaries (hack/k8s/build-k8s.sh builds them from the Go module proxy)
-export K8S_BIN=${K8S_BIN:-/var/tmp/k8s-local/bin}
+export K8S_VERSION=${K8S_VERSION:-v1.34.10}
+export K8S_BIN=${K8S_BIN:-$RINGCAP_CACHE/k8s/$K8S_VERSION/bin}
 export PATH=$K8S_BIN:$PATH:/usr/sbin:/sbin
 # Split layout: the control plane runs natively on this host, the node (containerd, kubelet,
 # kube-proxy, every pod) inside the Soft-RoCE VM, joined by a tap on a private /30.

@@ -9,9 +9,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
 [ "$(id -u)" = 0 ] || die "must run as root (tap device, qemu, control plane)"
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
-  [ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b missing: build the Kubernetes binaries first (hack/k8s/build-k8s.sh)"
-done
+# Kubernetes from the Go module proxy (kept once built; minutes on a cold Go build cache)
+OUT_DIR=$K8S_BIN K8S_VERSION=$K8S_VERSION "$REPO_ROOT/hack/k8s/build-k8s.sh" \
+  kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl >&2 || die "building Kubernetes $K8S_VERSION failed"
 for b in qemu-system-x86_64 etcd openssl debootstrap; do command -v $b >/dev/null || die "$b missing: run hack/setup.sh"; done
 [ -e /dev/net/tun ] || die "/dev/net/tun missing: cannot create the tap device"
 if [ -f "$E2E_WORK/pids/qemu.pid" ] || ls "$E2E_WORK"/pids/*.pid >/dev/null 2>&1; then
@@ -21,13 +21,21 @@ mkdir -p "$E2E_WORK/pids" "$E2E_WORK/logs"
 
 "$HERE/build-root.sh"
 log "guest root ready"
-TAG=$("$REPO_ROOT/hack/images/build.sh" 2> "$E2E_WORK/logs/build-images.log" | tail -n1) ||
-  { tail -20 "$E2E_WORK/logs/build-images.log"; die "image build failed (log $E2E_WORK/logs/build-images.log)"; }
-log "images ringcap/{plugin,operator,ringcap}:$TAG built"
+if [ -n "${E2E_PREBUILT_IMAGES:-}" ]; then   # iterate on the harness: reuse the last image build
+  TAG=$(cat "$RINGCAP_CACHE/images/TAG" 2>/dev/null || echo none)
+  log "using the images already in $RINGCAP_CACHE/images (tag $TAG)"
+else
+  TAG=$("$REPO_ROOT/hack/images/build.sh" 2> "$E2E_WORK/logs/build-images.log" | tail -n1) ||
+    { tail -20 "$E2E_WORK/logs/build-images.log"; die "image build failed (log $E2E_WORK/logs/build-images.log)"; }
+  log "images ringcap/{plugin,operator,ringcap}:$TAG built from the working tree"
+fi
 
 S=$E2E_WORK/share
 rm -rf "$S/logs" "$S/images"; mkdir -p "$S/logs" "$S/images"
-cp "$RINGCAP_CACHE"/images/{pause,plugin,operator,ringcap}.tar "$S/images/"
+for i in pause plugin operator ringcap; do
+  if [ -f "$RINGCAP_CACHE/images/$i.tar" ]; then cp "$RINGCAP_CACHE/images/$i.tar" "$S/images/"
+  elif [ -z "${E2E_PREBUILT_IMAGES:-}" ] || [ $i = pause ]; then die "image $RINGCAP_CACHE/images/$i.tar missing"; fi
+done
 cp "$HERE/guest-boot.sh" "$HERE/guest-node.sh" "$S/"
 rm -rf "$S/cluster"; "$HERE/gen-certs.sh" "$S/cluster"   # fresh PKI: nothing from an earlier run is trusted
 cat > "$S/node.env" <<ENV
