@@ -1,0 +1,297 @@
+package dada
+
+import (
+	"context"
+	"fmt"
+)
+
+// This file holds the per-process side of one ring (PSRDADA's ipcbuf_t) for a writer and a
+// reader, following the contract's sequences step by step. Loops that do one semaphore
+// operation per reader keep their progress, so a wait cancelled half way resumes where it
+// stopped instead of taking from some readers twice.
+
+// wbuf is a writer's state on one ring.
+type wbuf struct {
+	r     *Ring
+	state int32
+	xfer  uint64
+	// progress of per-reader loops (readers already done)
+	sodDone, clearDone, eodDone int
+}
+
+func (w *wbuf) setState(s int32) {
+	w.state = s
+	w.r.sync.setWState(s)
+}
+
+// lockWrite takes the ring's write lock (SEM_UNDO, so it is released if the process dies).
+func (w *wbuf) lockWrite(ctx context.Context) error {
+	r := w.r
+	if err := semOp(ctx, r.connSem, semWrite, -1, semUndo); err != nil {
+		return fmt.Errorf("lock ring %s for writing: %w", r.key, err)
+	}
+	if r.sync.wState() == stateDiscon {
+		w.setState(stateWChange)
+	} else {
+		// A writer that replaces a crashed one continues the same transfer.
+		w.setState(stateWriting)
+	}
+	w.xfer = r.sync.wXfer() % Xfers
+	return nil
+}
+
+func (w *wbuf) unlockWrite() error {
+	r := w.r
+	r.sync.setWState(stateDiscon)
+	w.state = stateViewer
+	if err := semOp(nil, r.connSem, semWrite, 1, semUndo); err != nil {
+		return fmt.Errorf("unlock ring %s for writing: %w", r.key, err)
+	}
+	return nil
+}
+
+// enableSOD raises start-of-data at (startBuf, startByte).
+func (w *wbuf) enableSOD(ctx context.Context, startBuf, startByte uint64) error {
+	r, s := w.r, w.r.sync
+	for ; w.sodDone < r.nreaders; w.sodDone++ {
+		if err := semOp(ctx, r.dataSem[w.sodDone], semSODAck, -1, 0); err != nil {
+			return fmt.Errorf("start of data on ring %s: wait for reader %d to acknowledge an earlier transfer: %w", r.key, w.sodDone, err)
+		}
+	}
+	w.sodDone = 0
+	s.setSBuf(w.xfer, startBuf)
+	s.setSByte(w.xfer, startByte)
+	curr := s.wBufCurr()
+	if curr == 0 {
+		s.setEOD(w.xfer, false)
+	}
+	nb := uint64(r.nbufs)
+	for b := startBuf; b < curr; b++ {
+		s.setCount(b%nb, s.count(b%nb)+1)
+	}
+	w.setState(stateWriting)
+	if n := curr - startBuf; n > 0 {
+		for i := 0; i < r.nreaders; i++ {
+			if err := semOp(nil, r.dataSem[i], semFull, int16(n), 0); err != nil {
+				return fmt.Errorf("start of data on ring %s: post full blocks to reader %d: %w", r.key, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// getNextWrite returns the next block to fill (ring index and absolute count), waiting
+// while the slowest reader still holds it.
+func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
+	r, s := w.r, w.r.sync
+	if w.state == stateWChange {
+		if err := w.enableSOD(ctx, s.wBufCurr(), 0); err != nil {
+			return 0, 0, err
+		}
+	}
+	next := s.wBufNext()
+	b := next % uint64(r.nbufs)
+	for s.count(b) > 0 {
+		for ; w.clearDone < r.nreaders; w.clearDone++ {
+			if err := semOp(ctx, r.dataSem[w.clearDone], semClear, -1, 0); err != nil {
+				return 0, 0, fmt.Errorf("wait for reader %d to clear block %d of ring %s: %w", w.clearDone, b, r.key, err)
+			}
+		}
+		w.clearDone = 0
+		s.setCount(b, s.count(b)-1)
+	}
+	s.setWBufNext(next + 1)
+	return int(b), next, nil
+}
+
+// enableEOD makes the next markFilled end the transfer.
+func (w *wbuf) enableEOD() {
+	if w.state == stateWriting {
+		w.setState(stateWChange)
+	}
+}
+
+// markFilled marks the oldest open block (w_buf_curr) filled with nbytes. A short block, or
+// the WCHANGE state, ends the transfer.
+func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err error) {
+	r, s := w.r, w.r.sync
+	if w.state == stateWriter {
+		s.setWBufCurr(s.wBufCurr() + 1)
+		return false, nil
+	}
+	curr := s.wBufCurr()
+	if w.state == stateWChange || nbytes < uint64(r.bufsz) {
+		for ; w.eodDone < r.nreaders; w.eodDone++ {
+			if err := semOp(ctx, r.dataSem[w.eodDone], semEODAck, -1, 0); err != nil {
+				return false, fmt.Errorf("end of data on ring %s: wait for reader %d to acknowledge an earlier transfer: %w", r.key, w.eodDone, err)
+			}
+		}
+		w.eodDone = 0
+		s.setEBuf(w.xfer, curr)
+		s.setEByte(w.xfer, nbytes)
+		s.setEOD(w.xfer, true)
+		s.setWXfer(s.wXfer() + 1)
+		w.xfer = s.wXfer() % Xfers
+		w.setState(stateWriter)
+		eod = true
+		if nbytes == 0 {
+			if _, _, err := w.getNextWrite(ctx); err != nil {
+				return eod, err
+			}
+		}
+	}
+	nb := uint64(r.nbufs)
+	s.setCount(curr%nb, s.count(curr%nb)+1)
+	s.setWBufCurr(curr + 1)
+	// The shared fields above are written before FULL is posted: semop is the barrier.
+	for i := 0; i < r.nreaders; i++ {
+		if err := semOp(nil, r.dataSem[i], semFull, 1, 0); err != nil {
+			return eod, fmt.Errorf("post full block to reader %d of ring %s: %w", i, r.key, err)
+		}
+	}
+	return eod, nil
+}
+
+// finishXfer moves both write counters past the last transfer's EOD block (ipcio_stop).
+func (w *wbuf) finishXfer() {
+	s := w.r.sync
+	if x := s.wXfer(); x > 0 {
+		next := s.eBuf((x-1)%Xfers) + 1
+		s.setWBufCurr(next)
+		s.setWBufNext(next)
+	}
+}
+
+// rbuf is a reader's state on one ring.
+type rbuf struct {
+	r         *Ring
+	iread     int
+	state     int32
+	xfer      uint64
+	startByte uint64
+}
+
+func (q *rbuf) setState(st int32) {
+	q.state = st
+	q.r.sync.setRState(q.iread, st)
+}
+
+// lockRead takes a reader slot: the READ lock, then the first free READER_CONN of the slots
+// ordered by r_bufs (both with SEM_UNDO).
+func (q *rbuf) lockRead(ctx context.Context) error {
+	r, s := q.r, q.r.sync
+	if err := semOp(ctx, r.connSem, semRead, -1, semUndo); err != nil {
+		return fmt.Errorf("lock ring %s for reading: %w", r.key, err)
+	}
+	order := make([]int, r.nreaders)
+	for i := range order {
+		order[i] = i
+	}
+	// insertion sort by r_bufs, stable so equal counts keep slot order
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && s.rBufs(order[j]) < s.rBufs(order[j-1]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	q.iread = -1
+	for _, i := range order {
+		if err := semOp(nil, r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
+			q.iread = i
+			break
+		}
+	}
+	if q.iread < 0 {
+		_ = semOp(nil, r.connSem, semRead, 1, semUndo)
+		return fmt.Errorf("lock ring %s for reading: no free reader slot", r.key)
+	}
+	if s.rState(q.iread) == stateDiscon {
+		q.setState(stateReader)
+	} else {
+		// A reader replacing a crashed one resumes its transfer.
+		q.setState(stateReading)
+	}
+	q.xfer = s.rXfer(q.iread) % Xfers
+	return nil
+}
+
+func (q *rbuf) unlockRead() error {
+	r := q.r
+	r.sync.setRState(q.iread, stateDiscon)
+	q.state = stateViewer
+	err1 := semOp(nil, r.dataSem[q.iread], semReaderConn, 1, semUndo)
+	err2 := semOp(nil, r.connSem, semRead, 1, semUndo)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("unlock reader %d of ring %s: %w", q.iread, r.key, firstErr(err1, err2))
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// getNextRead waits for the next full block. It returns ok=false after end of data.
+func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byte, eod, ok bool, err error) {
+	r, s := q.r, q.r.sync
+	if q.state == stateRStop {
+		return 0, 0, nil, false, false, nil
+	}
+	sem := r.dataSem[q.iread]
+	if err := semOp(ctx, sem, semFull, -1, 0); err != nil {
+		return 0, 0, nil, false, false, fmt.Errorf("wait for a full block of ring %s: %w", r.key, err)
+	}
+	if q.state == stateReader {
+		q.xfer = s.rXfer(q.iread) % Xfers
+		q.setState(stateReading)
+		s.setRBufs(q.iread, s.sBuf(q.xfer))
+		q.startByte = s.sByte(q.xfer)
+		if err := semOp(nil, sem, semSODAck, 1, 0); err != nil {
+			return 0, 0, nil, false, false, fmt.Errorf("acknowledge start of data on ring %s: %w", r.key, err)
+		}
+	}
+	seq = s.rBufs(q.iread)
+	idx = int(seq % uint64(r.nbufs))
+	end := uint64(r.bufsz)
+	eod = s.eod(q.xfer) && seq == s.eBuf(q.xfer)
+	if eod {
+		end = s.eByte(q.xfer)
+	}
+	start := min(q.startByte, end)
+	end = min(end, uint64(r.bufsz))
+	return idx, seq, r.blocks[idx][start:end], eod, true, nil
+}
+
+// markCleared releases the block returned by getNextRead, with the exact EOD test.
+func (q *rbuf) markCleared() error {
+	r, s := q.r, q.r.sync
+	sem := r.dataSem[q.iread]
+	if err := semOp(nil, sem, semClear, 1, 0); err != nil {
+		return fmt.Errorf("clear block of ring %s: %w", r.key, err)
+	}
+	q.startByte = 0
+	cur := s.rBufs(q.iread)
+	if s.eod(q.xfer) && cur == s.eBuf(q.xfer) {
+		q.setState(stateRStop)
+		s.setRBufs(q.iread, cur+1)
+		s.setRXfer(q.iread, s.rXfer(q.iread)+1)
+		q.xfer = s.rXfer(q.iread) % Xfers
+		if err := semOp(nil, sem, semEODAck, 1, 0); err != nil {
+			return fmt.Errorf("acknowledge end of data on ring %s: %w", r.key, err)
+		}
+		return nil
+	}
+	s.setRBufs(q.iread, cur+1)
+	return nil
+}
+
+// reset readies a reader that reached end of data for the next transfer.
+func (q *rbuf) reset() {
+	if q.state == stateRStop {
+		q.setState(stateReader)
+	}
+}

@@ -1,0 +1,208 @@
+package dada
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// ReadBlock is a data block returned by NextBlock. Data holds the valid bytes only and stays
+// valid until MarkCleared.
+type ReadBlock struct {
+	Index int    // ring index
+	Seq   uint64 // absolute block count
+	Data  []byte
+	EOD   bool // last block of the observation
+}
+
+// Reader holds a reader slot on a HDU's header and data rings (dada_hdu_lock_read).
+type Reader struct {
+	h    *HDU
+	hdr  rbuf
+	data rbuf
+
+	mu       sync.Mutex
+	open     bool      // a block from NextBlock is not yet cleared
+	blk      ReadBlock // streaming Read: current block ...
+	blkOff   int       // ... and bytes of it consumed
+	closed   bool
+	closeErr error
+}
+
+// LockRead takes a reader slot on the header ring and then on the data ring, waiting while
+// all slots are taken. The slot is released if the process dies (SEM_UNDO).
+func (h *HDU) LockRead(ctx context.Context) (*Reader, error) {
+	r := &Reader{h: h, hdr: rbuf{r: h.Header}, data: rbuf{r: h.Data}}
+	if err := r.hdr.lockRead(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.data.lockRead(ctx); err != nil {
+		_ = r.hdr.unlockRead()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Slot returns the reader slot (0..Readers-1) held on the data ring.
+func (r *Reader) Slot() int { return r.data.iread }
+
+// ReadHeader waits for the next header and returns it, trimmed at the first NUL. It copes
+// with both header styles: after a new-style header (end-of-data on the header ring) the
+// header ring is reset for the next one.
+func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	r.hdr.reset()
+	for {
+		_, _, data, _, ok, err := r.hdr.getNextRead(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read header: %w", err)
+		}
+		if !ok {
+			r.hdr.reset()
+			continue
+		}
+		out := bytes.Clone(data)
+		if i := bytes.IndexByte(out, 0); i >= 0 {
+			out = out[:i]
+		}
+		if err := r.hdr.markCleared(); err != nil {
+			return nil, fmt.Errorf("read header: %w", err)
+		}
+		r.hdr.reset()
+		if len(out) == 0 && len(data) == 0 {
+			continue // an empty end-of-data block on the header ring
+		}
+		return out, nil
+	}
+}
+
+// NextBlock waits for the next full data block (ipcbuf_get_next_read). It returns io.EOF at
+// the end of the observation; Reset then readies the reader for the next one.
+func (r *Reader) NextBlock(ctx context.Context) (ReadBlock, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ReadBlock{}, ErrClosed
+	}
+	if r.open {
+		return ReadBlock{}, errors.New("next block: the previous block is not cleared")
+	}
+	return r.nextBlock(ctx)
+}
+
+func (r *Reader) nextBlock(ctx context.Context) (ReadBlock, error) {
+	idx, seq, data, eod, ok, err := r.data.getNextRead(ctx)
+	if err != nil {
+		return ReadBlock{}, fmt.Errorf("next block: %w", err)
+	}
+	if !ok {
+		return ReadBlock{}, io.EOF
+	}
+	r.open = true
+	return ReadBlock{Index: idx, Seq: seq, Data: data, EOD: eod}, nil
+}
+
+// MarkCleared releases the block returned by NextBlock to the writer.
+func (r *Reader) MarkCleared() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	return r.markCleared()
+}
+
+func (r *Reader) markCleared() error {
+	if !r.open {
+		return errors.New("mark cleared: no block is open")
+	}
+	r.open = false
+	return r.data.markCleared()
+}
+
+// Read copies the observation's bytes into p (ipcio_read), returning io.EOF at its end.
+func (r *Reader) Read(p []byte) (int, error) { return r.ReadContext(context.Background(), p) }
+
+// ReadContext is Read with a context for the waits.
+func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, ErrClosed
+	}
+	n := 0
+	for n < len(p) {
+		if !r.open {
+			if r.data.state == stateRStop {
+				break
+			}
+			if n > 0 && ctx.Err() != nil {
+				break
+			}
+			b, err := r.nextBlock(ctx)
+			if err != nil {
+				if n > 0 && !errors.Is(err, io.EOF) {
+					return n, err
+				}
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return n, err
+			}
+			r.blk, r.blkOff = b, 0
+		}
+		c := copy(p[n:], r.blk.Data[r.blkOff:])
+		n += c
+		r.blkOff += c
+		if r.blkOff == len(r.blk.Data) {
+			if err := r.markCleared(); err != nil {
+				return n, err
+			}
+			r.blk = ReadBlock{}
+		}
+	}
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Reset readies the reader for the next observation after io.EOF (ipcbuf_reset).
+func (r *Reader) Reset() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.open {
+		return errors.New("reset: a block is still open")
+	}
+	r.data.reset()
+	r.hdr.reset()
+	return nil
+}
+
+// Close clears a block still open and releases the reader slots (data ring, then header
+// ring). Idempotent.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return r.closeErr
+	}
+	r.closed = true
+	var errs []error
+	if r.open {
+		errs = append(errs, r.markCleared())
+	}
+	errs = append(errs, r.data.unlockRead(), r.hdr.unlockRead())
+	r.closeErr = errors.Join(errs...)
+	return r.closeErr
+}

@@ -1,0 +1,283 @@
+package dada
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// WriterOptions controls a Writer.
+type WriterOptions struct {
+	// NewStyleHeader raises end-of-data on the header ring after every header, as PSRDADA
+	// 1.1.0's dada_client writers do. The default (old style) keeps the header ring one
+	// long transfer, which every PSRDADA reader version handles across observations.
+	NewStyleHeader bool
+}
+
+// WriteBlock is a data block opened for writing. Data is the whole block (BufSize bytes)
+// and stays valid until the block is marked filled.
+type WriteBlock struct {
+	Index int    // ring index (Seq % NBufs)
+	Seq   uint64 // absolute block count since the ring was created
+	Data  []byte
+}
+
+// ErrNoOpenBlock: MarkFilled without an open block.
+var ErrNoOpenBlock = errors.New("no open block")
+
+// Writer holds the write locks of a HDU's header and data rings (dada_hdu_lock_write).
+// It writes any number of observations (transfers) in a row: WriteHeader, data (Write, or
+// OpenBlock/MarkFilled), EndOfData; Close ends an open observation and unlocks.
+// A Writer's methods may be called from several goroutines but are serialised.
+type Writer struct {
+	h    *HDU
+	opts WriterOptions
+	hdr  wbuf
+	data wbuf
+
+	mu       sync.Mutex
+	open     []WriteBlock // blocks handed out and not yet marked filled, oldest first
+	cur      []byte       // streaming Write: the block being filled ...
+	curOff   int          // ... and how many bytes it holds
+	inObs    bool         // something (header or data) was written since the last EOD
+	closed   bool
+	closeErr error
+}
+
+// LockWrite locks the header ring and then the data ring for writing, waiting while another
+// writer holds them. The locks are released if the process dies (SEM_UNDO).
+func (h *HDU) LockWrite(ctx context.Context, o WriterOptions) (*Writer, error) {
+	w := &Writer{h: h, opts: o, hdr: wbuf{r: h.Header}, data: wbuf{r: h.Data}}
+	if err := w.hdr.lockWrite(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.data.lockWrite(ctx); err != nil {
+		_ = w.hdr.unlockWrite()
+		return nil, err
+	}
+	return w, nil
+}
+
+// HDU returns the writer's HDU.
+func (w *Writer) HDU() *HDU { return w.h }
+
+// WriteHeader writes one ASCII header block (NUL padded to the header block size) for the
+// next observation.
+func (w *Writer) WriteHeader(hdr []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	r := w.h.Header
+	if len(hdr) > r.bufsz {
+		return fmt.Errorf("write header: %d bytes do not fit the %d-byte header block", len(hdr), r.bufsz)
+	}
+	ctx := context.Background()
+	if w.hdr.state == stateWriter { // after a new-style header: start the next transfer
+		w.hdr.setState(stateWChange)
+	}
+	idx, _, err := w.hdr.getNextWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("write header: %w", err)
+	}
+	blk := r.blocks[idx]
+	n := copy(blk, hdr)
+	clear(blk[n:])
+	if w.opts.NewStyleHeader {
+		w.hdr.enableEOD()
+	}
+	if _, err := w.hdr.markFilled(ctx, uint64(r.bufsz)); err != nil {
+		return fmt.Errorf("write header: %w", err)
+	}
+	if w.opts.NewStyleHeader {
+		w.hdr.finishXfer()
+	}
+	w.inObs = true
+	return nil
+}
+
+// OpenBlock returns the next data block to fill (ipcbuf_get_next_write). Several blocks
+// may be open at once; MarkFilled marks them in the order they were opened. It waits while
+// the slowest reader still holds the block; cancelling ctx ends the wait. The first block of
+// an observation raises start-of-data.
+func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return WriteBlock{}, ErrClosed
+	}
+	if w.cur != nil {
+		return WriteBlock{}, errors.New("open block: a streaming Write is in progress")
+	}
+	return w.openBlock(ctx)
+}
+
+func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
+	if w.data.state == stateWriter { // previous observation ended: the next one starts here
+		w.data.finishXfer()
+		w.data.setState(stateWChange)
+	}
+	idx, seq, err := w.data.getNextWrite(ctx)
+	if err != nil {
+		return WriteBlock{}, fmt.Errorf("open block: %w", err)
+	}
+	b := WriteBlock{Index: idx, Seq: seq, Data: w.h.Data.blocks[idx]}
+	w.open = append(w.open, b)
+	w.inObs = true
+	return b, nil
+}
+
+// MarkFilled marks the oldest open block as holding nbytes bytes. nbytes < BufSize ends the
+// observation (end-of-data); other blocks still open are then discarded.
+func (w *Writer) MarkFilled(nbytes int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.cur != nil {
+		return errors.New("mark filled: a streaming Write is in progress")
+	}
+	return w.markFilled(nbytes, false)
+}
+
+// MarkFilledEOD marks the oldest open block as holding nbytes bytes and ends the
+// observation with it, also when the block is full.
+func (w *Writer) MarkFilledEOD(nbytes int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if w.cur != nil {
+		return errors.New("mark filled: a streaming Write is in progress")
+	}
+	return w.markFilled(nbytes, true)
+}
+
+func (w *Writer) markFilled(nbytes int, eod bool) error {
+	if len(w.open) == 0 {
+		return fmt.Errorf("mark filled: %w", ErrNoOpenBlock)
+	}
+	if nbytes < 0 || nbytes > w.h.Data.bufsz {
+		return fmt.Errorf("mark filled: %d bytes out of range 0..%d", nbytes, w.h.Data.bufsz)
+	}
+	if eod {
+		w.data.enableEOD()
+	}
+	ended, err := w.data.markFilled(context.Background(), uint64(nbytes))
+	if err != nil {
+		return fmt.Errorf("mark block %d filled: %w", w.open[0].Seq, err)
+	}
+	w.open = w.open[1:]
+	if ended {
+		w.endObs()
+	}
+	return nil
+}
+
+// endObs discards blocks still open after an EOD and moves the counters past it.
+func (w *Writer) endObs() {
+	w.open = nil
+	w.cur, w.curOff = nil, 0
+	w.data.finishXfer()
+	w.inObs = false
+}
+
+// Write copies p into the ring (ipcio_write): blocks are marked filled when the next write
+// needs the following block, so an observation of exactly N blocks ends on its last full
+// block, never with an extra empty one.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	if w.cur == nil && len(w.open) > 0 {
+		return 0, errors.New("write: blocks opened with OpenBlock are not marked filled")
+	}
+	n := 0
+	for len(p) > 0 {
+		if w.cur != nil && w.curOff == len(w.cur) {
+			w.cur = nil
+			if err := w.markFilled(len(w.open[0].Data), false); err != nil {
+				return n, err
+			}
+		}
+		if w.cur == nil {
+			b, err := w.openBlock(context.Background())
+			if err != nil {
+				return n, err
+			}
+			w.cur, w.curOff = b.Data, 0
+		}
+		c := copy(w.cur[w.curOff:], p)
+		w.curOff += c
+		p = p[c:]
+		n += c
+	}
+	return n, nil
+}
+
+// EndOfData ends the current observation (ipcio_stop): a block being written becomes the
+// end-of-data block with the bytes it holds; an observation with a header but no data gets
+// one empty block so readers see its start and end. The write lock is kept.
+func (w *Writer) EndOfData() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	return w.endOfData()
+}
+
+func (w *Writer) endOfData() error {
+	if w.data.state == stateWriter && len(w.open) == 0 {
+		// The last observation has ended (EOD raised).
+		w.data.finishXfer()
+		if !w.inObs {
+			return nil
+		}
+		// A header was written since: give that observation its start and end.
+		w.data.setState(stateWChange)
+	}
+	ctx := context.Background()
+	nbytes := 0
+	if w.cur != nil {
+		nbytes = w.curOff
+		w.cur = nil
+	}
+	if len(w.open) == 0 {
+		if !w.inObs && w.data.state == stateWChange {
+			return nil // nothing written since the last EOD: no empty observation
+		}
+		if _, err := w.openBlock(ctx); err != nil {
+			return fmt.Errorf("end of data: %w", err)
+		}
+	}
+	w.data.enableEOD()
+	if err := w.markFilled(nbytes, true); err != nil {
+		return fmt.Errorf("end of data: %w", err)
+	}
+	return nil
+}
+
+// Close ends an open observation and releases the write locks (data ring, then header
+// ring, as dada_hdu_unlock_write). Idempotent.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.closeErr
+	}
+	w.closed = true
+	var errs []error
+	if w.inObs || len(w.open) > 0 || w.cur != nil {
+		errs = append(errs, w.endOfData())
+	}
+	errs = append(errs, w.data.unlockWrite(), w.hdr.unlockWrite())
+	w.closeErr = errors.Join(errs...)
+	return w.closeErr
+}
