@@ -60,29 +60,33 @@ else
 fi
 
 accel=${RINGCAP_VM_ACCEL:-auto}
+probe=
 if [ "$accel" = auto ]; then
   # KVM only where a stock guest kernel really runs: /dev/kvm usable and a hardware KVM module
-  # (not kvm_pvm, the nested "pagetable VM" that cannot run this kernel; see hack/vm/README.md).
+  # (not kvm_pvm, the nested "pagetable VM" that cannot run this kernel; see hack/vm/README.md),
+  # and only if the guest's init then starts within RINGCAP_VM_KVM_PROBE seconds; else TCG.
   accel=tcg
   if [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ ! -d /sys/module/kvm_pvm ] &&
      { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then
-    accel=kvm
+    accel=kvm probe=${RINGCAP_VM_KVM_PROBE:-60}
   fi
 fi
-case "$accel" in
-  kvm) ACC=(-enable-kvm -cpu host) ;;
-  tcg) ACC=(-accel tcg,thread=multi -cpu max) ;;
-  *) echo "run.sh: RINGCAP_VM_ACCEL must be auto, tcg or kvm" >&2; exit 2 ;;
-esac
-
-QEMU=(qemu-system-x86_64 "${ACC[@]}" -m "${RINGCAP_VM_MEM:-2048}" -smp "${RINGCAP_VM_SMP:-2}"
+case "$accel" in kvm|tcg) ;; *) echo "run.sh: RINGCAP_VM_ACCEL must be auto, tcg or kvm" >&2; exit 2 ;; esac
+accel_args() {
+  case "$1" in
+    kvm) echo "-enable-kvm -cpu host" ;;
+    *) echo "-accel tcg,thread=multi -cpu max" ;;
+  esac
+}
+ACC=($(accel_args "$accel"))
+QEMU=(qemu-system-x86_64 -m "${RINGCAP_VM_MEM:-2048}" -smp "${RINGCAP_VM_SMP:-2}"
   -display none -no-reboot -nic none
   -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND"
   -virtfs "local,path=$SHARE,mount_tag=host,security_model=none,id=host"
   -virtfs "local,path=$SRC,mount_tag=src,security_model=none,id=src,readonly=on")
 
 if [ -n "${RINGCAP_VM_SHELL:-}" ] && [ $# -eq 0 ] && [ -z "${rel:-}" ]; then
-  exec "${QEMU[@]}" -serial mon:stdio   # interactive; Ctrl-a x quits qemu
+  exec "${QEMU[@]}" "${ACC[@]}" -serial mon:stdio   # interactive; Ctrl-a x quits qemu
 fi
 
 LOG=$SHARE/console.log
@@ -102,8 +106,22 @@ trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
 
 echo "run.sh: booting $KVER ($accel) share=$SHARE"
 start=$SECONDS
-"${QEMU[@]}" -serial "file:$LOG" </dev/null &
+"${QEMU[@]}" "${ACC[@]}" -serial "file:$LOG" </dev/null &
 QPID=$!
+if [ -n "$probe" ]; then
+  until grep -q 'ringcap-vm: init started' "$LOG" 2>/dev/null || ! kill -0 "$QPID" 2>/dev/null ||
+        [ $((SECONDS - start)) -ge "$probe" ]; do sleep 1; done
+  if ! grep -q 'ringcap-vm: init started' "$LOG" 2>/dev/null; then
+    echo "run.sh: the guest did not start under KVM within ${probe}s: falling back to TCG"
+    kill "$QPID" 2>/dev/null || true
+    wait "$QPID" 2>/dev/null || true
+    : > "$LOG"
+    accel=tcg
+    ACC=($(accel_args tcg))
+    "${QEMU[@]}" "${ACC[@]}" -serial "file:$LOG" </dev/null &
+    QPID=$!
+  fi
+fi
 tail -n +1 -F --pid="$QPID" "$LOG" 2>/dev/null | tr -d '\r' &
 TPID=$!
 timeout=${RINGCAP_VM_TIMEOUT:-1800}

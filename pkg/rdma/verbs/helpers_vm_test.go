@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,11 @@ func rdmaResources(t testing.TB) string {
 	out, err := exec.Command("rdma", "resource", "show").CombinedOutput()
 	if err != nil {
 		t.Fatalf("rdma resource show: %v\n%s", err, out)
+	}
+	for _, want := range []string{vmtest.Device0 + ":", vmtest.Device1 + ":", " pd ", " cq ", " qp ", " mr "} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("rdma resource show lacks %q:\n%s", want, out)
+		}
 	}
 	return string(out)
 }
