@@ -18,11 +18,14 @@ stop_pid() { # name pidfile
   rm -f "$f"
 }
 q=$E2E_WORK/pids/qemu.pid
-if [ -f "$q" ] && kill -0 "$(cat "$q")" 2>/dev/null; then
+qpid=$(cat "$q" 2>/dev/null || true)
+if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
+  # a clean quit first (qemu removes its pidfile), then the recorded PID
   echo quit | socat - UNIX-CONNECT:"$E2E_WORK/qemu-monitor.sock" >/dev/null 2>&1
-  for _ in $(seq 20); do kill -0 "$(cat "$q")" 2>/dev/null || break; sleep 0.5; done
+  for _ in $(seq 20); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.5; done
+  if kill -0 "$qpid" 2>/dev/null; then echo "$qpid" > "$q"; stop_pid qemu "$q"; else log "stopped qemu (pid $qpid)"; fi
 fi
-stop_pid qemu "$q"
+rm -f "$q"
 for n in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid $n "$E2E_WORK/pids/$n.pid"; done
 if ip link show "$E2E_TAP" >/dev/null 2>&1; then ip link del "$E2E_TAP" && log "deleted tap $E2E_TAP"; fi
 rm -rf "$E2E_WORK/etcd" "$E2E_WORK/guest-shell.sock" "$E2E_WORK/qemu-monitor.sock" "$E2E_WORK/e2e.env"
