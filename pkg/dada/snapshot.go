@@ -1,9 +1,12 @@
 package dada
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Snapshot is a viewer's read-only copy of both rings' shared state (what dada_dbmonitor
@@ -156,5 +159,32 @@ func (st RingState) WriteXferInfo(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "slot %d: [%d,%d] => [%d,%d] eod=%d%s\n", x, sl.SBuf, sl.SByte, sl.EBuf, sl.EByte, b2u(sl.EOD), mark)
+	}
+}
+
+// PeekHeader returns the oldest header on the header ring that some reader has not yet
+// consumed, trimmed at the first NUL, polling until one is pending (like dada_header). It
+// takes no locks.
+func (h *HDU) PeekHeader(ctx context.Context) ([]byte, error) {
+	r := h.Header
+	for {
+		s := r.sync
+		minR := s.rBufs(0)
+		for i := 1; i < r.nreaders; i++ {
+			minR = min(minR, s.rBufs(i))
+		}
+		if s.wBufCurr() > minR {
+			blk := r.blocks[minR%uint64(r.nbufs)]
+			out := bytes.Clone(blk)
+			if i := bytes.IndexByte(out, 0); i >= 0 {
+				out = out[:i]
+			}
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for a header on ring %s: %w", r.key, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

@@ -1,0 +1,45 @@
+// Command ringcap is ringcap's data-plane CLI: PSRDADA rings (ringcap ring ...), the RDMA
+// receiver (ringcap recv) and the test sender (ringcap send).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+var commands []func() *cobra.Command
+
+// register adds a top-level subcommand; each command file calls it from init.
+func register(c func() *cobra.Command) { commands = append(commands, c) }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ringcap",
+		Short:         "High-rate RDMA capture into PSRDADA ring buffers",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, c := range commands {
+		root.AddCommand(c())
+	}
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ringcap:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+func init() { register(newRingCmd) }
+
+func newRingCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ring",
+		Short: "Create, inspect, write and read PSRDADA ring buffers (dada_db compatible)",
+	}
+	c.AddCommand(newRingCreateCmd(), newRingDestroyCmd(), newRingInfoCmd(), newRingMonitorCmd(),
+		newRingWriteCmd(), newRingReadCmd(), newRingHeaderCmd())
+	return c
+}
+
+func addKeyFlag(fs *pflag.FlagSet) *dada.Key {
+	k := dada.DefaultKey
+	fs.VarP((*keyValue)(&k), "key", "k", "ring key in hexadecimal (header ring uses key+1)")
+	return &k
+}
+
+// connectWait connects to the ring at key, retrying for up to wait while it does not exist.
+func connectWait(ctx context.Context, key dada.Key, opts dada.ConnectOptions, wait time.Duration) (*dada.HDU, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		h, err := dada.Connect(key, opts)
+		if err == nil || !errors.Is(err, dada.ErrNoRing) || time.Now().After(deadline) {
+			return h, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for ring %s: %w", key, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func newRingCreateCmd() *cobra.Command {
+	cfg := dada.DefaultConfig()
+	var persist, roundHuge bool
+	c := &cobra.Command{
+		Use:   "create",
+		Short: "Create a ring and its header ring (like dada_db)",
+		Example: "  ringcap ring create -k dada -b 1048576 -n 8 -r 2\n" +
+			"  ringcap ring create -k eada -b 2097152 -n 16 --hugepages -l",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if roundHuge && cfg.HugePages {
+				b, err := dada.RoundToHugePages(cfg.BufSize)
+				if err != nil {
+					return err
+				}
+				cfg.BufSize = b
+			}
+			h, err := dada.Create(cfg)
+			if err != nil {
+				return err
+			}
+			errw := cmd.ErrOrStderr()
+			fmt.Fprintf(errw, "Created DADA data block with nbufs=%d bufsz=%d nread=%d\n", cfg.NBufs, cfg.BufSize, cfg.Readers)
+			fmt.Fprintf(errw, "Created DADA header block with nhdrs = %d, hdrsz = %d bytes, nread=%d\n", dada.Xfers, cfg.HeaderBufSize, cfg.Readers)
+			if !persist {
+				return h.Close()
+			}
+			<-cmd.Context().Done()
+			if err := h.Destroy(); err != nil {
+				return err
+			}
+			fmt.Fprintln(errw, "Destroyed DADA data and header blocks")
+			return nil
+		},
+	}
+	fs := c.Flags()
+	fs.VarP((*keyValue)(&cfg.Key), "key", "k", "ring key in hexadecimal (header ring uses key+1)")
+	fs.Uint64VarP(&cfg.BufSize, "bufsz", "b", cfg.BufSize, "data block size in bytes")
+	fs.Uint64VarP(&cfg.NBufs, "nbufs", "n", cfg.NBufs, "number of data blocks")
+	fs.Uint64VarP(&cfg.HeaderBufSize, "hdrsz", "a", cfg.HeaderBufSize, "header block size in bytes (>= 4096; 8 header blocks)")
+	fs.IntVarP(&cfg.Readers, "readers", "r", cfg.Readers, fmt.Sprintf("number of readers (1..%d)", dada.MaxReaders))
+	fs.BoolVarP(&cfg.Lock, "lock", "l", false, "lock the ring in memory (SHM_LOCK)")
+	fs.BoolVarP(&cfg.PageIn, "page", "p", false, "zero every block after creation (fault pages in)")
+	fs.BoolVar(&cfg.HugePages, "hugepages", false, "back data blocks with huge pages (SHM_HUGETLB); block size must be a multiple of the huge page size")
+	fs.BoolVar(&roundHuge, "round", false, "with --hugepages: round the block size up to the huge page size")
+	fs.BoolVarP(&persist, "persist", "w", false, "stay until SIGINT/SIGTERM, then destroy the ring")
+	return c
+}
+
+// keyValue adapts a *dada.Key to pflag.
+type keyValue dada.Key
+
+func (k *keyValue) String() string { return dada.Key(*k).String() }
+func (k *keyValue) Type() string   { return "hexkey" }
+func (k *keyValue) Set(s string) error {
+	v, err := dada.ParseKey(s)
+	if err != nil {
+		return err
+	}
+	*k = keyValue(v)
+	return nil
+}
+
+func newRingDestroyCmd() *cobra.Command {
+	var key *dada.Key
+	c := &cobra.Command{
+		Use:   "destroy",
+		Short: "Remove a ring and its header ring (like dada_db -d)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := dada.Destroy(*key); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "Destroyed DADA data and header blocks")
+			return nil
+		},
+	}
+	key = addKeyFlag(c.Flags())
+	return c
+}
+
+func newRingInfoCmd() *cobra.Command {
+	var key *dada.Key
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "info",
+		Short: "Show a ring's geometry, contiguity and shared state (like dada_dbmeminfo and dada_dbxferinfo)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := dada.Connect(*key, dada.ConnectOptions{Contiguous: true})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = h.Close() }()
+			snap, err := h.Snapshot()
+			if err != nil {
+				return err
+			}
+			_, contig, reason := h.Data.Contiguous()
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(struct {
+					Key              string        `json:"key"`
+					Contiguous       bool          `json:"contiguous"`
+					ContiguousReason string        `json:"contiguousReason"`
+					PageSize         int           `json:"pageSize"`
+					Snapshot         dada.Snapshot `json:"snapshot"`
+				}{key.String(), contig, reason, h.Data.PageSize(), snap})
+			}
+			fmt.Fprintf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
+				h.Data.Key(), h.Data.NBufs(), h.Data.BufSize(), h.Data.Readers(), h.Data.NBufs()*h.Data.BufSize(), h.Data.PageSize(), h.Data.HugePages())
+			fmt.Fprintf(out, "contiguous: %v (%s)\n", contig, reason)
+			fmt.Fprintf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
+			snap.Data.WriteXferInfo(out)
+			fmt.Fprintln(out)
+			snap.Header.WriteXferInfo(out)
+			return nil
+		},
+	}
+	key = addKeyFlag(c.Flags())
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func newRingMonitorCmd() *cobra.Command {
+	var key *dada.Key
+	var interval time.Duration
+	var count int
+	c := &cobra.Command{
+		Use:   "monitor",
+		Short: "Print FRE FUL CLR W R per ring and reader once a second (like dada_dbmonitor)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := dada.Connect(*key, dada.ConnectOptions{})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = h.Close() }()
+			out := cmd.OutOrStdout()
+			snap, err := h.Snapshot()
+			if err != nil {
+				return err
+			}
+			snap.WriteMonitorSummary(out)
+			fmt.Fprintln(out, snap.MonitorHeading())
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for i := 0; count == 0 || i < count; i++ {
+				if i > 0 {
+					select {
+					case <-cmd.Context().Done():
+						return nil
+					case <-t.C:
+					}
+					if snap, err = h.Snapshot(); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintln(out, snap.MonitorLine())
+			}
+			return nil
+		},
+	}
+	key = addKeyFlag(c.Flags())
+	c.Flags().DurationVar(&interval, "interval", time.Second, "time between lines")
+	c.Flags().IntVarP(&count, "count", "c", 0, "stop after this many lines (0: until interrupted)")
+	return c
+}
+
+func newRingHeaderCmd() *cobra.Command {
+	var key *dada.Key
+	var wait time.Duration
+	c := &cobra.Command{
+		Use:   "header",
+		Short: "Print the oldest header no reader has consumed yet (like dada_header; takes no locks)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := dada.Connect(*key, dada.ConnectOptions{})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = h.Close() }()
+			ctx := cmd.Context()
+			if wait > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, wait)
+				defer cancel()
+			}
+			hdr, err := h.PeekHeader(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = os.Stdout.Write(hdr)
+			return err
+		},
+	}
+	key = addKeyFlag(c.Flags())
+	c.Flags().DurationVar(&wait, "wait", 0, "give up when no header is pending after this long (0: wait until interrupted)")
+	return c
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/pattern"
+)
+
+type ringWriteOpts struct {
+	key          *dada.Key
+	seed         uint64
+	seedSet      bool
+	bytes        uint64
+	file         string
+	observations int
+	headerFile   string
+	headers      []string
+	newStyle     bool
+	wait         time.Duration
+}
+
+func newRingWriteCmd() *cobra.Command {
+	o := &ringWriteOpts{}
+	c := &cobra.Command{
+		Use:   "write",
+		Short: "Write observations into a ring from a file or the deterministic test pattern",
+		Example: "  ringcap ring write -k dada --seed 7 --bytes 100000000\n" +
+			"  ringcap ring write -k dada -f data.raw --header-file obs.hdr",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.seedSet = cmd.Flags().Changed("seed")
+			if o.seedSet == (o.file != "") {
+				return errors.New("give exactly one of --seed (pattern) and --file")
+			}
+			if o.observations < 1 {
+				return errors.New("--observations must be at least 1")
+			}
+			return runRingWrite(cmd.Context(), cmd.ErrOrStderr(), o)
+		},
+	}
+	fs := c.Flags()
+	o.key = addKeyFlag(fs)
+	fs.Uint64Var(&o.seed, "seed", 0, "write the test pattern with this seed (verify with ring read --verify SEED)")
+	fs.Uint64Var(&o.bytes, "bytes", 64<<20, "bytes per observation with --seed")
+	fs.StringVarP(&o.file, "file", "f", "", "write this file's bytes as each observation")
+	fs.IntVar(&o.observations, "observations", 1, "number of observations to write, holding the write lock")
+	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header to start from (else a minimal one)")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable)")
+	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style)")
+	fs.DurationVar(&o.wait, "wait", 0, "wait this long for the ring to be created")
+	return c
+}
+
+func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error) {
+	h := dada.NewHeader()
+	if o.headerFile != "" {
+		b, err := os.ReadFile(o.headerFile)
+		if err != nil {
+			return nil, fmt.Errorf("read header file: %w", err)
+		}
+		if h, err = dada.ParseHeader(b); err != nil {
+			return nil, fmt.Errorf("header file %s: %w", o.headerFile, err)
+		}
+	} else {
+		_ = h.Set("HDR_VERSION", "1.0")
+		_ = h.Set("INSTRUMENT", "ringcap")
+		_ = h.Set("SOURCE", "test_pattern")
+		_ = h.Set("NBIT", "8")
+		_ = h.Set("NPOL", "1")
+		_ = h.Set("NDIM", "1")
+	}
+	sets := [][2]string{{"HDR_SIZE", strconv.Itoa(hdrSize)}, {"OBS_OFFSET", "0"}}
+	if _, ok := h.Get("UTC_START"); !ok {
+		sets = append(sets, [2]string{"UTC_START", time.Now().UTC().Format(dada.UTCStartLayout)})
+	}
+	if o.seedSet {
+		sets = append(sets, [2]string{"RINGCAP_SEED", strconv.FormatUint(o.seed, 10)})
+	}
+	sets = append(sets, [2]string{"TRANSFER_SIZE", strconv.FormatUint(obsBytes, 10)})
+	for _, kv := range o.headers {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
+		}
+		sets = append(sets, [2]string{k, v})
+	}
+	for _, kv := range sets {
+		if err := h.Set(kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	return h.Bytes(hdrSize)
+}
+
+func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
+	h, err := connectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = h.Close() }()
+	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: o.newStyle})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }()
+	obsBytes := o.bytes
+	if o.file != "" {
+		st, err := os.Stat(o.file)
+		if err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		obsBytes = uint64(st.Size())
+	}
+	var total, blocks uint64
+	start := time.Now()
+	for obs := 0; obs < o.observations; obs++ {
+		hdr, err := buildHeader(o, h.Header.BufSize(), obsBytes)
+		if err != nil {
+			return err
+		}
+		if err := w.WriteHeader(hdr); err != nil {
+			return err
+		}
+		var n, nb uint64
+		if o.file != "" {
+			n, nb, err = writeFile(w, o.file, h.Data.BufSize())
+		} else {
+			n, nb, err = writePattern(ctx, w, o.seed, obsBytes)
+		}
+		total += n
+		blocks += nb
+		if err != nil {
+			return fmt.Errorf("observation %d: %w", obs, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	el := time.Since(start).Seconds()
+	fmt.Fprintf(errw, "write: bytes=%d blocks=%d observations=%d seconds=%.3f rate=%.3fGB/s\n",
+		total, blocks, o.observations, el, float64(total)/el/1e9)
+	return nil
+}
+
+// writePattern fills blocks in place with the pattern; the last block ends the observation.
+func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, uint64, error) {
+	if n == 0 {
+		return 0, 0, w.EndOfData()
+	}
+	var off, blocks uint64
+	for off < n {
+		b, err := w.OpenBlock(ctx)
+		if err != nil {
+			return off, blocks, err
+		}
+		c := min(uint64(len(b.Data)), n-off)
+		pattern.Fill(b.Data[:c], seed, off)
+		off += c
+		blocks++
+		if off == n {
+			err = w.MarkFilledEOD(int(c))
+		} else {
+			err = w.MarkFilled(int(c))
+		}
+		if err != nil {
+			return off, blocks, err
+		}
+	}
+	return off, blocks, nil
+}
+
+func writeFile(w *dada.Writer, path string, bufsz int) (uint64, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	n, err := io.CopyBuffer(w, f, make([]byte, 1<<20))
+	if err != nil {
+		return uint64(n), 0, err
+	}
+	return uint64(n), (uint64(n) + uint64(bufsz) - 1) / uint64(bufsz), w.EndOfData()
+}
+
+type ringReadOpts struct {
+	key       *dada.Key
+	wait      time.Duration
+	seed      uint64
+	verify    bool
+	out       string
+	headerOut string
+	single    bool
+}
+
+type readStats struct{ bytes, blocks, observations, mismatches uint64 }
+
+func newRingReadCmd() *cobra.Command {
+	o := &ringReadOpts{}
+	c := &cobra.Command{
+		Use:   "read",
+		Short: "Read observations from a ring into a file or verify the test pattern",
+		Long: "Takes a reader slot and reads observations until interrupted (or one with -s). Prints a final line\n" +
+			"read: bytes=N blocks=N observations=N mismatches=N and exits non-zero on any mismatch.",
+		Example: "  ringcap ring read -k dada --verify 7 -s\n  ringcap ring read -k dada --wait 30s -o capture.raw",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.verify = cmd.Flags().Changed("verify")
+			return runRingRead(cmd.Context(), cmd.ErrOrStderr(), o)
+		},
+	}
+	fs := c.Flags()
+	o.key = addKeyFlag(fs)
+	fs.DurationVar(&o.wait, "wait", 0, "retry this long until the ring exists")
+	fs.Uint64Var(&o.seed, "verify", 0, "verify every byte against the test pattern with this seed")
+	fs.StringVarP(&o.out, "output", "o", "", "append the data of every observation to this file")
+	fs.StringVar(&o.headerOut, "header-out", "", "write the last header read to this file")
+	fs.BoolVarP(&o.single, "single", "s", false, "exit after one observation (like dada_dbdisk -s)")
+	return c
+}
+
+func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err error) {
+	h, err := connectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = h.Close() }()
+	var out *os.File
+	if o.out != "" {
+		if out, err = os.Create(o.out); err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		defer func() {
+			if cerr := out.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
+	}
+	r, err := h.LockRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }()
+	var st readStats
+	defer func() {
+		fmt.Fprintf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)
+		if err == nil && st.mismatches > 0 {
+			err = fmt.Errorf("%d blocks did not match the pattern with seed %d", st.mismatches, o.seed)
+		}
+	}()
+	for {
+		hdr, err := r.ReadHeader(ctx)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil // interrupted between observations
+			}
+			return err
+		}
+		if o.headerOut != "" {
+			if err := os.WriteFile(o.headerOut, hdr, 0o644); err != nil {
+				return fmt.Errorf("write header: %w", err)
+			}
+		}
+		var offset uint64
+		if ph, err := dada.ParseHeader(hdr); err == nil {
+			if v, err := ph.OBSOffset(); err == nil {
+				offset = v
+			}
+		}
+		if err := readObservation(ctx, errw, r, o, out, offset, &st); err != nil {
+			return err
+		}
+		st.observations++
+		if err := r.Reset(); err != nil {
+			return err
+		}
+		if o.single {
+			return nil
+		}
+	}
+}
+
+func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *ringReadOpts, out *os.File, offset uint64, st *readStats) error {
+	var n uint64
+	for {
+		b, err := r.NextBlock(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("observation %d: %w", st.observations, err)
+		}
+		if o.verify {
+			if bad, ok := pattern.Verify(b.Data, o.seed, offset+n); !ok {
+				st.mismatches++
+				if st.mismatches <= 10 {
+					fmt.Fprintf(errw, "read: mismatch in observation %d block %d at stream byte %d\n", st.observations, b.Seq, offset+n+uint64(bad))
+				}
+			}
+		}
+		if out != nil {
+			if _, err := out.Write(b.Data); err != nil {
+				return fmt.Errorf("write output: %w", err)
+			}
+		}
+		n += uint64(len(b.Data))
+		st.bytes += uint64(len(b.Data))
+		st.blocks++
+		if err := r.MarkCleared(); err != nil {
+			return err
+		}
+	}
+}
