@@ -33,8 +33,13 @@ func (w *wbuf) lockWrite(ctx context.Context) error {
 	if r.sync.wState() == stateDiscon {
 		w.setState(stateWChange)
 	} else {
-		// A writer that replaces a crashed one continues the same transfer.
+		// A writer that replaces a crashed one continues the same transfer. Blocks the
+		// crashed writer opened but never marked filled are handed out again (their
+		// back-pressure was already taken), so w_buf_next and w_buf_curr agree again.
 		w.setState(stateWriting)
+		if curr := r.sync.wBufCurr(); r.sync.wBufNext() > curr {
+			r.sync.setWBufNext(curr)
+		}
 	}
 	w.xfer = r.sync.wXfer() % Xfers
 	return nil
