@@ -94,7 +94,8 @@ func (h *Header) Get(key string) (string, bool) {
 }
 
 // Set sets keyword to value. An existing line is rewritten as "%-12s %-20s   " followed by
-// whatever followed the old value (a comment, say); a new keyword is appended.
+// whatever followed the old value (a comment, say), as ascii_header_set does (without
+// trailing blanks when nothing followed); a new keyword is appended as "%-12s %s".
 func (h *Header) Set(key, value string) error {
 	if !isWord(key) || strings.ContainsAny(key, "#\\") {
 		return fmt.Errorf("set header keyword %q: invalid keyword (one printable ASCII word, no '#' or '\\')", key)
@@ -125,9 +126,9 @@ func (h *Header) Set(key, value string) error {
 	} else {
 		rest = ""
 	}
-	nl := fmt.Sprintf("%-12s %-20s", key, value)
+	nl := fmt.Sprintf("%-12s %s", key, value)
 	if rest != "" {
-		nl += "   " + rest
+		nl = fmt.Sprintf("%-12s %-20s   %s", key, value, rest)
 	}
 	out := make([]byte, 0, len(h.text)+len(nl))
 	out = append(out, h.text[:ls]...)

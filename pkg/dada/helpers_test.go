@@ -155,6 +155,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runChildRole(role))
 	}
 	code := m.Run()
+	printRatios()
 	leaked, err := leakedIPC()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "leak check:", err)

@@ -1,0 +1,126 @@
+package dada
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ringcap/ringcap/pkg/pattern"
+)
+
+func meminfo(t *testing.T, field string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/meminfo", field)
+	return 0
+}
+
+// reserveHugePages makes sure n huge pages are free, raising vm.nr_hugepages if needed and
+// restoring it when the test ends. It skips the test only when the pages cannot be reserved.
+func reserveHugePages(t *testing.T, n int) {
+	t.Helper()
+	const knob = "/proc/sys/vm/nr_hugepages"
+	if HugePageSize() == 0 {
+		t.Skip("skip: the kernel reports no huge page size")
+	}
+	free := meminfo(t, "HugePages_Free")
+	if free >= n {
+		return
+	}
+	b, err := os.ReadFile(knob)
+	if err != nil {
+		t.Skipf("skip: cannot read %s: %v", knob, err)
+	}
+	orig, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	want := orig + n - free
+	if err := os.WriteFile(knob, []byte(strconv.Itoa(want)), 0o644); err != nil {
+		t.Skipf("skip: cannot reserve %d huge pages (write %s: %v)", n, knob, err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, []byte(strconv.Itoa(orig)), 0o644); err != nil {
+			t.Errorf("restore %s to %d: %v", knob, orig, err)
+		}
+	})
+	if got := meminfo(t, "HugePages_Free"); got < n {
+		t.Skipf("skip: asked the kernel for %d huge pages, only %d free (memory fragmented)", n, got)
+	}
+}
+
+func TestHugePageRing(t *testing.T) {
+	hp := HugePageSize()
+	const nbufs = 4
+	reserveHugePages(t, nbufs)
+	freeBefore := meminfo(t, "HugePages_Free")
+	h := createTestRing(t, Config{NBufs: nbufs, BufSize: uint64(hp), HugePages: true})
+	if !h.Data.HugePages() || h.Data.PageSize() != hp {
+		t.Fatalf("data ring: HugePages()=%v PageSize()=%d, want true %d", h.Data.HugePages(), h.Data.PageSize(), hp)
+	}
+	if h.Header.HugePages() {
+		t.Fatal("header ring uses huge pages")
+	}
+	// Another process's view (a PSRDADA reader needs no flag) can map the ring contiguously.
+	c, err := Connect(h.Key(), ConnectOptions{Contiguous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	region, ok, reason := c.Data.Contiguous()
+	if !ok || len(region) != nbufs*hp {
+		t.Fatalf("huge-page ring not contiguous: %s", reason)
+	}
+	ctx := context.Background()
+	w, err := c.LockWrite(ctx, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := nbufs*hp - 12345
+	if err := writeObs(w, 3, n, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pattern.Verify(region[:n], 3, 0); !ok {
+		t.Fatal("contiguous region does not hold the stream")
+	}
+	r, err := h.LockRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	if got, err := readObs(ctx, r, 3); err != nil || got != n {
+		t.Fatalf("read %d bytes, %v; want %d", got, err, n)
+	}
+	if used := freeBefore - meminfo(t, "HugePages_Free"); used != nbufs {
+		t.Errorf("%d huge pages in use after touching the ring, want %d", used, nbufs)
+	}
+}
+
+func TestHugePageSizeRejected(t *testing.T) {
+	hp := HugePageSize()
+	if hp == 0 {
+		t.Skip("skip: the kernel reports no huge page size")
+	}
+	cfg := DefaultConfig()
+	cfg.Key = testKey(t)
+	cfg.HugePages = true
+	cfg.BufSize = uint64(hp) + 4096
+	_, err := Create(cfg)
+	if err == nil || !strings.Contains(err.Error(), "not a multiple of the huge page size") || !strings.Contains(err.Error(), strconv.Itoa(2*hp)) {
+		t.Fatalf("Create = %v, want a rejection suggesting %d", err, 2*hp)
+	}
+	if got, _ := RoundToHugePages(uint64(hp) + 1); got != uint64(2*hp) {
+		t.Fatalf("RoundToHugePages = %d", got)
+	}
+}
