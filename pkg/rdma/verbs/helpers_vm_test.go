@@ -51,12 +51,17 @@ func leakCheck(t *testing.T) {
 
 var keySeq atomic.Int32
 
+// newKey returns a ring key no other test uses. Ring keys use key + n*0x10000 for their
+// blocks and key+1 for the header ring: test rings are 0x800000 apart, and processes differ
+// in the low bits.
+func newKey() dada.Key {
+	return dada.Key(0x40000000 + keySeq.Add(1)*0x800000 + (int32(os.Getpid())&0xff)<<8)
+}
+
 // newRing creates a PSRDADA ring for the test and destroys it at the end.
 func newRing(t testing.TB, nbufs, bufsz uint64) dada.Key {
 	t.Helper()
-	// Ring keys use key + n*0x10000 for their blocks and key+1 for the header ring: space
-	// test rings 0x800000 apart and tell processes apart in the low bits.
-	key := dada.Key(0x40000000 + keySeq.Add(1)*0x800000 + (int32(os.Getpid())&0xff)<<8)
+	key := newKey()
 	cfg := dada.DefaultConfig()
 	cfg.Key, cfg.NBufs, cfg.BufSize = key, nbufs, bufsz
 	h, err := dada.Create(cfg)

@@ -79,6 +79,15 @@ type BlockMR struct {
 	RKey uint32
 }
 
+// Region is one registered memory region of a Registration: what a peer needs to RDMA WRITE
+// into it.
+type Region struct {
+	Addr uint64
+	Len  uint64
+	LKey uint32
+	RKey uint32
+}
+
 // Registration is a pkg/dada ring's data blocks registered with one protection domain.
 type Registration struct {
 	ring   *dada.Ring
@@ -181,6 +190,16 @@ func (r *Registration) Regions() int { return len(r.mrs) }
 
 // Bytes returns the registered bytes (NBufs*BufSize).
 func (r *Registration) Bytes() uint64 { return r.bytes }
+
+// RegionTable returns the registered regions in ring order: one for WholeRing, one per block
+// for PerBlock (the table a sender needs for RDMA WRITE).
+func (r *Registration) RegionTable() []Region {
+	out := make([]Region, len(r.mrs))
+	for i, mr := range r.mrs {
+		out[i] = Region{Addr: uint64(mr.Addr()), Len: uint64(mr.Len()), LKey: mr.LKey(), RKey: mr.RKey()}
+	}
+	return out
+}
 
 // Block returns the address and keys for block i, in O(1).
 func (r *Registration) Block(i int) BlockMR { return r.blocks[i] }

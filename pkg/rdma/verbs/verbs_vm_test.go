@@ -186,6 +186,20 @@ func TestRegistrationModes(t *testing.T) {
 			if want := uint64(h.Data.NBufs() * h.Data.BufSize()); r.Bytes() != want {
 				t.Errorf("bytes %d, want %d", r.Bytes(), want)
 			}
+			tab := r.RegionTable()
+			if len(tab) != tc.regions {
+				t.Fatalf("region table has %d entries, want %d", len(tab), tc.regions)
+			}
+			var sum uint64
+			for i, reg := range tab {
+				sum += reg.Len
+				if tc.wantMode == PerBlock && (reg.Addr != r.Block(i).Addr || reg.RKey != r.Block(i).RKey || reg.Len != uint64(h.Data.BufSize())) {
+					t.Errorf("region %d %+v does not match block %d %+v", i, reg, i, r.Block(i))
+				}
+			}
+			if sum != r.Bytes() || tab[0].Addr != r.Block(0).Addr {
+				t.Errorf("region table %+v does not cover the ring (%d bytes at %#x)", tab, r.Bytes(), r.Block(0).Addr)
+			}
 			if Live().MRs != int64(tc.regions) {
 				t.Errorf("%d live MRs, want %d", Live().MRs, tc.regions)
 			}
@@ -338,6 +352,46 @@ func TestRDMAWriteWholeRing(t *testing.T) {
 	}
 	// One 2 MiB+ write through one rkey, crossing the boundaries at 1 MiB and 2 MiB.
 	writeWindow(t, p, key, r, 700001, 2<<20+12345, false)
+}
+
+// TestRDMAWriteWholeRingHugePages does the same over SHM_HUGETLB blocks (2 MiB pages).
+func TestRDMAWriteWholeRingHugePages(t *testing.T) {
+	vmtest.Require(t)
+	leakCheck(t)
+	const nr = "/proc/sys/vm/nr_hugepages"
+	old, err := os.ReadFile(nr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nr, []byte("8"), 0o644); err != nil {
+		t.Fatalf("reserve huge pages: %v", err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(nr, old, 0o644) })
+	hp := dada.HugePageSize()
+	if hp == 0 {
+		t.Fatal("no huge page size in /proc/meminfo")
+	}
+	p := newPair(t)
+	cfg := dada.DefaultConfig()
+	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.HugePages = newKey(), 3, uint64(hp), true
+	hc, err := dada.Create(cfg)
+	if err != nil {
+		t.Fatalf("create huge-page ring: %v", err)
+	}
+	cleanup(t, hc.Destroy)
+	h := connectRing(t, cfg.Key, true)
+	if !h.Data.HugePages() || h.Data.PageSize() != hp {
+		t.Fatalf("ring not on huge pages: HugePages=%v PageSize=%d", h.Data.HugePages(), h.Data.PageSize())
+	}
+	r, err := Register(p.dst.pd, h.Data, Auto, RegisterOptions{Log: tlog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, r.Close)
+	if r.Mode() != WholeRing {
+		t.Fatalf("Auto chose %v (%s) for a huge-page ring", r.Mode(), r.Reason())
+	}
+	writeWindow(t, p, cfg.Key, r, hp/2+3, hp+hp/2, false)
 }
 
 func TestRDMAWritePerBlock(t *testing.T) {
