@@ -1,5 +1,3 @@
-// Command ringcap is ringcap's data-plane CLI: PSRDADA rings (ringcap ring ...), the RDMA
-// receiver (ringcap recv) and the test sender (ringcap send).
 package main
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -70,8 +71,8 @@ func newRingCreateCmd() *cobra.Command {
 				return err
 			}
 			errw := cmd.ErrOrStderr()
-			fmt.Fprintf(errw, "Created DADA data block with nbufs=%d bufsz=%d nread=%d\n", cfg.NBufs, cfg.BufSize, cfg.Readers)
-			fmt.Fprintf(errw, "Created DADA header block with nhdrs = %d, hdrsz = %d bytes, nread=%d\n", dada.Xfers, cfg.HeaderBufSize, cfg.Readers)
+			outf(errw, "Created DADA data block with nbufs=%d bufsz=%d nread=%d\n", cfg.NBufs, cfg.BufSize, cfg.Readers)
+			outf(errw, "Created DADA header block with nhdrs = %d, hdrsz = %d bytes, nread=%d\n", dada.Xfers, cfg.HeaderBufSize, cfg.Readers)
 			if !persist {
 				return h.Close()
 			}
@@ -79,7 +80,7 @@ func newRingCreateCmd() *cobra.Command {
 			if err := h.Destroy(); err != nil {
 				return err
 			}
-			fmt.Fprintln(errw, "Destroyed DADA data and header blocks")
+			outln(errw, "Destroyed DADA data and header blocks")
 			return nil
 		},
 	}
@@ -121,7 +122,7 @@ func newRingDestroyCmd() *cobra.Command {
 			if err := dada.Destroy(*key); err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "Destroyed DADA data and header blocks")
+			outln(cmd.ErrOrStderr(), "Destroyed DADA data and header blocks")
 			return nil
 		},
 	}
@@ -157,14 +158,15 @@ func newRingInfoCmd() *cobra.Command {
 					Snapshot         dada.Snapshot `json:"snapshot"`
 				}{key.String(), contig, reason, h.Data.PageSize(), snap})
 			}
-			fmt.Fprintf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
+			outf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
 				h.Data.Key(), h.Data.NBufs(), h.Data.BufSize(), h.Data.Readers(), h.Data.NBufs()*h.Data.BufSize(), h.Data.PageSize(), h.Data.HugePages())
-			fmt.Fprintf(out, "contiguous: %v (%s)\n", contig, reason)
-			fmt.Fprintf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
-			snap.Data.WriteXferInfo(out)
-			fmt.Fprintln(out)
-			snap.Header.WriteXferInfo(out)
-			return nil
+			outf(out, "contiguous: %v (%s)\n", contig, reason)
+			outf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
+			if err := snap.Data.WriteXferInfo(out); err != nil {
+				return err
+			}
+			outln(out)
+			return snap.Header.WriteXferInfo(out)
 		},
 	}
 	key = addKeyFlag(c.Flags())
@@ -191,8 +193,10 @@ func newRingMonitorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			snap.WriteMonitorSummary(out)
-			fmt.Fprintln(out, snap.MonitorHeading())
+			if err := snap.WriteMonitorSummary(out); err != nil {
+				return err
+			}
+			outln(out, snap.MonitorHeading())
 			t := time.NewTicker(interval)
 			defer t.Stop()
 			for i := 0; count == 0 || i < count; i++ {
@@ -206,7 +210,7 @@ func newRingMonitorCmd() *cobra.Command {
 						return err
 					}
 				}
-				fmt.Fprintln(out, snap.MonitorLine())
+				outln(out, snap.MonitorLine())
 			}
 			return nil
 		},
@@ -248,3 +252,7 @@ func newRingHeaderCmd() *cobra.Command {
 	c.Flags().DurationVar(&wait, "wait", 0, "give up when no header is pending after this long (0: wait until interrupted)")
 	return c
 }
+
+// outf and outln write command output; a failing terminal is not worth an error.
+func outf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
+func outln(w io.Writer, a ...any)               { _, _ = fmt.Fprintln(w, a...) }

@@ -147,7 +147,7 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 		return err
 	}
 	el := time.Since(start).Seconds()
-	fmt.Fprintf(errw, "write: bytes=%d blocks=%d observations=%d seconds=%.3f rate=%.3fGB/s\n",
+	outf(errw, "write: bytes=%d blocks=%d observations=%d seconds=%.3f rate=%.3fGB/s\n",
 		total, blocks, o.observations, el, float64(total)/el/1e9)
 	return nil
 }
@@ -252,7 +252,7 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 	defer func() { _ = r.Close() }()
 	var st readStats
 	defer func() {
-		fmt.Fprintf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)
+		outf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)
 		if err == nil && st.mismatches > 0 {
 			err = fmt.Errorf("%d blocks did not match the pattern with seed %d", st.mismatches, o.seed)
 		}
@@ -303,7 +303,7 @@ func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *rin
 			if bad, ok := pattern.Verify(b.Data, o.seed, offset+n); !ok {
 				st.mismatches++
 				if st.mismatches <= 10 {
-					fmt.Fprintf(errw, "read: mismatch in observation %d block %d at stream byte %d\n", st.observations, b.Seq, offset+n+uint64(bad))
+					outf(errw, "read: mismatch in observation %d block %d at stream byte %d\n", st.observations, b.Seq, offset+n+uint64(bad))
 				}
 			}
 		}

@@ -3,7 +3,6 @@ package dada
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -33,7 +32,7 @@ func printRatios() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintln(os.Stdout, ratioLines[n])
+		fmt.Println(ratioLines[n])
 	}
 }
 

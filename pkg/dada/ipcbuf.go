@@ -49,7 +49,7 @@ func (w *wbuf) unlockWrite() error {
 	r := w.r
 	r.sync.setWState(stateDiscon)
 	w.state = stateViewer
-	if err := semOp(nil, r.connSem, semWrite, 1, semUndo); err != nil {
+	if err := semOp(context.Background(), r.connSem, semWrite, 1, semUndo); err != nil {
 		return fmt.Errorf("unlock ring %s for writing: %w", r.key, err)
 	}
 	return nil
@@ -77,7 +77,7 @@ func (w *wbuf) enableSOD(ctx context.Context, startBuf, startByte uint64) error 
 	w.setState(stateWriting)
 	if n := curr - startBuf; n > 0 {
 		for i := 0; i < r.nreaders; i++ {
-			if err := semOp(nil, r.dataSem[i], semFull, int16(n), 0); err != nil {
+			if err := semOp(context.Background(), r.dataSem[i], semFull, int16(n), 0); err != nil {
 				return fmt.Errorf("start of data on ring %s: post full blocks to reader %d: %w", r.key, i, err)
 			}
 		}
@@ -150,7 +150,7 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 	s.setWBufCurr(curr + 1)
 	// The shared fields above are written before FULL is posted: semop is the barrier.
 	for i := 0; i < r.nreaders; i++ {
-		if err := semOp(nil, r.dataSem[i], semFull, 1, 0); err != nil {
+		if err := semOp(context.Background(), r.dataSem[i], semFull, 1, 0); err != nil {
 			return eod, fmt.Errorf("post full block to reader %d of ring %s: %w", i, r.key, err)
 		}
 	}
@@ -200,13 +200,13 @@ func (q *rbuf) lockRead(ctx context.Context) error {
 	}
 	q.iread = -1
 	for _, i := range order {
-		if err := semOp(nil, r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
+		if err := semOp(context.Background(), r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
 			q.iread = i
 			break
 		}
 	}
 	if q.iread < 0 {
-		_ = semOp(nil, r.connSem, semRead, 1, semUndo)
+		_ = semOp(context.Background(), r.connSem, semRead, 1, semUndo)
 		return fmt.Errorf("lock ring %s for reading: no free reader slot", r.key)
 	}
 	if s.rState(q.iread) == stateDiscon {
@@ -223,8 +223,8 @@ func (q *rbuf) unlockRead() error {
 	r := q.r
 	r.sync.setRState(q.iread, stateDiscon)
 	q.state = stateViewer
-	err1 := semOp(nil, r.dataSem[q.iread], semReaderConn, 1, semUndo)
-	err2 := semOp(nil, r.connSem, semRead, 1, semUndo)
+	err1 := semOp(context.Background(), r.dataSem[q.iread], semReaderConn, 1, semUndo)
+	err2 := semOp(context.Background(), r.connSem, semRead, 1, semUndo)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("unlock reader %d of ring %s: %w", q.iread, r.key, firstErr(err1, err2))
 	}
@@ -255,7 +255,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 		q.setState(stateReading)
 		s.setRBufs(q.iread, s.sBuf(q.xfer))
 		q.startByte = s.sByte(q.xfer)
-		if err := semOp(nil, sem, semSODAck, 1, 0); err != nil {
+		if err := semOp(context.Background(), sem, semSODAck, 1, 0); err != nil {
 			return 0, 0, nil, false, false, fmt.Errorf("acknowledge start of data on ring %s: %w", r.key, err)
 		}
 	}
@@ -275,7 +275,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 func (q *rbuf) markCleared() error {
 	r, s := q.r, q.r.sync
 	sem := r.dataSem[q.iread]
-	if err := semOp(nil, sem, semClear, 1, 0); err != nil {
+	if err := semOp(context.Background(), sem, semClear, 1, 0); err != nil {
 		return fmt.Errorf("clear block of ring %s: %w", r.key, err)
 	}
 	q.startByte = 0
@@ -285,7 +285,7 @@ func (q *rbuf) markCleared() error {
 		s.setRBufs(q.iread, cur+1)
 		s.setRXfer(q.iread, s.rXfer(q.iread)+1)
 		q.xfer = s.rXfer(q.iread) % Xfers
-		if err := semOp(nil, sem, semEODAck, 1, 0); err != nil {
+		if err := semOp(context.Background(), sem, semEODAck, 1, 0); err != nil {
 			return fmt.Errorf("acknowledge end of data on ring %s: %w", r.key, err)
 		}
 		return nil

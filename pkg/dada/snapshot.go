@@ -90,11 +90,14 @@ func (r *Ring) state() (RingState, error) {
 }
 
 // WriteMonitorSummary prints dada_dbmonitor's summary of both rings.
-func (s Snapshot) WriteMonitorSummary(w io.Writer) {
-	fmt.Fprintf(w, "HEADER BLOCK:\nNumber of buffers: %d\nBuffer size: %d\nTotal buffer memory: %s\n",
+func (s Snapshot) WriteMonitorSummary(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "HEADER BLOCK:\nNumber of buffers: %d\nBuffer size: %d\nTotal buffer memory: %s\n",
 		s.Header.NBufs, s.Header.BufSize, memSize(s.Header.NBufs*s.Header.BufSize))
-	fmt.Fprintf(w, "DATA BLOCK:\nNumber of readers: %d\nNumber of buffers: %d\nBuffer size: %d\nTotal buffer memory: %s\n\n",
+	fmt.Fprintf(&b, "DATA BLOCK:\nNumber of readers: %d\nNumber of buffers: %d\nBuffer size: %d\nTotal buffer memory: %s\n\n",
 		len(s.Data.Readers), s.Data.NBufs, s.Data.BufSize, memSize(s.Data.NBufs*s.Data.BufSize))
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func memSize(n int) string {
@@ -141,7 +144,8 @@ func (s Snapshot) MonitorLine() string {
 }
 
 // WriteXferInfo prints what dada_dbxferinfo shows for one ring.
-func (st RingState) WriteXferInfo(w io.Writer) {
+func (st RingState) WriteXferInfo(out io.Writer) error {
+	w := &strings.Builder{}
 	fmt.Fprintf(w, "ring %s: nbufs=%d bufsz=%d w_buf_curr=%d w_buf_next=%d w_state=%s w_xfer=%d write_lock=%d free_reader_slots=%d\n",
 		st.Key, st.NBufs, st.BufSize, st.WBufCurr, st.WBufNext, StateName(st.WState), st.WXfer, st.SemWrite, st.SemRead)
 	fmt.Fprintln(w, "reader  r_buf   SOD  EOD  FULL  CLEAR  CONN  r_xfer  r_state")
@@ -160,6 +164,8 @@ func (st RingState) WriteXferInfo(w io.Writer) {
 		}
 		fmt.Fprintf(w, "slot %d: [%d,%d] => [%d,%d] eod=%d%s\n", x, sl.SBuf, sl.SByte, sl.EBuf, sl.EByte, b2u(sl.EOD), mark)
 	}
+	_, err := io.WriteString(out, w.String())
+	return err
 }
 
 // PeekHeader returns the oldest header on the header ring that some reader has not yet
