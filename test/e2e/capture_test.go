@@ -93,7 +93,7 @@ func waitCapture(t *testing.T, name string, limit time.Duration, what string, ok
 	waitFor(t, limit, "RingCapture "+name+" "+what, func(ctx context.Context) (bool, string, error) {
 		u, err := getCapture(ctx, name)
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		last = u
 		if str(u, "status", "phase") == "Failed" && what != "Failed" {
@@ -180,7 +180,7 @@ func stepStream(t *testing.T) {
 	waitFor(t, 3*time.Minute, "sender pod finished", func(ctx context.Context) (bool, string, error) {
 		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, podSummary(p), nil
 	})
@@ -312,7 +312,7 @@ func stepRestarts(t *testing.T) {
 	waitFor(t, 3*time.Minute, "kubelet restarted (a new Starting event)", func(ctx context.Context) (bool, string, error) {
 		ev, err := events(ctx)
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		for _, e := range ev {
 			if !slices.ContainsFunc(before, func(b corev1.Event) bool { return b.UID == e.UID && b.Count == e.Count }) {
@@ -330,7 +330,7 @@ func stepRestarts(t *testing.T) {
 	waitFor(t, 3*time.Minute, "node reports "+string(rdmaResource)+" again after the restart", func(ctx context.Context) (bool, string, error) {
 		n, err := s.cs.CoreV1().Nodes().Get(ctx, s.node, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		var hb time.Time
 		for _, c := range n.Status.Conditions {
@@ -381,7 +381,7 @@ for d in /sys/class/infiniband_verbs/uverbs*; do echo "MAP $(basename $d) $(cat 
 	waitFor(t, 3*time.Minute, "a new operator pod is ready", func(ctx context.Context) (bool, string, error) {
 		l, err := s.cs.CoreV1().Pods(s.namespace).List(ctx, metav1.ListOptions{LabelSelector: opSel})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		for _, p := range l.Items {
 			if slices.ContainsFunc(ops.Items, func(o corev1.Pod) bool { return o.UID == p.UID }) || p.DeletionTimestamp != nil {
@@ -426,11 +426,11 @@ func stepDelete(t *testing.T) {
 	waitFor(t, 3*time.Minute, "RingCaptures and their pods gone", func(ctx context.Context) (bool, string, error) {
 		l, err := s.dyn.Resource(gvrRingCapture).Namespace(testNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		pods, err := s.cs.CoreV1().Pods(testNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		var owned []string
 		for _, p := range pods.Items {

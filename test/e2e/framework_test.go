@@ -202,7 +202,7 @@ func runPod(t *testing.T, pod *corev1.Pod, limit time.Duration) (corev1.PodPhase
 	waitFor(t, limit, "pod "+pod.Name+" terminated", func(ctx context.Context) (bool, string, error) {
 		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		phase = p.Status.Phase
 		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, podSummary(p), nil
@@ -281,3 +281,7 @@ func execIn(t *testing.T, ns, pod, container string, cmd ...string) (string, err
 	}
 	return stdout.String(), nil
 }
+
+// retry is a waitFor condition's answer to an API error that may be transient (the API server
+// or the kubelet restarting): keep polling, and report the error if the wait times out.
+func retry(err error) (bool, string, error) { return false, "error: " + err.Error(), nil }

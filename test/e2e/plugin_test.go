@@ -33,7 +33,7 @@ func stepInstall(t *testing.T) {
 	waitFor(t, 3*time.Minute, "node "+s.node+" advertises "+string(rdmaResource), func(ctx context.Context) (bool, string, error) {
 		n, err := s.cs.CoreV1().Nodes().Get(ctx, s.node, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		c, a := n.Status.Capacity[rdmaResource], n.Status.Allocatable[rdmaResource]
 		return c.Value() >= int64(len(s.devices)) && a.Value() >= int64(len(s.devices)),
@@ -131,7 +131,7 @@ func rdmaInventory(t *testing.T) map[string][]string {
 		var err error
 		obj, err = s.dyn.Resource(gvrRDMANode).Get(ctx, s.node, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return retry(err)
 		}
 		inv := inventoryOf(obj)
 		for _, d := range s.devices {

@@ -237,7 +237,7 @@ func copyFile(w io.Writer, src string, size int64) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to flush
 	n, err := io.Copy(w, f)
 	if err != nil {
 		return err
