@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -244,7 +243,7 @@ func newRingHeaderCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = os.Stdout.Write(hdr)
+			_, err = cmd.OutOrStdout().Write(hdr)
 			return err
 		},
 	}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+// Test keys: high bits from the pid, low bits 0xb000.. in steps of 2 (pkg/dada's tests use
+// 0xa000..), so concurrent test binaries do not collide. Never 0xdada.
+var (
+	keyMu   sync.Mutex
+	keyNext = 0xb000
+	used    []dada.Key
+)
+
+func testKey(t *testing.T) dada.Key {
+	t.Helper()
+	keyMu.Lock()
+	defer keyMu.Unlock()
+	k := dada.Key((0x3000+(os.Getpid()%64)*0x100)<<16 | keyNext)
+	keyNext += 2
+	used = append(used, k)
+	return k
+}
+
+// ringcap runs the CLI in-process and returns its stdout and stderr.
+func ringcap(ctx context.Context, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.ExecuteContext(ctx)
+	return out.String(), errb.String(), err
+}
+
+func mustRun(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	out, errs, err := ringcap(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("ringcap %s: %v\n%s", strings.Join(args, " "), err, errs)
+	}
+	return out, errs
+}
+
+func createRing(t *testing.T, args ...string) string {
+	t.Helper()
+	k := testKey(t).String()
+	mustRun(t, append([]string{"ring", "create", "-k", k}, args...)...)
+	t.Cleanup(func() {
+		if err := dada.Destroy(dada.Key(mustKey(k))); err != nil && !errors.Is(err, dada.ErrNoRing) {
+			t.Errorf("destroy %s: %v", k, err)
+		}
+	})
+	return k
+}
+
+func mustKey(s string) dada.Key {
+	k, err := dada.ParseKey(s)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func TestRingWriteReadVerify(t *testing.T) {
+	k := createRing(t, "-b", "65536", "-n", "4", "-r", "2")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type res struct {
+		errs string
+		err  error
+	}
+	results := make(chan res, 2)
+	go func() { // persistent reader: two observations, stopped by cancel
+		_, e, err := ringcap(ctx, "ring", "read", "-k", k, "--verify", "5")
+		results <- res{e, err}
+	}()
+	go func() { // one-observation reader with -s
+		_, e, err := ringcap(context.Background(), "ring", "read", "-k", k, "--verify", "5", "-s")
+		results <- res{e, err}
+	}()
+	// Wait until both readers hold their slots, so neither misses the first observation.
+	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Close() }()
+	waitFor(t, func(s dada.Snapshot) bool { return s.Data.SemRead == 0 }, h)
+	_, werr := mustRun(t, "ring", "write", "-k", k, "--seed", "5", "--bytes", fmt.Sprint(3*65536+7), "--observations", "2")
+	if !strings.Contains(werr, "write: bytes=393230 blocks=8 observations=2") {
+		t.Errorf("write summary: %q", werr)
+	}
+	single := <-results
+	if single.err != nil || !strings.Contains(single.errs, "read: bytes=196615 blocks=4 observations=1 mismatches=0") {
+		t.Fatalf("read -s: %v\n%s", single.err, single.errs)
+	}
+	// The persistent reader holds the slot the single reader released, so wait for it.
+	waitFor(t, func(s dada.Snapshot) bool {
+		for _, r := range s.Data.Readers {
+			if r.RXfer == 2 && r.RState != 0 {
+				return true
+			}
+		}
+		return false
+	}, h)
+	cancel()
+	persistent := <-results
+	if persistent.err != nil || !strings.Contains(persistent.errs, "read: bytes=393230 blocks=8 observations=2 mismatches=0") {
+		t.Fatalf("persistent read: %v\n%s", persistent.err, persistent.errs)
+	}
+}
+
+func waitFor(t *testing.T, cond func(dada.Snapshot) bool, h *dada.HDU) {
+	t.Helper()
+	for i := 0; ; i++ {
+		s, err := h.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(s) {
+			return
+		}
+		if i > 3000 {
+			t.Fatal("condition not reached in 60 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRingReadMismatchFails(t *testing.T) {
+	k := createRing(t, "-b", "4096", "-n", "4")
+	mustRun(t, "ring", "write", "-k", k, "--seed", "1", "--bytes", "10000")
+	_, errs, err := ringcap(context.Background(), "ring", "read", "-k", k, "--verify", "2", "-s")
+	if err == nil || !strings.Contains(errs, "read: bytes=10000 blocks=3 observations=1 mismatches=3") {
+		t.Fatalf("read with the wrong seed: err=%v\n%s", err, errs)
+	}
+}
+
+func TestRingReadWaitsForCreation(t *testing.T) {
+	k := testKey(t).String()
+	done := make(chan error, 1)
+	var errs string
+	go func() {
+		var err error
+		_, errs, err = ringcap(context.Background(), "ring", "read", "-k", k, "--wait", "60s", "--verify", "9", "-s", "-o", t.TempDir()+"/out")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the reader starts before the ring exists
+	mustRun(t, "ring", "create", "-k", k, "-b", "8192", "-n", "2")
+	t.Cleanup(func() { _ = dada.Destroy(mustKey(k)) })
+	mustRun(t, "ring", "write", "-k", k, "--seed", "9", "--bytes", "20000", "--wait", "10s")
+	if err := <-done; err != nil || !strings.Contains(errs, "read: bytes=20000 blocks=3 observations=1 mismatches=0") {
+		t.Fatalf("read --wait: %v\n%s", err, errs)
+	}
+}
+
+func TestRingFileRoundTrip(t *testing.T) {
+	k := createRing(t, "-b", "4096", "-n", "8")
+	dir := t.TempDir()
+	in := bytes.Repeat([]byte("psrdada!"), 3000) // 24000 bytes
+	if err := os.WriteFile(dir+"/in", in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/hdr", []byte("TELESCOPE Parkes\nSOURCE J0437-4715\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "ring", "write", "-k", k, "-f", dir+"/in", "--header-file", dir+"/hdr", "--header", "FREQ=1400")
+	hdr, _ := mustRun(t, "ring", "header", "-k", k, "--wait", "10s")
+	if !strings.Contains(hdr, "SOURCE J0437-4715") || !strings.Contains(hdr, "FREQ         1400") || !strings.Contains(hdr, "HDR_SIZE     4096") {
+		t.Errorf("ring header printed:\n%s", hdr)
+	}
+	mustRun(t, "ring", "read", "-k", k, "-s", "-o", dir+"/out", "--header-out", dir+"/out.hdr")
+	out, err := os.ReadFile(dir + "/out")
+	if err != nil || !bytes.Equal(out, in) {
+		t.Fatalf("read back %d bytes, want %d identical (%v)", len(out), len(in), err)
+	}
+}
+
+func TestRingCreateInfoMonitorDestroy(t *testing.T) {
+	k := createRing(t, "-b", "1048576", "-n", "8", "-a", "8192", "-r", "2", "-p")
+	if _, errs, err := ringcap(context.Background(), "ring", "create", "-k", k); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second create: %v %s", err, errs)
+	}
+	out, _ := mustRun(t, "ring", "info", "-k", k)
+	for _, want := range []string{"nbufs=8 bufsz=1048576 readers=2", "contiguous: true", "header ring", "bufsz=8192", "slot 0: [0,0] => [0,0] eod=1 W R0 R1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info lacks %q:\n%s", want, out)
+		}
+	}
+	js, _ := mustRun(t, "ring", "info", "-k", k, "--json")
+	var v struct {
+		Contiguous bool
+		Snapshot   dada.Snapshot
+	}
+	if err := json.Unmarshal([]byte(js), &v); err != nil || !v.Contiguous || v.Snapshot.Data.NBufs != 8 {
+		t.Errorf("info --json: %v %+v", err, v)
+	}
+	mon, _ := mustRun(t, "ring", "monitor", "-k", k, "-c", "2", "--interval", "10ms")
+	for _, want := range []string{"Number of readers: 2", "Total buffer memory: 8 MB", "Total buffer memory: 64 KB",
+		"HEADER               DATA0                      DATA1\nFRE FUL CLR  W  R    FRE FUL CLR     W     R    FRE FUL CLR     W     R\n",
+		"  8   0   0  0  0      8   0   0     0     0      8   0   0     0     0\n"} {
+		if !strings.Contains(mon, want) {
+			t.Errorf("monitor lacks %q:\n%s", want, mon)
+		}
+	}
+	mustRun(t, "ring", "destroy", "-k", k)
+	if _, _, err := ringcap(context.Background(), "ring", "info", "-k", k); !errors.Is(err, dada.ErrNoRing) {
+		t.Fatalf("info after destroy: %v", err)
+	}
+	for _, bad := range [][]string{
+		{"ring", "create", "-k", "0"}, {"ring", "create", "-k", testKey(t).String(), "-r", "9"},
+		{"ring", "create", "-k", testKey(t).String(), "-a", "100"}, {"ring", "destroy", "-k", testKey(t).String()},
+		{"ring", "write", "-k", k}, {"ring", "create", "-k", "xyz"},
+	} {
+		if _, _, err := ringcap(context.Background(), bad...); err == nil {
+			t.Errorf("ringcap %v succeeded", bad)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// Fail when any shared memory segment or semaphore set of a test key is left.
+	for _, kind := range []string{"shm", "sem"} {
+		b, err := os.ReadFile("/proc/sysvipc/" + kind)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			var key int64
+			_, _ = fmt.Sscan(f[0], &key)
+			for _, k := range used {
+				for _, r := range []dada.Key{k, k + 1} {
+					for n := uint32(0); n < 80; n++ { // sync, semaphores, up to 70 blocks
+						if uint32(key) == uint32(r)+n*0x10000 {
+							fmt.Fprintf(os.Stderr, "LEAK: %s key %#x (ring %s) left behind\n", kind, uint32(key), k)
+							code = 1
+						}
+					}
+				}
+			}
+		}
+	}
+	os.Exit(code)
+}
