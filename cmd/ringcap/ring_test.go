@@ -58,7 +58,7 @@ func createRing(t *testing.T, args ...string) string {
 	k := testKey(t).String()
 	mustRun(t, append([]string{"ring", "create", "-k", k}, args...)...)
 	t.Cleanup(func() {
-		if err := dada.Destroy(dada.Key(mustKey(k))); err != nil && !errors.Is(err, dada.ErrNoRing) {
+		if err := dada.Destroy(mustKey(k)); err != nil && !errors.Is(err, dada.ErrNoRing) {
 			t.Errorf("destroy %s: %v", k, err)
 		}
 	})
