@@ -301,7 +301,7 @@ func stepRestarts(t *testing.T) {
 	}
 	// a privileged hostPID pod stops the kubelet; its supervisor (systemd, or the VM's loop)
 	// starts it again, and the kubelet then deletes every device-plugin socket
-	killer := shellPod("kubelet-restart", "pkill -x kubelet; echo killed")
+	killer := shellPod("kubelet-restart", `pids=$(pidof kubelet) && kill $pids && echo "stopped kubelet $pids"`)
 	killer.Spec.HostPID = true
 	killer.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, killer, metav1.CreateOptions{}); err != nil {
