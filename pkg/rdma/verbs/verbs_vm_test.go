@@ -461,7 +461,11 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	base := uint64(uintptr(unsafe.Pointer(&src[0])))
 	var wrs []SendWR
 	for i := 0; i < 4; i++ {
-		wrs = append(wrs, SendWR{ID: uint64(i), Opcode: OpSendWithImm, Addr: base + uint64(i*msg), Length: msg, LKey: smr.LKey(),
+		op := OpSendWithImm
+		if i == 0 {
+			op = OpSend // plain SEND: no immediate
+		}
+		wrs = append(wrs, SendWR{ID: uint64(i), Opcode: op, Addr: base + uint64(i*msg), Length: msg, LKey: smr.LKey(),
 			Imm: 0xabc00000 + uint32(i), Signaled: i == 3})
 	}
 	b3 := r.Block(3)
@@ -473,7 +477,8 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	waitCompletions(t, p.src.cq, 2) // the last SEND and the WRITE_WITH_IMM are signaled
 	got := waitCompletions(t, p.dst.cq, 5)
 	for i, wc := range got[:4] {
-		if wc.ID != uint64(100+i) || wc.Opcode != WCRecv || !wc.HasImm || wc.Imm != 0xabc00000+uint32(i) || wc.ByteLen != msg {
+		wantImm := i > 0
+		if wc.ID != uint64(100+i) || wc.Opcode != WCRecv || wc.HasImm != wantImm || (wantImm && wc.Imm != 0xabc00000+uint32(i)) || wc.ByteLen != msg {
 			t.Errorf("receive %d: %+v", i, wc)
 		}
 		if bad, ok := pattern.Verify(h.Data.Block(i)[:msg], 7, uint64(i*msg)); !ok {
@@ -485,6 +490,65 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	}
 	if bad, ok := pattern.Verify(h.Data.Block(3)[msg:msg+4096], 7, 0); !ok {
 		t.Errorf("RDMA_WRITE_WITH_IMM data: byte %d differs", bad)
+	}
+}
+
+// TestPostRecvChunksAndFlush posts more receive work requests than one cgo call carries and
+// polls more completions than one call returns: moving the QP to ERR flushes all of them,
+// in order, each naming WR_FLUSH_ERR.
+func TestPostRecvChunksAndFlush(t *testing.T) {
+	vmtest.Require(t)
+	leakCheck(t)
+	c, err := Open(vmtest.Device0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, c.Close)
+	pd, err := c.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := c.CreateCQ(CQConfig{Entries: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 1, MaxRecvWR: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := qp.Caps().MaxRecvWR // the device may round up: fill the queue exactly
+	if n < 600 || n > cq.Entries() {
+		t.Fatalf("receive queue of %d for 600 requested (CQ %d)", n, cq.Entries())
+	}
+	if err := qp.ToInit(vmtest.Port, AccessLocalWrite); err != nil {
+		t.Fatal(err)
+	}
+	wrs := make([]RecvWR, n)
+	for i := range wrs {
+		wrs[i] = RecvWR{ID: uint64(1000 + i)}
+	}
+	if err := qp.PostRecv(wrs); err != nil {
+		t.Fatal(err)
+	}
+	if err := qp.ToError(); err != nil {
+		t.Fatal(err)
+	}
+	var got []WorkCompletion
+	buf := make([]WorkCompletion, 200)
+	for tries := 0; len(got) < n && tries < 10000; tries++ {
+		k, err := cq.Poll(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:k]...)
+	}
+	if len(got) != n {
+		t.Fatalf("%d flushed completions, want %d", len(got), n)
+	}
+	for i, wc := range got {
+		if wc.ID != uint64(1000+i) || wc.Status != WCWRFlushErr || !strings.Contains(wc.Err().Error(), "IBV_WC_WR_FLUSH_ERR") {
+			t.Fatalf("completion %d: %+v (%v)", i, wc, wc.Err())
+		}
 	}
 }
 
