@@ -1,0 +1,544 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultResourceName is the extended resource the device plugin advertises and a
+// capture pod requests one unit of.
+const DefaultResourceName = "ringcap.io/rdma"
+
+// ReceiverContainerName is the name of the receiver container in a capture pod; reader
+// containers may not use it.
+const ReceiverContainerName = "receiver"
+
+// RingCapture is one capture: a PSRDADA ring created in a pod's IPC namespace, an RDMA
+// receiver writing into it and reader containers reading it, run on a node that has an
+// RDMA device.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rcap,categories=ringcap
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`
+// +kubebuilder:printcolumn:name="MR mode",type=string,JSONPath=`.status.memoryRegistration.mode`
+// +kubebuilder:printcolumn:name="QPs",type=integer,JSONPath=`.spec.receiver.queuePairs`
+// +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
+// +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || (self.spec.ring == oldSelf.spec.ring && self.spec.receiver.mode == oldSelf.spec.receiver.mode)",message="spec.ring and spec.receiver.mode are immutable while the capture pod runs"
+type RingCapture struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the ring, the receiver, the readers and where the pod may run.
+	// +required
+	Spec RingCaptureSpec `json:"spec"`
+
+	// status is the observed state, written by the operator.
+	// +optional
+	Status RingCaptureStatus `json:"status,omitempty"`
+}
+
+// RingCaptureSpec is the desired capture.
+//
+// +kubebuilder:validation:XValidation:rule="self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
+// +kubebuilder:validation:XValidation:rule="self.receiver.memoryRegistration != 'WholeRing' || self.ring.blockBytes % 4096 == 0",message="spec.ring.blockBytes must be a multiple of 4096 when spec.receiver.memoryRegistration is WholeRing",fieldPath=".ring.blockBytes"
+// +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
+type RingCaptureSpec struct {
+	// ring is the PSRDADA ring the receiver creates in the pod's IPC namespace.
+	// +kubebuilder:default={}
+	// +optional
+	Ring RingSpec `json:"ring,omitempty"`
+
+	// receiver configures `ringcap recv`, the RDMA receiver that fills the ring.
+	// +kubebuilder:default={}
+	// +optional
+	Receiver ReceiverSpec `json:"receiver,omitempty"`
+
+	// readers are containers that read the ring beside the receiver, in the same pod
+	// and so in the same IPC namespace: for example `ringcap ring read` or a PSRDADA
+	// tool such as dada_dbdisk. Each one takes one of ring.readers reader slots.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=5
+	// +optional
+	Readers []ReaderContainer `json:"readers,omitempty"`
+
+	// nodeSelector restricts the nodes the capture pod may run on (in addition to
+	// having the RDMA resource).
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// affinity is the capture pod's affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// tolerations are the capture pod's tolerations.
+	// +listType=atomic
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// priorityClassName is the capture pod's priority class.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// images overrides the operator's default images.
+	// +optional
+	Images ImagesSpec `json:"images,omitempty"`
+}
+
+// RingSpec is the geometry of a PSRDADA ring (as dada_db's flags) and its header.
+//
+// +kubebuilder:validation:XValidation:rule="!self.hugePages || self.blockBytes % 2097152 == 0",message="ring.blockBytes must be a multiple of 2 MiB (2097152) when ring.hugePages is true",fieldPath=".blockBytes"
+// +kubebuilder:validation:XValidation:rule="self.blocks * self.blockBytes <= 68719476736",message="ring.blocks * ring.blockBytes must not exceed 64 GiB",fieldPath=".blocks"
+// +kubebuilder:validation:XValidation:rule="!has(self.header) || !has(self.header.template) || size(self.header.template) < self.headerBlockBytes",message="ring.header.template must be shorter than ring.headerBlockBytes",fieldPath=".header.template"
+type RingSpec struct {
+	// key is the SysV key of the data ring in hex, as dada_db -k ("dada" or "0xdada");
+	// the header ring uses key+1. Not 0, at most 0x7fffffff.
+	// +kubebuilder:default="dada"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0x)?[0-9a-fA-F]{1,8}$')",message="ring.key must be a hex SysV key such as dada or 0xdada"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?0+$')",message="ring.key must not be 0 (IPC_PRIVATE)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?[89a-fA-F][0-9a-fA-F]{7}$')",message="ring.key must be at most 0x7fffffff"
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// blockBytes is the size of one data block (dada_db -b).
+	// +kubebuilder:default=524288
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=4294967296
+	// +optional
+	BlockBytes int64 `json:"blockBytes,omitempty"`
+
+	// blocks is the number of data blocks (dada_db -n).
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=32767
+	// +optional
+	Blocks int64 `json:"blocks,omitempty"`
+
+	// readers is the number of reader slots (dada_db -r): every reader must clear a
+	// block before the receiver reuses it.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	// +optional
+	Readers int32 `json:"readers,omitempty"`
+
+	// headerBlockBytes is the size of one header block (dada_db -a); the header ring
+	// has 8 blocks.
+	// +kubebuilder:default=4096
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=1048576
+	// +optional
+	HeaderBlockBytes int64 `json:"headerBlockBytes,omitempty"`
+
+	// lockMemory locks the ring's pages in memory (dada_db -l).
+	// +kubebuilder:default=false
+	// +optional
+	LockMemory bool `json:"lockMemory,omitempty"`
+
+	// hugePages backs the data blocks with 2 MiB huge pages; the pod then requests
+	// hugepages-2Mi for the ring.
+	// +kubebuilder:default=false
+	// +optional
+	HugePages bool `json:"hugePages,omitempty"`
+
+	// header is the ASCII header the receiver writes at the start of each observation.
+	// +optional
+	Header *RingHeaderSpec `json:"header,omitempty"`
+}
+
+// RingHeaderSpec is the observation header: an ASCII template (inline or from a
+// ConfigMap) plus key/value pairs that override it.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.template) && has(self.configMapRef))",message="ring.header: set at most one of template and configMapRef"
+type RingHeaderSpec struct {
+	// values are header keys and values (for example TELESCOPE: Parkes); they override
+	// the same keys of the template.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Z][A-Z0-9_]{0,31}$'))",message="ring.header.values keys must be upper-case PSRDADA header keys (A-Z, 0-9, _; at most 32 characters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256 && !self[k].contains('\\n'))",message="ring.header.values values must be single lines of at most 256 characters"
+	// +optional
+	Values map[string]string `json:"values,omitempty"`
+
+	// template is an ASCII PSRDADA header, one "KEY VALUE" per line.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Template string `json:"template,omitempty"`
+
+	// configMapRef names a ConfigMap key holding the header template.
+	// +optional
+	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
+}
+
+// ConfigMapKeyReference names one key of a ConfigMap in the RingCapture's namespace.
+type ConfigMapKeyReference struct {
+	// name is the ConfigMap's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// key is the key in the ConfigMap's data.
+	// +kubebuilder:default="header"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// TransferMode is how the sender moves data: two-sided SEND/RECV or one-sided RDMA WRITE.
+// +kubebuilder:validation:Enum=Send;Write
+type TransferMode string
+
+const (
+	// TransferModeSend is two-sided SEND/RECV into posted receive buffers.
+	TransferModeSend TransferMode = "Send"
+	// TransferModeWrite is one-sided RDMA WRITE into the ring.
+	TransferModeWrite TransferMode = "Write"
+)
+
+// MemoryRegistrationMode is how the ring is registered with the RDMA device.
+// +kubebuilder:validation:Enum=Auto;WholeRing;PerBlock
+type MemoryRegistrationMode string
+
+const (
+	// MemoryRegistrationAuto registers the whole ring when its blocks can be mapped
+	// back to back, else each block.
+	MemoryRegistrationAuto MemoryRegistrationMode = "Auto"
+	// MemoryRegistrationWholeRing registers the whole ring as one region.
+	MemoryRegistrationWholeRing MemoryRegistrationMode = "WholeRing"
+	// MemoryRegistrationPerBlock registers each block as its own region.
+	MemoryRegistrationPerBlock MemoryRegistrationMode = "PerBlock"
+)
+
+// ReceiverSpec configures `ringcap recv`.
+type ReceiverSpec struct {
+	// queuePairs is the number of RC queue pairs (connections) the receiver accepts.
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	QueuePairs int32 `json:"queuePairs,omitempty"`
+
+	// mode is the transfer mode: Send (two-sided) or Write (one-sided RDMA WRITE).
+	// +kubebuilder:default=Send
+	// +optional
+	Mode TransferMode `json:"mode,omitempty"`
+
+	// memoryRegistration is how the ring is registered: Auto, WholeRing or PerBlock.
+	// +kubebuilder:default=Auto
+	// +optional
+	MemoryRegistration MemoryRegistrationMode `json:"memoryRegistration,omitempty"`
+
+	// port is the TCP port of the receiver's connection handshake.
+	// +kubebuilder:default=18515
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// metricsPort is the HTTP port of the receiver's /metrics and /status.
+	// +kubebuilder:default=9100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	MetricsPort int32 `json:"metricsPort,omitempty"`
+
+	// messageBytes is the size of one RDMA message; it must divide ring.blockBytes.
+	// +kubebuilder:default=65536
+	// +kubebuilder:validation:Minimum=64
+	// +kubebuilder:validation:Maximum=1073741824
+	// +optional
+	MessageBytes int64 `json:"messageBytes,omitempty"`
+
+	// receiveDepth is the number of receive work requests posted per queue pair.
+	// +kubebuilder:default=128
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16384
+	// +optional
+	ReceiveDepth int32 `json:"receiveDepth,omitempty"`
+
+	// gidIndex overrides the GID index the receiver uses; by default the device
+	// plugin's choice (a RoCE v2 GID of the pod's address).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +optional
+	GIDIndex *int32 `json:"gidIndex,omitempty"`
+
+	// resourceName is the extended resource of the device plugin the pod requests one
+	// unit of.
+	// +kubebuilder:default="ringcap.io/rdma"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="receiver.resourceName must be a domain-prefixed resource name such as ringcap.io/rdma"
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// stop is when the receiver stops: never (the default), after a number of bytes,
+	// after a duration or after a number of observations.
+	// +kubebuilder:default={}
+	// +optional
+	Stop StopSpec `json:"stop,omitempty"`
+
+	// resources are the receiver container's own resources (CPU, memory for the
+	// process); the operator adds the ring's bytes to the memory request and limit,
+	// and the RDMA resource.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// StopAfter names the condition that ends a capture.
+// +kubebuilder:validation:Enum=Never;Bytes;Duration;Observations
+type StopAfter string
+
+const (
+	// StopNever runs until the RingCapture is deleted.
+	StopNever StopAfter = "Never"
+	// StopBytes stops after stop.bytes bytes were received.
+	StopBytes StopAfter = "Bytes"
+	// StopDuration stops stop.duration after the receiver started.
+	StopDuration StopAfter = "Duration"
+	// StopObservations stops after stop.observations observations ended.
+	StopObservations StopAfter = "Observations"
+)
+
+// StopSpec is a union: after says which of the other fields applies.
+//
+// +kubebuilder:validation:XValidation:rule="(self.after == 'Bytes') == has(self.bytes)",message="receiver.stop.bytes must be set exactly when receiver.stop.after is Bytes",fieldPath=".bytes"
+// +kubebuilder:validation:XValidation:rule="(self.after == 'Duration') == has(self.duration)",message="receiver.stop.duration must be set exactly when receiver.stop.after is Duration",fieldPath=".duration"
+// +kubebuilder:validation:XValidation:rule="(self.after == 'Observations') == has(self.observations)",message="receiver.stop.observations must be set exactly when receiver.stop.after is Observations",fieldPath=".observations"
+type StopSpec struct {
+	// after is the stop condition: Never, Bytes, Duration or Observations.
+	// +kubebuilder:default=Never
+	// +optional
+	After StopAfter `json:"after,omitempty"`
+
+	// bytes is the number of bytes after which the receiver stops.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Bytes *int64 `json:"bytes,omitempty"`
+
+	// duration is how long the receiver runs, for example "10m".
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="receiver.stop.duration must be positive"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// observations is the number of observations after which the receiver stops.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Observations *int32 `json:"observations,omitempty"`
+}
+
+// ReaderContainer is a container that reads the ring. It gets RINGCAP_RING_KEY (the
+// ring's key) in its environment.
+type ReaderContainer struct {
+	// name is the container's name; unique, and not "receiver".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'receiver'",message="readers[].name must not be receiver (the receiver container's name)"
+	// +required
+	Name string `json:"name"`
+
+	// image is the container image; by default the receiver's image (ringcap).
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// command overrides the image's entrypoint.
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// args are the arguments, for example ["ring", "read", "-k", "dada", "--wait", "60s"].
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// env are extra environment variables.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// resources are the container's resources.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ImagesSpec overrides the images the operator uses.
+type ImagesSpec struct {
+	// receiver is the image of the receiver (and the default image of readers); it
+	// must have ringcap as its entrypoint.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Receiver string `json:"receiver,omitempty"`
+
+	// pullPolicy is the pull policy of every container of the pod.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	// +optional
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// RingCapturePhase is a one-word summary of the capture's state.
+// +kubebuilder:validation:Enum=Pending;Scheduled;Receiving;Succeeded;Failed
+type RingCapturePhase string
+
+const (
+	// PhasePending: the pod does not exist yet or is not scheduled.
+	PhasePending RingCapturePhase = "Pending"
+	// PhaseScheduled: the pod is on a node; the receiver is starting or listening.
+	PhaseScheduled RingCapturePhase = "Scheduled"
+	// PhaseReceiving: the receiver is receiving data.
+	PhaseReceiving RingCapturePhase = "Receiving"
+	// PhaseSucceeded: the capture ended as its stop condition said.
+	PhaseSucceeded RingCapturePhase = "Succeeded"
+	// PhaseFailed: the receiver or a reader failed, or the pod was lost.
+	PhaseFailed RingCapturePhase = "Failed"
+)
+
+// Condition types of a RingCapture.
+const (
+	// ConditionScheduled: the pod is bound to a node. False with reason Unschedulable
+	// when no node can take it (for example, none has the RDMA resource).
+	ConditionScheduled = "Scheduled"
+	// ConditionRingReady: the receiver created the ring.
+	ConditionRingReady = "RingReady"
+	// ConditionReceiverReady: the receiver listens for senders at status.endpoint.
+	ConditionReceiverReady = "ReceiverReady"
+	// ConditionReceiving: data is arriving.
+	ConditionReceiving = "Receiving"
+	// ConditionReady: the capture is up and accepts senders (the aggregate).
+	ConditionReady = "Ready"
+	// ConditionFailed: the capture failed; the reason says why.
+	ConditionFailed = "Failed"
+)
+
+// RingCaptureStatus is the observed state of a capture.
+type RingCaptureStatus struct {
+	// observedGeneration is the spec generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase is a one-word summary: Pending, Scheduled, Receiving, Succeeded or Failed.
+	// +optional
+	Phase RingCapturePhase `json:"phase,omitempty"`
+
+	// conditions: Scheduled, RingReady, ReceiverReady, Receiving, Ready and Failed.
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// node is the node the pod runs on.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// pod is the name of the capture pod.
+	// +optional
+	Pod string `json:"pod,omitempty"`
+
+	// endpoint is what a sender needs to connect (`ringcap send --connect address:port`).
+	// +optional
+	Endpoint *EndpointStatus `json:"endpoint,omitempty"`
+
+	// memoryRegistration is how the receiver registered the ring.
+	// +optional
+	MemoryRegistration *MemoryRegistrationStatus `json:"memoryRegistration,omitempty"`
+
+	// bytesReceived is the number of bytes written into the ring.
+	// +optional
+	BytesReceived int64 `json:"bytesReceived,omitempty"`
+
+	// received is bytesReceived for people, for example "1.5 GiB".
+	// +optional
+	Received string `json:"received,omitempty"`
+
+	// blocksFilled is the number of ring blocks filled.
+	// +optional
+	BlocksFilled int64 `json:"blocksFilled,omitempty"`
+
+	// observations is the number of observations that ended.
+	// +optional
+	Observations int64 `json:"observations,omitempty"`
+
+	// rateBytesPerSecond is the receive rate over the receiver's last interval.
+	// +optional
+	RateBytesPerSecond int64 `json:"rateBytesPerSecond,omitempty"`
+
+	// rate is rateBytesPerSecond for people, in bits per second, for example "9.6 Gbit/s".
+	// +optional
+	Rate string `json:"rate,omitempty"`
+
+	// startTime is when the receiver started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the capture ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// EndpointStatus is where a sender connects.
+type EndpointStatus struct {
+	// address is the receiver's IP address (the pod IP).
+	// +optional
+	Address string `json:"address,omitempty"`
+	// port is the handshake TCP port.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// device is the RDMA device, for example rxe0.
+	// +optional
+	Device string `json:"device,omitempty"`
+	// ibPort is the device port.
+	// +optional
+	IBPort int32 `json:"ibPort,omitempty"`
+	// gidIndex is the GID index the receiver uses.
+	// +optional
+	GIDIndex *int32 `json:"gidIndex,omitempty"`
+	// gid is the GID the receiver uses.
+	// +optional
+	GID string `json:"gid,omitempty"`
+	// netdev is the network device the GID belongs to.
+	// +optional
+	Netdev string `json:"netdev,omitempty"`
+}
+
+// MemoryRegistrationStatus is how the receiver registered the ring with the device.
+type MemoryRegistrationStatus struct {
+	// mode is WholeRing or PerBlock (what Auto resolved to).
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// regions is the number of registered memory regions.
+	// +optional
+	Regions int32 `json:"regions,omitempty"`
+	// bytes is the number of registered bytes.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// reason says why this mode was chosen.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// RingCaptureList is a list of RingCaptures.
+//
+// +kubebuilder:object:root=true
+type RingCaptureList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RingCapture `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RingCapture{}, &RingCaptureList{})
+}

@@ -1,0 +1,365 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+const (
+	// headerRingBlocks is the depth of the header ring dada_db creates (IPCBUF_XFERS).
+	headerRingBlocks = 8
+	// hugePageBytes is the size of one 2 MiB huge page.
+	hugePageBytes = 2 << 20
+
+	// LabelCapture carries the RingCapture's name on its pod (truncated to a label value
+	// when longer; the controller reference is what identifies the owner).
+	LabelCapture = "ringcap.io/capture"
+	// AnnotationGeneration records the RingCapture generation a pod was built from.
+	AnnotationGeneration = "ringcap.io/generation"
+	// AnnotationHeaderTemplate carries an inline header template into the pod, where a
+	// downward-API volume turns it into the file the receiver reads (no ConfigMap to
+	// create, so no extra RBAC).
+	AnnotationHeaderTemplate = "ringcap.io/header-template"
+
+	headerVolume    = "ringcap-header"
+	headerMountPath = "/etc/ringcap/header"
+	headerFileName  = "header"
+	// summaryFile is where the receiver writes its final status JSON: the container's
+	// termination message, so the last numbers reach the operator through the pod's
+	// status even when the pod is gone from the network.
+	summaryFile = "/dev/termination-log"
+	// EnvRingKey is set in every reader container to the ring's key.
+	EnvRingKey = "RINGCAP_RING_KEY"
+)
+
+// PodOptions are the operator-wide settings BuildPod uses where a RingCapture says nothing.
+type PodOptions struct {
+	// ReceiverImage is the default receiver (and reader) image.
+	ReceiverImage string
+	// ImagePullPolicy is the default pull policy ("" leaves the cluster default).
+	ImagePullPolicy corev1.PullPolicy
+	// ReceiverMemory is the receiver process's own memory, added to the ring's bytes
+	// when the RingCapture does not set receiver.resources.requests.memory.
+	ReceiverMemory resource.Quantity
+}
+
+// DefaultPodOptions returns the defaults of the operator's flags.
+func DefaultPodOptions() PodOptions {
+	return PodOptions{ReceiverImage: "ringcap/ringcap:latest", ReceiverMemory: resource.MustParse("256Mi")}
+}
+
+// PodName is the name of a RingCapture's pod: the capture's name with a "-capture"
+// suffix, shortened with a hash when that would exceed 63 characters (so it is also a
+// valid host name).
+func PodName(rcName string) string {
+	const suffix = "-capture"
+	if len(rcName)+len(suffix) <= 63 {
+		return rcName + suffix
+	}
+	sum := sha256.Sum256([]byte(rcName))
+	return strings.TrimRight(rcName[:63-len(suffix)-9], "-.") + "-" + hex.EncodeToString(sum[:])[:8] + suffix
+}
+
+// NormalizeKey returns a ring key as the ringcap CLI prints it: lower-case hex, no 0x.
+func NormalizeKey(key string) string {
+	k := strings.TrimPrefix(strings.ToLower(key), "0x")
+	if k == "" {
+		return "dada"
+	}
+	return k
+}
+
+// RingBytes returns the shared memory the ring takes: the data ring and the 8-block
+// header ring.
+func RingBytes(r ringcapv1.RingSpec) int64 {
+	return r.Blocks*r.BlockBytes + headerRingBlocks*r.HeaderBlockBytes
+}
+
+// HugePageBytes returns the hugepages-2Mi the ring needs when it uses huge pages: each
+// of its segments rounded up to whole 2 MiB pages.
+func HugePageBytes(r ringcapv1.RingSpec) int64 {
+	roundUp := func(n int64) int64 { return (n + hugePageBytes - 1) / hugePageBytes * hugePageBytes }
+	return r.Blocks*roundUp(r.BlockBytes) + headerRingBlocks*roundUp(r.HeaderBlockBytes)
+}
+
+// ReceiverArgs builds the `ringcap recv` arguments for a RingCapture (after the image's
+// ringcap entrypoint). The receiver creates the ring (--create) in the pod's IPC
+// namespace and destroys it on exit; the ring disappears with the pod in any case.
+func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
+	r, rx := rc.Spec.Ring, rc.Spec.Receiver
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	args := []string{"recv",
+		"-k", NormalizeKey(r.Key), "--create",
+		"-b", i64(r.BlockBytes), "-n", i64(r.Blocks), "-a", i64(r.HeaderBlockBytes), "-r", i64(int64(r.Readers)),
+	}
+	if r.LockMemory {
+		args = append(args, "-l")
+	}
+	if r.HugePages {
+		args = append(args, "--hugepages")
+	}
+	args = append(args,
+		"--qps", i64(int64(rx.QueuePairs)),
+		"--mode", strings.ToLower(string(rx.Mode)),
+		"--mr", strings.ToLower(string(rx.MemoryRegistration)),
+		"--listen", "0.0.0.0:"+i64(int64(rx.Port)),
+		"--msg-bytes", i64(rx.MessageBytes),
+		"--rx-depth", i64(int64(rx.ReceiveDepth)),
+	)
+	if rx.GIDIndex != nil {
+		args = append(args, "--gid-index", i64(int64(*rx.GIDIndex)))
+	}
+	if h := r.Header; h != nil {
+		if h.Template != "" || h.ConfigMapRef != nil {
+			args = append(args, "--header-file", headerMountPath+"/"+headerFileName)
+		}
+		keys := make([]string, 0, len(h.Values))
+		for k := range h.Values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			args = append(args, "--header", k+"="+h.Values[k])
+		}
+	}
+	switch st := rx.Stop; st.After {
+	case ringcapv1.StopBytes:
+		if st.Bytes != nil {
+			args = append(args, "--stop-bytes", i64(*st.Bytes))
+		}
+	case ringcapv1.StopDuration:
+		if st.Duration != nil {
+			args = append(args, "--stop-duration", st.Duration.Duration.String())
+		}
+	case ringcapv1.StopObservations:
+		if st.Observations != nil {
+			args = append(args, "--stop-observations", i64(int64(*st.Observations)))
+		}
+	}
+	return append(args,
+		"--metrics-addr", ":"+i64(int64(rx.MetricsPort)),
+		"--summary-file", summaryFile,
+	)
+}
+
+// receiverResources returns the receiver's resources: the user's (or the default
+// process memory), plus the ring's bytes in memory or hugepages-2Mi, plus one unit of
+// the RDMA resource. Requests equal limits for memory, huge pages and the RDMA resource
+// (required for huge pages and extended resources, and it keeps a capture from being
+// the first evicted under memory pressure).
+func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.ResourceRequirements {
+	user := rc.Spec.Receiver.Resources
+	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	for k, v := range user.Requests {
+		res.Requests[k] = v.DeepCopy()
+	}
+	for k, v := range user.Limits {
+		res.Limits[k] = v.DeepCopy()
+	}
+	mem := opts.ReceiverMemory.DeepCopy()
+	if m, ok := user.Requests[corev1.ResourceMemory]; ok {
+		mem = m.DeepCopy()
+	}
+	ring := rc.Spec.Ring
+	if ring.HugePages {
+		huge := *resource.NewQuantity(HugePageBytes(ring), resource.BinarySI)
+		res.Requests[corev1.ResourceHugePagesPrefix+"2Mi"] = huge
+		res.Limits[corev1.ResourceHugePagesPrefix+"2Mi"] = huge.DeepCopy()
+	} else {
+		mem.Add(*resource.NewQuantity(RingBytes(ring), resource.BinarySI))
+	}
+	res.Requests[corev1.ResourceMemory] = mem
+	res.Limits[corev1.ResourceMemory] = mem.DeepCopy()
+
+	rdma := corev1.ResourceName(rc.Spec.Receiver.ResourceName)
+	if rdma == "" {
+		rdma = ringcapv1.DefaultResourceName
+	}
+	res.Requests[rdma] = resource.MustParse("1")
+	res.Limits[rdma] = resource.MustParse("1")
+	return res
+}
+
+// BuildPod returns the capture pod of a RingCapture: the receiver container and the
+// reader containers in one pod (one IPC namespace, so the readers see the ring the
+// receiver creates), restartPolicy Never, no service account token, not privileged;
+// the receiver gets IPC_LOCK (to register the ring with the RDMA device beyond
+// RLIMIT_MEMLOCK) and nothing else. The controller reference is set by the caller.
+func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
+	spec := rc.Spec
+	image := opts.ReceiverImage
+	if spec.Images.Receiver != "" {
+		image = spec.Images.Receiver
+	}
+	pull := opts.ImagePullPolicy
+	if spec.Images.PullPolicy != "" {
+		pull = spec.Images.PullPolicy
+	}
+	key := NormalizeKey(spec.Ring.Key)
+
+	receiver := corev1.Container{
+		Name:            ringcapv1.ReceiverContainerName,
+		Image:           image,
+		ImagePullPolicy: pull,
+		Args:            ReceiverArgs(rc),
+		Ports: []corev1.ContainerPort{
+			{Name: "handshake", ContainerPort: spec.Receiver.Port, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: spec.Receiver.MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		Env: []corev1.EnvVar{
+			{Name: "RINGCAP_CAPTURE", Value: rc.Namespace + "/" + rc.Name},
+			{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		},
+		Resources:                receiverResources(rc, opts),
+		TerminationMessagePath:   summaryFile,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext: &corev1.SecurityContext{
+			Privileged:               ptr(false),
+			AllowPrivilegeEscalation: ptr(false),
+			Capabilities: &corev1.Capabilities{
+				Drop: []corev1.Capability{"ALL"},
+				Add:  []corev1.Capability{"IPC_LOCK"},
+			},
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/status", Port: intstr.FromString("metrics"),
+			}},
+			PeriodSeconds: 5,
+		},
+	}
+
+	var volumes []corev1.Volume
+	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10)}
+	if h := spec.Ring.Header; h != nil && (h.Template != "" || h.ConfigMapRef != nil) {
+		vol := corev1.Volume{Name: headerVolume}
+		if h.ConfigMapRef != nil {
+			key := h.ConfigMapRef.Key
+			if key == "" {
+				key = headerFileName
+			}
+			vol.ConfigMap = &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: h.ConfigMapRef.Name},
+				Items:                []corev1.KeyToPath{{Key: key, Path: headerFileName}},
+			}
+		} else {
+			annotations[AnnotationHeaderTemplate] = h.Template
+			vol.DownwardAPI = &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     headerFileName,
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationHeaderTemplate + "']"},
+			}}}
+		}
+		volumes = append(volumes, vol)
+		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
+	}
+
+	containers := []corev1.Container{receiver}
+	for _, rd := range spec.Readers {
+		img := rd.Image
+		if img == "" {
+			img = image
+		}
+		env := append([]corev1.EnvVar{{Name: EnvRingKey, Value: key}}, rd.Env...)
+		containers = append(containers, corev1.Container{
+			Name:            rd.Name,
+			Image:           img,
+			ImagePullPolicy: pull,
+			Command:         rd.Command,
+			Args:            rd.Args,
+			Env:             env,
+			Resources:       *rd.Resources.DeepCopy(),
+			SecurityContext: &corev1.SecurityContext{
+				Privileged:               ptr(false),
+				AllowPrivilegeEscalation: ptr(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+		})
+	}
+
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PodName(rc.Name),
+			Namespace: rc.Namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/name":       "ringcap",
+				"app.kubernetes.io/component":  "capture",
+				"app.kubernetes.io/managed-by": "ringcap-operator",
+				LabelCapture:                   labelValue(rc.Name),
+			},
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  ptr(false),
+			EnableServiceLinks:            ptr(false),
+			TerminationGracePeriodSeconds: ptr(int64(30)),
+			Containers:                    containers,
+			Volumes:                       volumes,
+			NodeSelector:                  copyMap(spec.NodeSelector),
+			Affinity:                      spec.Affinity.DeepCopy(),
+			Tolerations:                   append([]corev1.Toleration(nil), spec.Tolerations...),
+			PriorityClassName:             spec.PriorityClassName,
+		},
+	}
+}
+
+// labelValue fits a name into a label value (63 characters).
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return strings.TrimRight(s[:63], "-_.")
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// podGeneration returns the RingCapture generation a pod was built from (0 if unknown).
+func podGeneration(pod *corev1.Pod) int64 {
+	g, err := strconv.ParseInt(pod.Annotations[AnnotationGeneration], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return g
+}
+
+// describeResources is a one-line summary of what a pod requests, for events.
+func describeResources(pod *corev1.Pod) string {
+	var parts []string
+	for _, c := range pod.Spec.Containers {
+		if c.Name != ringcapv1.ReceiverContainerName {
+			continue
+		}
+		names := make([]string, 0, len(c.Resources.Requests))
+		for n := range c.Resources.Requests {
+			names = append(names, string(n))
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			q := c.Resources.Requests[corev1.ResourceName(n)]
+			parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
+		}
+	}
+	return strings.Join(parts, " ")
+}

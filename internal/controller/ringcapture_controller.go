@@ -1,0 +1,310 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+// StatusFetcher reads a running receiver's /status.
+type StatusFetcher interface {
+	Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*ReceiverStatus, error)
+}
+
+// RingCaptureReconciler runs one capture pod per RingCapture and keeps its status.
+type RingCaptureReconciler struct {
+	client.Client
+	// APIReader reads around the cache (used once, when a create races the cache).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Pods      PodOptions
+	Fetcher   StatusFetcher
+	// PollInterval is how often a running receiver's /status is read
+	// (statusPollInterval when zero).
+	PollInterval time.Duration
+	// Now returns the current time (time.Now when nil).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	polls map[types.NamespacedName]poll
+}
+
+// poll is the last /status read of one capture.
+type poll struct {
+	podUID types.UID
+	at     time.Time
+	status *ReceiverStatus
+	err    string
+}
+
+// SetupWithManager registers the controller: it watches RingCaptures and the pods they own.
+func (r *RingCaptureReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ringcapv1.RingCapture{}).
+		Owns(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Complete(r)
+}
+
+// Reconcile makes the capture pod exist (once per spec generation) and writes the
+// status observed from the pod and the receiver.
+func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	reconcilesTotal.Inc()
+	rc := &ringcapv1.RingCapture{}
+	if err := r.Get(ctx, req.NamespacedName, rc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get RingCapture %s: %w", req.NamespacedName, err)
+	}
+	if !rc.DeletionTimestamp.IsZero() {
+		// The pod carries a controller reference: the garbage collector deletes it.
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	pod, err := r.reconcilePod(ctx, rc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
+	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, Now: metav1.NewTime(r.now())})
+	r.recordTransitions(rc, status)
+	if err := r.updateStatus(ctx, rc, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.requeueAfter(pod, status)}, nil
+}
+
+// reconcilePod returns the capture pod, creating it when the capture should run and
+// has none, and replacing a finished pod built from an older spec.
+func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.RingCapture) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	key := types.NamespacedName{Namespace: rc.Namespace, Name: PodName(rc.Name)}
+	err := r.Get(ctx, key, pod)
+	switch {
+	case err == nil:
+		if !metav1.IsControlledBy(pod, rc) {
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodNameConflict, "CreatePod",
+				"Pod %s exists and is not controlled by this RingCapture", key.Name)
+			return nil, fmt.Errorf("pod %s for RingCapture %s: %w", key, rc.Name, ErrPodConflict)
+		}
+		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation {
+			return r.replacePod(ctx, rc, pod)
+		}
+		return pod, nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get pod %s: %w", key, err)
+	}
+	// No pod. A capture that finished with this spec is not run again.
+	if isTerminal(rc.Status.Phase) && rc.Status.ObservedGeneration == rc.Generation {
+		return nil, nil
+	}
+	return r.createPod(ctx, rc)
+}
+
+func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.RingCapture) (*corev1.Pod, error) {
+	pod := BuildPod(rc, r.Pods)
+	if err := controllerutil.SetControllerReference(rc, pod, r.Scheme); err != nil {
+		return nil, fmt.Errorf("set controller reference on pod %s: %w", pod.Name, err)
+	}
+	err := r.Create(ctx, pod)
+	if apierrors.IsAlreadyExists(err) {
+		// The cache has not seen the pod yet (for example right after an operator
+		// restart): read it from the API server instead of creating a second one.
+		existing := &corev1.Pod{}
+		if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); gerr != nil {
+			return nil, fmt.Errorf("get existing pod %s: %w", pod.Name, gerr)
+		}
+		if !metav1.IsControlledBy(existing, rc) {
+			return nil, fmt.Errorf("pod %s for RingCapture %s: %w", pod.Name, rc.Name, ErrPodConflict)
+		}
+		return existing, nil
+	}
+	if err != nil {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodCreateFailed, "CreatePod", "Create pod %s: %v", pod.Name, err)
+		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	podsCreatedTotal.Inc()
+	log.FromContext(ctx).Info("Created capture pod", "pod", pod.Name)
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodCreated, "CreatePod",
+		"Created pod %s requesting %s", pod.Name, describeResources(pod))
+	return pod, nil
+}
+
+// replacePod deletes a finished pod whose spec is outdated; the next reconcile (on the
+// pod's deletion) creates its successor.
+func (r *RingCaptureReconciler) replacePod(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*corev1.Pod, error) {
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("delete outdated pod %s: %w", pod.Name, err)
+	}
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodReplaced, "DeletePod",
+		"Spec changed (generation %d to %d): running the capture again in a new pod", podGeneration(pod), rc.Generation)
+	// Fresh counters for the new run.
+	rc.Status.BytesReceived, rc.Status.BlocksFilled, rc.Status.Observations = 0, 0, 0
+	rc.Status.StartTime, rc.Status.CompletionTime, rc.Status.MemoryRegistration, rc.Status.Endpoint = nil, nil, nil, nil
+	r.forget(types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
+	gone := pod.DeepCopy()
+	now := metav1.NewTime(r.now())
+	gone.DeletionTimestamp = &now
+	return gone, nil
+}
+
+// receiverStatus returns what the receiver last said: its final summary once it has
+// exited, else its /status, read at most every PollInterval per capture.
+func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.NamespacedName, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*ReceiverStatus, string) {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return nil, ""
+	}
+	if s := terminationSummary(pod); s != nil {
+		return s, ""
+	}
+	if receiverTerminated(pod) != nil || podFinished(pod) || pod.Status.Phase != corev1.PodRunning {
+		r.mu.Lock()
+		p, ok := r.polls[key]
+		r.mu.Unlock()
+		if ok && p.podUID == pod.UID && podFinished(pod) {
+			return p.status, p.err // the last numbers seen before the pod ended
+		}
+		return nil, ""
+	}
+
+	r.mu.Lock()
+	p, ok := r.polls[key]
+	r.mu.Unlock()
+	now := r.now()
+	if ok && p.podUID == pod.UID && now.Sub(p.at) < r.pollInterval() {
+		return p.status, p.err
+	}
+	st, err := r.Fetcher.Fetch(ctx, pod, rc.Spec.Receiver.MetricsPort)
+	np := poll{podUID: pod.UID, at: now, status: st}
+	if err != nil {
+		statusPollsTotal.WithLabelValues("error").Inc()
+		np.err = err.Error()
+		if ok && p.podUID == pod.UID {
+			np.status = p.status // keep the last good numbers
+		}
+		log.FromContext(ctx).V(1).Info("Receiver status not available", "pod", pod.Name, "error", err.Error())
+	} else {
+		statusPollsTotal.WithLabelValues("ok").Inc()
+	}
+	r.mu.Lock()
+	if r.polls == nil {
+		r.polls = map[types.NamespacedName]poll{}
+	}
+	r.polls[key] = np
+	r.mu.Unlock()
+	return np.status, np.err
+}
+
+// recordTransitions emits events for what a user should see change.
+func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, next ringcapv1.RingCaptureStatus) {
+	changed := func(t string) *metav1.Condition {
+		n := apimeta.FindStatusCondition(next.Conditions, t)
+		o := apimeta.FindStatusCondition(rc.Status.Conditions, t)
+		if n == nil || (o != nil && o.Status == n.Status && o.Reason == n.Reason) {
+			return nil
+		}
+		return n
+	}
+	if c := changed(ringcapv1.ConditionScheduled); c != nil {
+		switch c.Reason {
+		case ReasonUnschedulable:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonUnschedulable, "Schedule", "%s", c.Message)
+		case ReasonScheduled:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonScheduled, "Schedule", "Capture pod %s %s", next.Pod, c.Message)
+		}
+	}
+	if c := changed(ringcapv1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiverReadyEvent, "Listen", "Receiver ready: %s", c.Message)
+	}
+	if next.Phase == rc.Status.Phase {
+		return
+	}
+	phaseTransitionsTotal.WithLabelValues(string(next.Phase)).Inc()
+	switch next.Phase {
+	case ringcapv1.PhaseReceiving:
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiving, "Receive", "Data is arriving")
+	case ringcapv1.PhaseSucceeded:
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSucceeded, "Finish", "Capture finished: received %s in %d blocks", next.Received, next.BlocksFilled)
+	case ringcapv1.PhaseFailed:
+		msg := ""
+		if c := apimeta.FindStatusCondition(next.Conditions, ringcapv1.ConditionFailed); c != nil {
+			msg = c.Message
+		}
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonFailed, "Finish", "Capture failed: %s", msg)
+	}
+}
+
+// updateStatus writes the status when it changed (an unchanged status costs no write,
+// which keeps reconcile idempotent and the API server quiet).
+func (r *RingCaptureReconciler) updateStatus(ctx context.Context, rc *ringcapv1.RingCapture, status ringcapv1.RingCaptureStatus) error {
+	if equality.Semantic.DeepEqual(rc.Status, status) {
+		return nil
+	}
+	rc.Status = status
+	if err := r.Status().Update(ctx, rc); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("update status of RingCapture %s (will retry): %w", rc.Name, err)
+		}
+		return fmt.Errorf("update status of RingCapture %s: %w", rc.Name, err)
+	}
+	statusUpdatesTotal.Inc()
+	return nil
+}
+
+// requeueAfter polls running receivers; everything else is driven by watch events.
+func (r *RingCaptureReconciler) requeueAfter(pod *corev1.Pod, st ringcapv1.RingCaptureStatus) time.Duration {
+	if pod == nil || pod.DeletionTimestamp != nil || isTerminal(st.Phase) || pod.Status.Phase != corev1.PodRunning {
+		return 0
+	}
+	return r.pollInterval()
+}
+
+func (r *RingCaptureReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.polls, key)
+	r.mu.Unlock()
+}
+
+func (r *RingCaptureReconciler) pollInterval() time.Duration {
+	if r.PollInterval > 0 {
+		return r.PollInterval
+	}
+	return statusPollInterval
+}
+
+func (r *RingCaptureReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func podFinished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// ErrPodConflict is returned when the capture pod's name is taken by a pod the
+// RingCapture does not control.
+var ErrPodConflict = errors.New("pod name taken by another owner")

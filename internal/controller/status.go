@@ -1,0 +1,429 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+// Condition reasons (CamelCase; also used as event reasons).
+const (
+	ReasonPodNotCreated      = "PodNotCreated"
+	ReasonPodPending         = "PodPending"
+	ReasonUnschedulable      = "Unschedulable"
+	ReasonScheduled          = "Scheduled"
+	ReasonPodDeleting        = "PodDeleting"
+	ReasonContainerWaiting   = "ContainerWaiting"
+	ReasonNoReceiverStatus   = "NoReceiverStatus"
+	ReasonRingCreated        = "RingCreated"
+	ReasonRingNotReady       = "RingNotReady"
+	ReasonCaptureEnded       = "CaptureEnded"
+	ReasonListening          = "Listening"
+	ReasonReceiving          = "Receiving"
+	ReasonReceiverStarting   = "ReceiverStarting"
+	ReasonReceiverFinished   = "ReceiverFinished"
+	ReasonReadersDraining    = "ReadersDraining"
+	ReasonSucceeded          = "Succeeded"
+	ReasonFailed             = "Failed"
+	ReasonReceiverFailed     = "ReceiverFailed"
+	ReasonReaderFailed       = "ReaderFailed"
+	ReasonPodFailed          = "PodFailed"
+	ReasonNotFailed          = "NotFailed"
+	ReasonReceiverReady      = "ReceiverReady"
+	ReasonReceiverNotReady   = "ReceiverNotReady"
+	ReasonNotReceiving       = "NotReceiving"
+	ReasonStatusUnreachable  = "StatusUnreachable"
+	ReasonPodCreated         = "PodCreated"
+	ReasonPodReplaced        = "PodReplaced"
+	ReasonPodNameConflict    = "PodNameConflict"
+	ReasonPodCreateFailed    = "PodCreateFailed"
+	ReasonReceiverReadyEvent = "ReceiverReady"
+)
+
+// Observed is everything ComputeStatus looks at.
+type Observed struct {
+	// Pod is the capture pod, nil when there is none.
+	Pod *corev1.Pod
+	// Receiver is the receiver's latest /status (or its final summary), nil when unknown.
+	Receiver *ReceiverStatus
+	// ReceiverError says why /status could not be read ("" when it was, or not tried).
+	ReceiverError string
+	// Now is the time of the observation.
+	Now metav1.Time
+}
+
+// verdict is the outcome of looking at the pod and the receiver, before it is written
+// into conditions.
+type verdict struct {
+	phase                       ringcapv1.RingCapturePhase
+	scheduled                   metav1.ConditionStatus
+	scheduledReason, schedMsg   string
+	failed                      bool
+	failReason, failMsg         string
+	ended                       bool // the receiver is gone (pod terminal or receiver exited)
+	notReadyReason, notReadyMsg string
+}
+
+// ComputeStatus returns the RingCapture's status for what was observed. It is a pure
+// function of its inputs; conditions keep their lastTransitionTime when their status
+// does not change.
+func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCaptureStatus {
+	old := rc.Status
+	st := *old.DeepCopy()
+	st.ObservedGeneration = rc.Generation
+
+	// A finished capture whose pod is gone keeps its final status.
+	if in.Pod == nil && isTerminal(old.Phase) {
+		setConditionGenerations(&st, rc.Generation)
+		return st
+	}
+
+	v := judge(in.Pod)
+	rs := in.Receiver
+	if rs == nil {
+		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
+	}
+	if rs != nil && !v.failed && rs.State == ReceiverFailed {
+		v.failed, v.failReason, v.failMsg = true, ReasonReceiverFailed, "receiver failed: "+rs.Message
+		v.phase = ringcapv1.PhaseFailed
+	}
+
+	if in.Pod != nil {
+		st.Pod = in.Pod.Name
+		st.Node = in.Pod.Spec.NodeName
+	} else {
+		st.Pod, st.Node = "", ""
+	}
+	if rs != nil {
+		applyReceiverNumbers(&st, rs)
+	}
+	if v.ended && st.CompletionTime == nil {
+		st.CompletionTime = completionTime(in.Pod, rs, in.Now)
+	}
+	if in.Pod != nil && st.StartTime == nil && in.Pod.Status.StartTime != nil {
+		t := *in.Pod.Status.StartTime
+		st.StartTime = &t
+	}
+	st.Endpoint = endpoint(rc, in.Pod, rs, st.Endpoint)
+
+	// The receiver's own state refines Scheduled into Receiving.
+	receiving := !v.ended && rs != nil && rs.State == ReceiverReceiving
+	if v.phase == ringcapv1.PhaseScheduled && receiving {
+		v.phase = ringcapv1.PhaseReceiving
+	}
+	if v.phase == ringcapv1.PhaseScheduled && (v.ended || (rs != nil && rs.BytesReceived > 0)) {
+		// Between observations, or the receiver finished and the readers drain the ring.
+		v.phase = ringcapv1.PhaseReceiving
+	}
+	if v.ended || !receiving {
+		st.RateBytesPerSecond = 0
+	}
+	st.Received = HumanBytes(st.BytesReceived)
+	st.Rate = HumanRate(st.RateBytesPerSecond)
+	st.Phase = v.phase
+
+	gen := rc.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: gen, LastTransitionTime: in.Now,
+		})
+	}
+	set(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
+
+	ringReady := !v.ended && rs != nil && rs.Ring.Ready
+	switch {
+	case ringReady:
+		set(ringcapv1.ConditionRingReady, metav1.ConditionTrue, ReasonRingCreated,
+			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers))
+	case v.ended:
+		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited and its ring went with it")
+	case rs == nil:
+		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonNoReceiverStatus, receiverUnknown(in))
+	default:
+		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonRingNotReady, "receiver is "+rs.State)
+	}
+
+	receiverReady := !v.ended && !v.failed && rs != nil && (rs.State == ReceiverListening || rs.State == ReceiverReceiving)
+	switch {
+	case receiverReady:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, rs.State, endpointMessage(st.Endpoint))
+	case v.ended:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited")
+	case rs == nil:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonNoReceiverStatus, receiverUnknown(in))
+	default:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonReceiverNotReady, "receiver is "+rs.State+msgSuffix(rs.Message))
+	}
+
+	switch {
+	case receiving:
+		set(ringcapv1.ConditionReceiving, metav1.ConditionTrue, ReasonReceiving, "receiving at "+HumanRate(st.RateBytesPerSecond))
+	case v.ended && v.failed:
+		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonFailed, "the capture failed")
+	case v.ended:
+		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonReceiverFinished, fmt.Sprintf("received %s", HumanBytes(st.BytesReceived)))
+	case rs != nil && rs.State == ReceiverFinished:
+		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonReceiverFinished, "the receiver met its stop condition")
+	default:
+		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonNotReceiving, "no data is arriving")
+	}
+
+	if v.failed {
+		set(ringcapv1.ConditionFailed, metav1.ConditionTrue, v.failReason, v.failMsg)
+	} else {
+		set(ringcapv1.ConditionFailed, metav1.ConditionFalse, ReasonNotFailed, "")
+	}
+
+	switch {
+	case v.failed:
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonFailed, v.failMsg)
+	case v.phase == ringcapv1.PhaseSucceeded:
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonSucceeded, "the capture finished")
+	case v.scheduled != metav1.ConditionTrue:
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.scheduledReason, v.schedMsg)
+	case v.notReadyReason != "":
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.notReadyReason, v.notReadyMsg)
+	case receiverReady && ringReady:
+		set(ringcapv1.ConditionReady, metav1.ConditionTrue, ReasonReceiverReady, endpointMessage(st.Endpoint))
+	case v.ended:
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReadersDraining, "the receiver finished; waiting for the readers to exit")
+	default:
+		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReceiverNotReady, "the receiver is not listening yet")
+	}
+	return st
+}
+
+// judge looks at the pod alone: phase, scheduling, failures.
+func judge(pod *corev1.Pod) verdict {
+	v := verdict{phase: ringcapv1.PhasePending, scheduled: metav1.ConditionFalse}
+	if pod == nil {
+		v.scheduledReason, v.schedMsg = ReasonPodNotCreated, "the capture pod does not exist yet"
+		return v
+	}
+	if pod.DeletionTimestamp != nil {
+		v.scheduledReason, v.schedMsg = ReasonPodDeleting, "the previous capture pod is being deleted"
+		return v
+	}
+	if pod.Spec.NodeName == "" {
+		v.scheduledReason, v.schedMsg = ReasonPodPending, "waiting for the scheduler"
+		if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			v.scheduledReason, v.schedMsg = ReasonUnschedulable, "no node can run the capture pod: "+c.Message
+		}
+		return v
+	}
+	v.phase = ringcapv1.PhaseScheduled
+	v.scheduled, v.scheduledReason, v.schedMsg = metav1.ConditionTrue, ReasonScheduled, "on node "+pod.Spec.NodeName
+
+	if t := receiverTerminated(pod); t != nil {
+		v.ended = true
+		if t.ExitCode != 0 {
+			v.failed, v.failReason = true, ReasonReceiverFailed
+			v.failMsg = fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
+			if s := terminationSummary(pod); s != nil && s.Message != "" {
+				v.failMsg += ": " + s.Message
+			} else if t.Message != "" {
+				v.failMsg += ": " + t.Message
+			}
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == ringcapv1.ReceiverContainerName {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+				v.notReadyReason, v.notReadyMsg = ReasonContainerWaiting, fmt.Sprintf("receiver container: %s: %s", w.Reason, w.Message)
+			}
+			continue
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !v.failed {
+			v.failed, v.failReason = true, ReasonReaderFailed
+			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(t.Message))
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && v.notReadyReason == "" {
+			v.notReadyReason, v.notReadyMsg = ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
+		}
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		v.ended = true
+		if !v.failed {
+			v.phase = ringcapv1.PhaseSucceeded
+			return v
+		}
+	case corev1.PodFailed:
+		v.ended = true
+		if !v.failed {
+			v.failed, v.failReason = true, ReasonPodFailed
+			v.failMsg = strings.TrimSpace("the capture pod failed: " + pod.Status.Reason + " " + pod.Status.Message)
+		}
+	}
+	if v.failed {
+		v.phase = ringcapv1.PhaseFailed
+	}
+	return v
+}
+
+func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
+	st.BytesReceived = rs.BytesReceived
+	st.BlocksFilled = rs.BlocksFilled
+	st.Observations = rs.Observations
+	st.RateBytesPerSecond = int64(rs.RateBytesPerSecond)
+	if rs.MemoryRegistration.Mode != "" {
+		st.MemoryRegistration = &ringcapv1.MemoryRegistrationStatus{
+			Mode: rs.MemoryRegistration.Mode, Regions: rs.MemoryRegistration.Regions,
+			Bytes: rs.MemoryRegistration.Bytes, Reason: rs.MemoryRegistration.Reason,
+		}
+	}
+	if t, err := time.Parse(time.RFC3339, rs.StartTime); err == nil {
+		mt := metav1.NewTime(t)
+		st.StartTime = &mt
+	}
+	if t, err := time.Parse(time.RFC3339, rs.CompletionTime); err == nil {
+		mt := metav1.NewTime(t)
+		st.CompletionTime = &mt
+	}
+}
+
+func endpoint(rc *ringcapv1.RingCapture, pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
+	if pod == nil {
+		return prev
+	}
+	ep := &ringcapv1.EndpointStatus{Address: pod.Status.PodIP, Port: rc.Spec.Receiver.Port}
+	if prev != nil {
+		ep = prev.DeepCopy()
+		if pod.Status.PodIP != "" {
+			ep.Address = pod.Status.PodIP
+		}
+	}
+	if rs != nil {
+		e := rs.Endpoint
+		if e.Address != "" && e.Address != "0.0.0.0" && e.Address != "::" {
+			ep.Address = e.Address
+		}
+		if e.Port != 0 {
+			ep.Port = e.Port
+		}
+		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, e.IBPort, e.GID, e.Netdev
+		if e.GIDIndex != nil {
+			ep.GIDIndex = ptr(*e.GIDIndex)
+		}
+	}
+	if ep.Address == "" && ep.Device == "" {
+		return nil
+	}
+	return ep
+}
+
+func completionTime(pod *corev1.Pod, rs *ReceiverStatus, now metav1.Time) *metav1.Time {
+	if rs != nil {
+		if t, err := time.Parse(time.RFC3339, rs.CompletionTime); err == nil {
+			mt := metav1.NewTime(t)
+			return &mt
+		}
+	}
+	if t := receiverTerminated(pod); t != nil && !t.FinishedAt.IsZero() {
+		ft := t.FinishedAt
+		return &ft
+	}
+	return &now
+}
+
+func endpointMessage(ep *ringcapv1.EndpointStatus) string {
+	if ep == nil {
+		return "listening"
+	}
+	msg := fmt.Sprintf("senders connect to %s:%d", ep.Address, ep.Port)
+	if ep.Device != "" {
+		msg += fmt.Sprintf(" (device %s port %d", ep.Device, ep.IBPort)
+		if ep.GIDIndex != nil {
+			msg += fmt.Sprintf(", GID index %d %s", *ep.GIDIndex, ep.GID)
+		}
+		msg += ")"
+	}
+	return msg
+}
+
+func receiverUnknown(in Observed) string {
+	if in.ReceiverError != "" {
+		return "receiver status not available: " + in.ReceiverError
+	}
+	return "the receiver has not reported yet"
+}
+
+func receiverTerminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	if pod == nil {
+		return nil
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == ringcapv1.ReceiverContainerName {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == t {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func isTerminal(p ringcapv1.RingCapturePhase) bool {
+	return p == ringcapv1.PhaseSucceeded || p == ringcapv1.PhaseFailed
+}
+
+func setConditionGenerations(st *ringcapv1.RingCaptureStatus, gen int64) {
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = gen
+	}
+}
+
+func msgSuffix(m string) string {
+	if m == "" {
+		return ""
+	}
+	return ": " + m
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// HumanBytes formats a byte count with binary units, for example "1.50 GiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// HumanRate formats bytes per second as bits per second, for example "9.60 Gbit/s".
+func HumanRate(bytesPerSecond int64) string {
+	bits := float64(bytesPerSecond) * 8
+	units := []string{"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}
+	i := 0
+	for bits >= 1000 && i < len(units)-1 {
+		bits /= 1000
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f %s", bits, units[i])
+	}
+	return fmt.Sprintf("%.2f %s", bits, units[i])
+}

@@ -1,0 +1,249 @@
+package controller
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+var t0 = metav1.NewTime(time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC))
+
+func testPod(mod func(p *corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-capture", Namespace: "obs", UID: "u1"}}
+	p.Status.Phase = corev1.PodPending
+	if mod != nil {
+		mod(p)
+	}
+	return p
+}
+
+func running(p *corev1.Pod) {
+	p.Spec.NodeName = "node-a"
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = "10.88.0.7"
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: "receiver", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		{Name: "reader", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+	}
+}
+
+func terminated(name string, code int32, msg string) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for i := range p.Status.ContainerStatuses {
+			if p.Status.ContainerStatuses[i].Name == name {
+				p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: code, Reason: map[bool]string{true: "Completed", false: "Error"}[code == 0], Message: msg, FinishedAt: t0,
+				}}
+			}
+		}
+	}
+}
+
+func chain(fs ...func(p *corev1.Pod)) func(p *corev1.Pod) {
+	return func(p *corev1.Pod) {
+		for _, f := range fs {
+			f(p)
+		}
+	}
+}
+
+func recvStatus(state string, bytes int64) *ReceiverStatus {
+	rs := &ReceiverStatus{Version: 1, State: state, BytesReceived: bytes, BlocksFilled: bytes / 524288, RateBytesPerSecond: 1.25e9}
+	rs.Ring.Key, rs.Ring.Ready, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers = "dada", state != ReceiverStarting, 4, 524288, 1
+	rs.Endpoint.Address, rs.Endpoint.Port, rs.Endpoint.Device, rs.Endpoint.IBPort = "10.88.0.7", 18515, "rxe0", 1
+	rs.Endpoint.GIDIndex, rs.Endpoint.GID = ptr(int32(1)), "::ffff:198.18.0.1"
+	rs.MemoryRegistration.Mode, rs.MemoryRegistration.Regions, rs.MemoryRegistration.Reason = "WholeRing", 1, "blocks contiguous"
+	rs.StartTime = "2026-11-21T14:59:00Z"
+	return rs
+}
+
+const summaryOK = `{"version":1,"state":"Finished","ring":{"key":"dada"},"memoryRegistration":{"mode":"PerBlock","regions":4},"bytesReceived":4194304,"blocksFilled":8,"observations":1,"startTime":"2026-11-21T14:59:00Z","completionTime":"2026-11-21T15:00:00Z"}`
+const summaryFailed = `{"version":1,"state":"Failed","message":"register memory region: cannot allocate memory","bytesReceived":0}`
+
+func TestComputeStatus(t *testing.T) {
+	type conds map[string]string // type -> "Status/Reason"
+	tests := []struct {
+		name      string
+		old       ringcapv1.RingCaptureStatus
+		pod       *corev1.Pod
+		recv      *ReceiverStatus
+		recvErr   string
+		phase     ringcapv1.RingCapturePhase
+		conds     conds
+		bytes     int64
+		mrMode    string
+		endpoint  string
+		completed bool
+	}{
+		{name: "no pod yet", phase: ringcapv1.PhasePending,
+			conds: conds{"Scheduled": "False/PodNotCreated", "Ready": "False/PodNotCreated", "Failed": "False/NotFailed"}},
+		{name: "pod waiting for the scheduler", pod: testPod(nil), phase: ringcapv1.PhasePending,
+			conds: conds{"Scheduled": "False/PodPending", "RingReady": "False/NoReceiverStatus"}},
+		{name: "unschedulable: no node has the RDMA resource", pod: testPod(func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient ringcap.io/rdma."}}
+		}), phase: ringcapv1.PhasePending,
+			conds: conds{"Scheduled": "False/Unschedulable", "Ready": "False/Unschedulable"}},
+		{name: "scheduled, containers creating", pod: testPod(func(p *corev1.Pod) { p.Spec.NodeName = "node-a" }),
+			phase: ringcapv1.PhaseScheduled,
+			conds: conds{"Scheduled": "True/Scheduled", "ReceiverReady": "False/NoReceiverStatus", "Ready": "False/ReceiverNotReady"}},
+		{name: "image pull failing", pod: testPod(func(p *corev1.Pod) {
+			p.Spec.NodeName = "node-a"
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "receiver", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}}}
+		}), phase: ringcapv1.PhaseScheduled, conds: conds{"Ready": "False/ContainerWaiting"}},
+		{name: "running, status unreachable", pod: testPod(running), recvErr: "connection refused",
+			phase: ringcapv1.PhaseScheduled, endpoint: "10.88.0.7:18515",
+			conds: conds{"RingReady": "False/NoReceiverStatus", "ReceiverReady": "False/NoReceiverStatus"}},
+		{name: "receiver starting", pod: testPod(running), recv: recvStatus(ReceiverStarting, 0),
+			phase: ringcapv1.PhaseScheduled,
+			conds: conds{"RingReady": "False/RingNotReady", "ReceiverReady": "False/ReceiverNotReady", "Ready": "False/ReceiverNotReady"}},
+		{name: "receiver listening", pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+			phase: ringcapv1.PhaseScheduled, mrMode: "WholeRing", endpoint: "10.88.0.7:18515",
+			conds: conds{"RingReady": "True/RingCreated", "ReceiverReady": "True/Listening", "Receiving": "False/NotReceiving", "Ready": "True/ReceiverReady"}},
+		{name: "receiving", pod: testPod(running), recv: recvStatus(ReceiverReceiving, 1<<30),
+			phase: ringcapv1.PhaseReceiving, bytes: 1 << 30, mrMode: "WholeRing",
+			conds: conds{"Receiving": "True/Receiving", "Ready": "True/ReceiverReady"}},
+		{name: "receiver finished, readers draining", pod: testPod(chain(running, terminated("receiver", 0, summaryOK))),
+			phase: ringcapv1.PhaseReceiving, bytes: 4194304, mrMode: "PerBlock", completed: true,
+			conds: conds{"RingReady": "False/CaptureEnded", "Receiving": "False/ReceiverFinished", "Ready": "False/ReadersDraining"}},
+		{name: "pod succeeded", pod: testPod(chain(running, terminated("receiver", 0, summaryOK), terminated("reader", 0, ""),
+			func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })),
+			recv:  mustParse(summaryOK),
+			phase: ringcapv1.PhaseSucceeded, bytes: 4194304, mrMode: "PerBlock", completed: true,
+			conds: conds{"Ready": "False/Succeeded", "Failed": "False/NotFailed", "Receiving": "False/ReceiverFinished"}},
+		{name: "receiver exited non-zero with its summary", pod: testPod(chain(running, terminated("receiver", 1, summaryFailed))),
+			phase: ringcapv1.PhaseFailed, completed: true,
+			conds: conds{"Failed": "True/ReceiverFailed", "Ready": "False/Failed", "Receiving": "False/Failed"}},
+		{name: "receiver reports Failed before exiting", pod: testPod(running), recv: recvStatus(ReceiverFailed, 0),
+			phase: ringcapv1.PhaseFailed, conds: conds{"Failed": "True/ReceiverFailed", "ReceiverReady": "False/ReceiverNotReady"}},
+		{name: "reader failed", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))), recv: recvStatus(ReceiverReceiving, 10),
+			phase: ringcapv1.PhaseFailed, bytes: 10, conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed"}},
+		{name: "pod failed (evicted)", pod: testPod(chain(running, func(p *corev1.Pod) {
+			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "node low on memory"
+		})), phase: ringcapv1.PhaseFailed, completed: true, conds: conds{"Failed": "True/PodFailed"}},
+		{name: "finished capture whose pod was deleted keeps its status",
+			old:   ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseSucceeded, BytesReceived: 42, Pod: "c-capture"},
+			phase: ringcapv1.PhaseSucceeded, bytes: 42},
+		{name: "old pod being deleted for a re-run", pod: testPod(chain(running, func(p *corev1.Pod) { p.DeletionTimestamp = &t0 })),
+			phase: ringcapv1.PhasePending, conds: conds{"Scheduled": "False/PodDeleting"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := defaulted("c")
+			rc.Generation = 3
+			rc.Status = tc.old
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, ReceiverError: tc.recvErr, Now: t0})
+			if st.Phase != tc.phase {
+				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
+			}
+			if st.ObservedGeneration != 3 {
+				t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
+			}
+			for typ, want := range tc.conds {
+				c := apimeta.FindStatusCondition(st.Conditions, typ)
+				if c == nil {
+					t.Errorf("no %s condition", typ)
+					continue
+				}
+				if got := string(c.Status) + "/" + c.Reason; got != want {
+					t.Errorf("condition %s = %s (%q), want %s", typ, got, c.Message, want)
+				}
+				if c.ObservedGeneration != 3 && tc.old.Phase == "" {
+					t.Errorf("condition %s observedGeneration %d, want 3", typ, c.ObservedGeneration)
+				}
+			}
+			if st.BytesReceived != tc.bytes {
+				t.Errorf("bytesReceived %d, want %d", st.BytesReceived, tc.bytes)
+			}
+			if tc.mrMode != "" && (st.MemoryRegistration == nil || st.MemoryRegistration.Mode != tc.mrMode) {
+				t.Errorf("memoryRegistration %+v, want mode %s", st.MemoryRegistration, tc.mrMode)
+			}
+			if tc.endpoint != "" {
+				if st.Endpoint == nil {
+					t.Errorf("no endpoint, want %s", tc.endpoint)
+				} else if got := st.Endpoint.Address + ":" + itoa(st.Endpoint.Port); got != tc.endpoint {
+					t.Errorf("endpoint %s, want %s", got, tc.endpoint)
+				}
+			}
+			if (st.CompletionTime != nil) != tc.completed {
+				t.Errorf("completionTime %v, want set=%v", st.CompletionTime, tc.completed)
+			}
+		})
+	}
+}
+
+// A condition keeps its lastTransitionTime while its status stays the same.
+func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
+	rc := defaulted("c")
+	first := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverListening, 0), Now: t0})
+	rc.Status = first
+	later := metav1.NewTime(t0.Add(time.Minute))
+	second := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverReceiving, 100), Now: later})
+	ready := apimeta.FindStatusCondition(second.Conditions, ringcapv1.ConditionReady)
+	if !ready.LastTransitionTime.Equal(&t0) {
+		t.Errorf("Ready lastTransitionTime %v, want unchanged %v", ready.LastTransitionTime, t0)
+	}
+	recv := apimeta.FindStatusCondition(second.Conditions, ringcapv1.ConditionReceiving)
+	if !recv.LastTransitionTime.Equal(&later) {
+		t.Errorf("Receiving lastTransitionTime %v, want %v", recv.LastTransitionTime, later)
+	}
+	// Same input twice: same status (reconcile is idempotent).
+	rc.Status = second
+	third := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverReceiving, 100), Now: metav1.NewTime(t0.Add(time.Hour))})
+	if !apimeta.IsStatusConditionTrue(third.Conditions, ringcapv1.ConditionReceiving) || third.BytesReceived != 100 {
+		t.Fatalf("third status %+v", third)
+	}
+	for i := range third.Conditions {
+		if !third.Conditions[i].LastTransitionTime.Equal(&second.Conditions[i].LastTransitionTime) {
+			t.Errorf("condition %s changed its transition time with unchanged input", third.Conditions[i].Type)
+		}
+	}
+}
+
+func TestHumanUnits(t *testing.T) {
+	for _, tc := range []struct {
+		n          int64
+		bytes, bit string
+	}{
+		{0, "0 B", "0 bit/s"},
+		{1023, "1023 B", "8.18 kbit/s"},
+		{1536, "1.50 KiB", "12.29 kbit/s"},
+		{1 << 30, "1.00 GiB", "8.59 Gbit/s"},
+		{1_250_000_000, "1.16 GiB", "10.00 Gbit/s"},
+	} {
+		if got := HumanBytes(tc.n); got != tc.bytes {
+			t.Errorf("HumanBytes(%d) = %q, want %q", tc.n, got, tc.bytes)
+		}
+		if got := HumanRate(tc.n); got != tc.bit {
+			t.Errorf("HumanRate(%d) = %q, want %q", tc.n, got, tc.bit)
+		}
+	}
+}
+
+func TestParseReceiverStatus(t *testing.T) {
+	if _, err := ParseReceiverStatus([]byte(summaryOK)); err != nil {
+		t.Errorf("valid summary: %v", err)
+	}
+	for _, bad := range []string{`{`, `{"version":2,"state":"Finished"}`, `{"version":1,"state":"Sleeping"}`} {
+		if _, err := ParseReceiverStatus([]byte(bad)); err == nil {
+			t.Errorf("ParseReceiverStatus(%s) accepted", bad)
+		}
+	}
+}
+
+func mustParse(s string) *ReceiverStatus {
+	st, err := ParseReceiverStatus([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
