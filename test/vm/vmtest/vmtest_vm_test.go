@@ -4,6 +4,7 @@ package vmtest
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -54,4 +55,21 @@ func TestRunUnprivileged(t *testing.T) {
 			t.Errorf("unprivileged child has capabilities:\n%s", status)
 		}
 	})
+}
+
+// TestUnprivilegedShellHelper checks the guest's ringcap-vm-unprivileged command.
+func TestUnprivilegedShellHelper(t *testing.T) {
+	Require(t)
+	out, err := exec.Command("ringcap-vm-unprivileged", "8388608", "sh", "-c",
+		"id -u; id -g; ulimit -l; grep CapEff /proc/self/status").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ringcap-vm-unprivileged: %v\n%s", err, out)
+	}
+	want := "65534\n65534\n8192\nCapEff:\t0000000000000000\n"
+	if string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if err := exec.Command("ringcap-vm-unprivileged", "8388608", "false").Run(); err == nil {
+		t.Error("the exit status of the command is lost")
+	}
 }
