@@ -85,6 +85,10 @@ type Filled struct {
 	Seq   uint64 // block sequence number within the observation
 	Index int    // ring index of the block
 	Bytes uint64
+	// Last is set on the final block of the observation; it carries the
+	// end of data even when it is full (an observation that ends on a block
+	// boundary ends on that block, never with an extra empty one).
+	Last bool
 }
 
 // assembler tracks the open blocks of one observation on the receiving side:
@@ -102,6 +106,10 @@ type assembler struct {
 	hasSh  bool
 	landed uint64 // bytes landed in total
 	filled uint64 // blocks handed out by takeFilled
+	// hold keeps the newest full block back while the end of the stream is
+	// unknown and nothing has landed after it, so that a stream ending on
+	// that block boundary can still end on it (needs a window of >= 2).
+	hold bool
 }
 
 type asmBlock struct {
@@ -186,8 +194,11 @@ func (a *assembler) land(sl uint64, n uint64) error {
 
 // setEnd records the sender's announced stream length.
 func (a *assembler) setEnd(total uint64) error {
-	if a.hasEnd && a.end != total {
-		return fmt.Errorf("%w: stream end announced twice (%d, then %d)", ErrProtocol, a.end, total)
+	if a.hasEnd {
+		if a.end != total {
+			return fmt.Errorf("%w: the sender announced %d bytes, then %d", ErrProtocol, a.end, total)
+		}
+		return nil
 	}
 	if a.hasSh && a.short != total {
 		return fmt.Errorf("%w: the sender announced %d bytes but a short slice ended the stream at byte %d", ErrProtocol, total, a.short)
@@ -252,7 +263,11 @@ func (a *assembler) takeFilled() []Filled {
 		if want == 0 || b.bytes != want {
 			break
 		}
-		out = append(out, Filled{Seq: b.seq, Index: b.index, Bytes: b.bytes})
+		if a.hold && !a.hasEnd && (len(a.open) < 2 || a.open[1].count == 0) {
+			break
+		}
+		last := a.hasEnd && b.seq+1 == a.endBlocks()
+		out = append(out, Filled{Seq: b.seq, Index: b.index, Bytes: b.bytes, Last: last})
 		a.open = a.open[1:]
 		a.filled++
 	}
@@ -268,9 +283,11 @@ func (a *assembler) complete() bool {
 // truncate ends an observation that stopped early (the sender died or
 // failed). It returns the blocks to mark filled: every complete block at the
 // front of the window, then the longest prefix of landed slices of the next
-// one — the exact byte count a reader can trust. The last entry may have 0
-// bytes when the prefix ends on a block boundary (or nothing landed at all).
+// one — the exact byte count a reader can trust. The final entry is marked
+// Last; fill is empty when nothing landed. lost counts landed bytes beyond
+// the prefix, which cannot be trusted and are not committed.
 func (a *assembler) truncate() (fill []Filled, lost uint64) {
+	a.hold = false
 	fill = a.takeFilled()
 	var landedAfter uint64
 	if len(a.open) > 0 {
@@ -288,7 +305,7 @@ func (a *assembler) truncate() (fill []Filled, lost uint64) {
 			}
 		}
 		if prefix > 0 {
-			fill = append(fill, Filled{Seq: b.seq, Index: b.index, Bytes: prefix})
+			fill = append(fill, Filled{Seq: b.seq, Index: b.index, Bytes: prefix, Last: true})
 			a.filled++
 		}
 		for _, o := range a.open {
@@ -297,6 +314,9 @@ func (a *assembler) truncate() (fill []Filled, lost uint64) {
 		landedAfter -= prefix
 	}
 	a.open = nil
+	if n := len(fill); n > 0 {
+		fill[n-1].Last = true
+	}
 	return fill, landedAfter
 }
 

@@ -63,6 +63,7 @@ func feed(t *testing.T, g Geometry, total uint64, window int, rng *rand.Rand, an
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.hold = window >= 2
 	if announceFirst {
 		if err := a.setEnd(total); err != nil {
 			t.Fatal(err)
@@ -136,6 +137,9 @@ func TestAssemblerInOrderBlocksAnyArrival(t *testing.T) {
 					if i < len(out)-1 && f.Bytes != g.BlockBytes {
 						t.Fatalf("%+v total %d: block %d partial (%d bytes) before the end", g, total, i, f.Bytes)
 					}
+					if f.Last != (i == len(out)-1) {
+						t.Fatalf("%+v total %d announce %v: block %d Last=%v", g, total, announce, i, f.Last)
+					}
 					sum += f.Bytes
 				}
 				if sum != total {
@@ -206,7 +210,7 @@ func TestAssemblerTruncate(t *testing.T) {
 		}
 	}
 	fill, lost := a.truncate()
-	want := []Filled{{Seq: 0, Index: 2, Bytes: 16}, {Seq: 1, Index: 3, Bytes: 8}}
+	want := []Filled{{Seq: 0, Index: 2, Bytes: 16}, {Seq: 1, Index: 3, Bytes: 8, Last: true}}
 	if len(fill) != len(want) || fill[0] != want[0] || fill[1] != want[1] {
 		t.Fatalf("truncate = %+v, want %+v", fill, want)
 	}
@@ -260,5 +264,36 @@ func TestCredits(t *testing.T) {
 		if cr, ok := c.take(uint64(i)); !ok || cr.Index != uint32((i+2)%4) {
 			t.Fatalf("take(%d) = %+v, %v", i, cr, ok)
 		}
+	}
+}
+
+func TestAssemblerHoldsBoundaryBlock(t *testing.T) {
+	g := Geometry{BlockBytes: 8, MsgBytes: 4, QPs: 2, NBufs: 4}
+	a, _ := newAssembler(g)
+	a.hold = true
+	a.openBlock(0)
+	a.openBlock(1)
+	for _, sl := range []uint64{0, 1} {
+		if err := a.land(sl, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := a.takeFilled(); len(f) != 0 {
+		t.Fatalf("a full block was released before the stream went past it: %+v", f)
+	}
+	if err := a.land(3, 4); err != nil { // data beyond the boundary: block 0 is not the last
+		t.Fatal(err)
+	}
+	if f := a.takeFilled(); len(f) != 1 || f[0].Last || f[0].Bytes != 8 {
+		t.Fatalf("filled %+v, want block 0 full and not last", f)
+	}
+	if err := a.land(2, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.setEnd(16); err != nil {
+		t.Fatal(err)
+	}
+	if f := a.takeFilled(); len(f) != 1 || !f[0].Last || f[0].Bytes != 8 {
+		t.Fatalf("filled %+v, want block 1 full and last", f)
 	}
 }

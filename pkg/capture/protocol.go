@@ -103,8 +103,12 @@ type Region struct {
 // Hello is the sender's first message (after the preamble).
 type Hello struct {
 	Mode     Mode
-	MsgBytes uint32   // bytes per message (slice)
-	QPs      []QPInfo // 1..MaxQPs
+	MsgBytes uint32 // bytes per message (slice)
+	// TotalBytes is the stream length when the sender knows it up front
+	// (--bytes, a file); 0 when it does not (--duration). The End message
+	// always carries the exact count.
+	TotalBytes uint64
+	QPs        []QPInfo // 1..MaxQPs
 }
 
 // Accept is the receiver's positive answer to a Hello.
@@ -241,6 +245,7 @@ func encode(m Message) ([]byte, error) {
 		}
 		b = append(b, byte(m.Mode))
 		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
+		b = binary.BigEndian.AppendUint64(b, m.TotalBytes)
 		b = appendQPs(b, m.QPs)
 	case Accept:
 		if err := m.validate(); err != nil {
@@ -431,6 +436,7 @@ func Decode(typ byte, p []byte) (Message, error) {
 		var m Hello
 		m.Mode = Mode(d.u8())
 		m.MsgBytes = d.u32()
+		m.TotalBytes = d.u64()
 		m.QPs = d.qps()
 		if err := d.end("hello"); err != nil {
 			return nil, err

@@ -19,7 +19,7 @@ func qps(n int) []QPInfo {
 
 func sampleMessages() []Message {
 	return []Message{
-		Hello{Mode: ModeSend, MsgBytes: 65536, QPs: qps(4)},
+		Hello{Mode: ModeSend, MsgBytes: 65536, TotalBytes: 1 << 30, QPs: qps(4)},
 		Hello{Mode: ModeWrite, MsgBytes: 1, QPs: qps(64)},
 		Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 65536, NBufs: 8, BufSize: 1 << 20, QPs: qps(4)},
 		Accept{Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 4096, NBufs: 8, BufSize: 1 << 20, QPs: qps(1),
@@ -89,9 +89,9 @@ func TestDecodeRejects(t *testing.T) {
 		"huge frame":      {typeHello, 0xff, 0xff, 0xff, 0xff},
 		"unknown type":    {9, 0, 0, 0, 0},
 		"truncated":       hello[:len(hello)-1],
-		"bad mode":        append([]byte{typeHello, 0, 0, 0, 7, 3}, hello[6:12]...),
-		"zero qps":        {typeHello, 0, 0, 0, 7, 1, 0, 0, 0, 8, 0, 0},
-		"65 qps":          {typeHello, 0, 0, 0, 7, 1, 0, 0, 0, 8, 0, 65},
+		"bad mode":        append([]byte{typeHello, 0, 0, 0, 15, 3}, hello[6:20]...),
+		"zero qps":        {typeHello, 0, 0, 0, 15, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		"65 qps":          {typeHello, 0, 0, 0, 15, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 65},
 		"bad bool":        {typeEnd, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 2},
 		"trailing":        {typeCredit, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"bad utf8":        {typeReject, 0, 0, 0, 3, 0, 1, 0xff},

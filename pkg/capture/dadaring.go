@@ -1,0 +1,35 @@
+package capture
+
+import (
+	"context"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+// DadaWriter adapts a pkg/dada Writer to BlockWriter.
+type DadaWriter struct{ W *dada.Writer }
+
+// WriteHeader implements BlockWriter.
+func (d DadaWriter) WriteHeader(hdr []byte) error { return d.W.WriteHeader(hdr) }
+
+// OpenBlock implements BlockWriter.
+func (d DadaWriter) OpenBlock(ctx context.Context) (int, error) {
+	b, err := d.W.OpenBlock(ctx)
+	return b.Index, err
+}
+
+// MarkFilled implements BlockWriter.
+func (d DadaWriter) MarkFilled(nbytes int, eod bool) error {
+	if eod {
+		return d.W.MarkFilledEOD(nbytes)
+	}
+	return d.W.MarkFilled(nbytes)
+}
+
+// EndOfData implements BlockWriter.
+func (d DadaWriter) EndOfData() error { return d.W.EndOfData() }
+
+// RingGeometryOf returns the geometry of a ring's data blocks.
+func RingGeometryOf(r *dada.Ring) RingGeometry {
+	return RingGeometry{NBufs: r.NBufs(), BufSize: r.BufSize()}
+}

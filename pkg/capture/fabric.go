@@ -1,0 +1,124 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// The engines talk to RDMA through the narrow interfaces below, owned here:
+// pkg/rdma/verbs implements them in production (verbs.go), an in-memory fabric
+// in the host tests. Work requests name ring blocks and buffer offsets, never
+// raw pointers or keys: the fabric owns the memory registration and turns a
+// (block, offset) into an address and lkey in O(1).
+
+// Op is the opcode of a send work request.
+type Op uint8
+
+// Send opcodes.
+const (
+	OpSendImm  Op = 1 // SEND_WITH_IMM into the peer's next receive WR
+	OpWriteImm Op = 2 // RDMA_WRITE_WITH_IMM to RemoteAddr/RKey
+)
+
+// RecvWR is a receive work request. Length 0 posts a WR without a scatter
+// entry (write mode: it only catches the immediate of an RDMA write).
+type RecvWR struct {
+	ID     uint64
+	Block  int    // ring block index the scatter entry points into
+	Offset uint64 // byte offset inside the block
+	Length uint64
+}
+
+// SendWR is a send work request whose data lies in the sender's registered
+// buffer at [Offset, Offset+Length).
+type SendWR struct {
+	ID         uint64
+	Op         Op
+	Offset     uint64
+	Length     uint64
+	Imm        uint32
+	RemoteAddr uint64 // OpWriteImm only
+	RKey       uint32 // OpWriteImm only
+}
+
+// Completion is one work completion.
+type Completion struct {
+	ID    uint64
+	QP    int  // index of the queue pair in the endpoint
+	Recv  bool // a receive completion (else a send completion)
+	Bytes uint32
+	Imm   uint32
+	// Err is nil on success; otherwise it names the work-completion status
+	// (for example "IBV_WC_RETRY_EXC_ERR").
+	Err error
+}
+
+// EndpointConfig sizes one connection's queue pairs.
+type EndpointConfig struct {
+	QPs       int
+	SendDepth int  // send WRs per queue pair
+	RecvDepth int  // receive WRs per queue pair
+	CQPerQP   bool // one completion queue per queue pair instead of one shared
+}
+
+// Endpoint is one side of a connection: N RC queue pairs and their
+// completion queue(s). It is used by one goroutine.
+type Endpoint interface {
+	// Local describes this side's queue pairs for the handshake.
+	Local() []QPInfo
+	// Connect moves every queue pair INIT -> RTR -> RTS against the peer's.
+	Connect(remote []QPInfo) error
+	// PostRecv posts receive WRs on queue pair qp, in order.
+	PostRecv(qp int, wrs []RecvWR) error
+	// PostSend posts send WRs on queue pair qp, in order; all are signalled.
+	PostSend(qp int, wrs []SendWR) error
+	// Poll fills wcs with ready completions without blocking.
+	Poll(wcs []Completion) (int, error)
+	// Close destroys the queue pairs and completion queues; idempotent.
+	Close() error
+}
+
+// ReceiverFabric is the receiver's RDMA device with the ring registered.
+type ReceiverFabric interface {
+	// Open creates one connection's queue pairs.
+	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
+	// Registration is how the ring was registered: the write-mode table (one
+	// region for WholeRing, one per block for PerBlock), plus a description.
+	Registration() (MRMode, []Region, MRInfo)
+	Close() error
+}
+
+// SenderFabric is the sender's RDMA device with its send buffer registered.
+type SenderFabric interface {
+	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
+	// Buffer is the registered memory SendWR offsets refer to.
+	Buffer() []byte
+	Close() error
+}
+
+// MRInfo describes a memory registration for status and logs.
+type MRInfo struct {
+	Mode    string `json:"mode"`
+	Regions int    `json:"regions"`
+	Bytes   uint64 `json:"bytes"`
+	Reason  string `json:"reason"`
+}
+
+// WCError is a failed work completion; Status is the verbs status name.
+type WCError struct {
+	QP     int
+	Status string
+	Recv   bool
+}
+
+func (e *WCError) Error() string {
+	side := "send"
+	if e.Recv {
+		side = "receive"
+	}
+	return fmt.Sprintf("queue pair %d: %s completion failed: %s", e.QP, side, e.Status)
+}
+
+// ErrPeerGone is returned when the other side went away mid-stream.
+var ErrPeerGone = errors.New("peer disconnected")

@@ -1,0 +1,898 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
+// Writer through an adapter). Calls come from one goroutine at a time.
+type BlockWriter interface {
+	// WriteHeader writes the observation's header before its data.
+	WriteHeader(hdr []byte) error
+	// OpenBlock returns the ring index of the next block to fill, waiting
+	// while the slowest reader still holds it; ctx cancels the wait.
+	OpenBlock(ctx context.Context) (int, error)
+	// MarkFilled marks the oldest open block filled with nbytes. eod ends the
+	// observation on this block (also implied by nbytes < block size).
+	MarkFilled(nbytes int, eod bool) error
+	// EndOfData ends the observation when no block carried the end (nothing
+	// was received) and releases blocks that were opened but not used.
+	EndOfData() error
+}
+
+// RingGeometry is the shape of the ring the receiver fills.
+type RingGeometry struct {
+	NBufs   int
+	BufSize int
+}
+
+// ReceiverConfig configures a Receiver.
+type ReceiverConfig struct {
+	Mode     Mode
+	QPs      int
+	MsgBytes uint64
+	RxDepth  int  // receive WRs per queue pair (default 128)
+	CQPerQP  bool // one completion queue per queue pair
+	// Window is the number of ring blocks held open for incoming data
+	// (0: automatic, enough to keep every receive queue full, at most the
+	// ring size).
+	Window int
+	// Stop conditions (0: none). The receiver returns after the observation
+	// during which a limit was reached.
+	StopBytes        uint64
+	StopDuration     time.Duration
+	StopObservations int
+	// Header returns the header for observation n (0, 1, ...).
+	Header func(n int) ([]byte, error)
+	// HandshakeTimeout bounds the handshake (default 10 s).
+	HandshakeTimeout time.Duration
+	Log              *slog.Logger
+}
+
+func (c *ReceiverConfig) defaults() {
+	if c.RxDepth == 0 {
+		c.RxDepth = 128
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks the configuration.
+func (c ReceiverConfig) Validate() error {
+	switch {
+	case c.Mode != ModeSend && c.Mode != ModeWrite:
+		return fmt.Errorf("unknown transfer mode %d", c.Mode)
+	case c.QPs < 1 || c.QPs > MaxQPs:
+		return fmt.Errorf("--qps %d: want 1..%d", c.QPs, MaxQPs)
+	case c.MsgBytes == 0 || c.MsgBytes > 1<<31:
+		return fmt.Errorf("--msg-bytes %d: want 1..2147483648", c.MsgBytes)
+	case c.RxDepth < 1:
+		return fmt.Errorf("--rx-depth %d: want at least 1", c.RxDepth)
+	case c.Header == nil:
+		return errors.New("no header source")
+	}
+	return nil
+}
+
+// Receiver accepts senders one at a time and writes each stream into the
+// ring as one observation.
+type Receiver struct {
+	cfg  ReceiverConfig
+	ring RingGeometry
+	w    BlockWriter
+	fab  ReceiverFabric
+	t    *Tracker
+	log  *slog.Logger
+
+	busy     atomic.Bool
+	obs      int
+	total    uint64
+	started  time.Time
+	stopping atomic.Bool
+}
+
+// NewReceiver returns a receiver over an already locked ring writer and a
+// fabric with the ring registered. The tracker receives status and metrics.
+func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab ReceiverFabric, t *Tracker) (*Receiver, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if ring.NBufs < 1 || ring.BufSize < 1 {
+		return nil, fmt.Errorf("ring geometry %d x %d", ring.NBufs, ring.BufSize)
+	}
+	g := Geometry{BlockBytes: uint64(ring.BufSize), MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: ring.NBufs}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("ring of %d blocks of %d bytes with %d-byte messages: %w", ring.NBufs, ring.BufSize, cfg.MsgBytes, err)
+	}
+	if t == nil {
+		t = NewTracker()
+	}
+	return &Receiver{cfg: cfg, ring: ring, w: w, fab: fab, t: t, log: cfg.Log}, nil
+}
+
+// Tracker returns the receiver's status tracker.
+func (r *Receiver) Tracker() *Tracker { return r.t }
+
+func (r *Receiver) geometry() Geometry {
+	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs}
+}
+
+// window is the number of blocks held open at once.
+func (r *Receiver) window() int {
+	w := r.cfg.Window
+	if w <= 0 {
+		g := r.geometry()
+		per := g.SlicesPerBlock()
+		need := (uint64(r.cfg.RxDepth)*uint64(r.cfg.QPs) + per - 1) / per
+		w = int(min(need+1, uint64(r.ring.NBufs)))
+		w = max(w, min(2, r.ring.NBufs))
+	}
+	return min(w, r.ring.NBufs)
+}
+
+// Serve accepts connections on ln until ctx is cancelled or a stop condition
+// is met. Bad handshakes are answered with a Reject and do not stop serving.
+// It returns nil after a stop condition and ctx.Err() on cancellation.
+func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
+	r.started = time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if r.cfg.StopDuration > 0 {
+		stopTimer := time.AfterFunc(r.cfg.StopDuration, func() {
+			r.log.Info("Stop duration reached", "duration", r.cfg.StopDuration)
+			r.stopping.Store(true)
+			if !r.busy.Load() {
+				cancel()
+			}
+		})
+		defer stopTimer.Stop()
+	}
+	pending := make(chan *pendingConn)
+	acceptErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.greet(ctx, c, pending)
+			}()
+		}
+	}()
+	defer func() {
+		_ = ln.Close()
+		if err := <-acceptErr; err != nil {
+			r.log.Debug("Listener closed", "err", err)
+		}
+		cancel()
+		wg.Wait()
+	}()
+	r.t.SetState(StateListening, "waiting for a sender on "+ln.Addr().String())
+	r.log.Info("Listening for senders", "address", ln.Addr().String(), "mode", r.cfg.Mode, "qps", r.cfg.QPs)
+	for {
+		select {
+		case <-ctx.Done():
+			if r.stopping.Load() {
+				return nil
+			}
+			return ctx.Err()
+		case err := <-acceptErr:
+			acceptErr <- err
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
+		case p := <-pending:
+			r.busy.Store(true)
+			err := r.handle(ctx, p)
+			r.busy.Store(false)
+			if err != nil {
+				r.t.SetState(StateFailed, err.Error())
+				return err
+			}
+			if r.stopReached() {
+				return nil
+			}
+			if ctx.Err() == nil {
+				r.t.SetState(StateListening, "waiting for a sender on "+ln.Addr().String())
+			}
+		}
+	}
+}
+
+// pendingConn is a connection whose handshake checked out.
+type pendingConn struct {
+	k     *conn
+	hello Hello
+	log   *slog.Logger
+}
+
+// greet reads and checks a connection's preamble and hello, answering bad
+// ones with a Reject, and queues good ones for the (single) session loop. A
+// sender that arrives while another is streaming waits up to the handshake
+// timeout for its turn.
+func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
+	log := r.log.With("peer", c.RemoteAddr().String())
+	k := newConn(c)
+	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	reject := func(msg string) {
+		log.Warn("Rejected sender", "reason", msg)
+		_ = k.send(Reject{Message: msg})
+		_ = c.Close()
+	}
+	if err := ReadPreamble(k.r); err != nil {
+		reject(rejectText(err))
+		return
+	}
+	m, err := k.recv()
+	if err != nil {
+		reject(rejectText(fmt.Errorf("read hello: %w", err)))
+		return
+	}
+	hello, ok := m.(Hello)
+	if !ok {
+		reject(fmt.Sprintf("expected a hello message, got %T", m))
+		return
+	}
+	switch {
+	case len(hello.QPs) != r.cfg.QPs:
+		reject(fmt.Sprintf("sender asked for %d queue pairs, this receiver uses %d (--qps)", len(hello.QPs), r.cfg.QPs))
+		return
+	case hello.Mode != r.cfg.Mode:
+		reject(fmt.Sprintf("sender asked for %s mode, this receiver runs %s mode (--mode)", hello.Mode, r.cfg.Mode))
+		return
+	case uint64(hello.MsgBytes) != r.cfg.MsgBytes:
+		reject(fmt.Sprintf("sender uses %d-byte messages, this receiver %d (--msg-bytes)", hello.MsgBytes, r.cfg.MsgBytes))
+		return
+	}
+	t := time.NewTimer(r.cfg.HandshakeTimeout)
+	defer t.Stop()
+	select {
+	case pending <- &pendingConn{k: k, hello: hello, log: log}:
+	case <-t.C:
+		reject("receiver is busy with another sender")
+	case <-ctx.Done():
+		reject("receiver is shutting down")
+	}
+}
+
+func (r *Receiver) stopReached() bool {
+	switch {
+	case r.stopping.Load():
+		return true
+	case r.cfg.StopObservations > 0 && r.obs >= r.cfg.StopObservations:
+		r.log.Info("Stop observations reached", "observations", r.obs)
+		return true
+	case r.cfg.StopBytes > 0 && r.total >= r.cfg.StopBytes:
+		r.log.Info("Stop bytes reached", "bytes", r.total)
+		return true
+	}
+	return false
+}
+
+func rejectText(err error) string {
+	var ve *VersionError
+	switch {
+	case errors.As(err, &ve):
+		return ve.Error()
+	case errors.Is(err, ErrProtocol):
+		return "not a ringcap sender: " + err.Error()
+	}
+	return err.Error()
+}
+
+// handle runs one accepted connection. Problems caused by the peer are
+// answered and logged and return nil (the receiver keeps serving); only
+// failures of the receiver itself (ring, fabric) are returned.
+func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
+	k, hello, log := p.k, p.hello, p.log
+	defer func() { _ = k.c.Close() }()
+	_ = k.c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	reject := func(msg string) error {
+		log.Warn("Rejected sender", "reason", msg)
+		_ = k.send(Reject{Message: msg})
+		return nil
+	}
+	ep, err := r.fab.Open(ctx, EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
+	if err != nil {
+		msg := fmt.Sprintf("receiver could not create %d queue pairs: %v", r.cfg.QPs, err)
+		_ = reject(msg)
+		r.t.SetState(StateFailed, msg)
+		return fmt.Errorf("create queue pairs: %w", err)
+	}
+	defer func() { _ = ep.Close() }()
+	if err := ep.Connect(hello.QPs); err != nil {
+		msg := fmt.Sprintf("receiver could not connect its queue pairs to the sender's: %v", err)
+		_ = reject(msg)
+		r.t.Update(func(s *Status) { s.Message = msg })
+		return nil
+	}
+	s := &session{r: r, k: k, ep: ep, hello: hello, log: log}
+	return s.run(ctx)
+}
+
+// session is one observation: one connection's stream into the ring.
+type session struct {
+	r     *Receiver
+	k     *conn
+	ep    Endpoint
+	hello Hello
+	log   *slog.Logger
+
+	g      Geometry
+	a      *assembler
+	rw     *ringWorker
+	posted []int    // receive WRs outstanding per queue pair
+	cursor []uint64 // send mode: next slice to post per queue pair
+	bytes  uint64
+	blocks uint64
+}
+
+type ctrlEvent struct {
+	end *End
+	err error
+}
+
+func (s *session) run(ctx context.Context) (err error) {
+	r := s.r
+	start := time.Now()
+	s.g = r.geometry()
+	s.a, _ = newAssembler(s.g)
+	w := r.window()
+	s.a.hold = w >= 2
+	if s.hello.TotalBytes > 0 {
+		_ = s.a.setEnd(s.hello.TotalBytes) // nothing has landed: cannot fail
+	}
+	n := r.obs
+	hdr, err := r.cfg.Header(n)
+	if err != nil {
+		_ = s.k.send(Reject{Message: "receiver could not build the header"})
+		return fmt.Errorf("build header for observation %d: %w", n, err)
+	}
+	if err := r.w.WriteHeader(hdr); err != nil {
+		_ = s.k.send(Reject{Message: "receiver could not write the header"})
+		return fmt.Errorf("write header of observation %d: %w", n, err)
+	}
+	r.obs++
+	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.c.RemoteAddr()))
+	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.rw = newRingWorker(r.w, w)
+	go s.rw.run(ctx)
+
+	complete, msg, err := s.stream(ctx)
+	// Stop the data path before committing the end: no DMA may touch a block
+	// after it is handed to readers.
+	_ = s.ep.Close()
+	if err == nil || !complete {
+		var fill []Filled
+		if !complete {
+			var lost uint64
+			fill, lost = s.a.truncate()
+			if lost > 0 {
+				msg += fmt.Sprintf("; %d bytes past the first gap were discarded", lost)
+			}
+		}
+		if ferr := s.finish(fill); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	s.rw.stop()
+	secs := time.Since(start).Seconds()
+	o := ObservationStatus{Number: n, Bytes: s.bytes, Blocks: s.blocks, Seconds: secs, Complete: complete && err == nil, Message: msg}
+	if secs > 0 {
+		o.Gbps = float64(s.bytes) * 8 / secs / 1e9
+	}
+	r.total += s.bytes
+	r.t.observationDone(o)
+	_ = s.k.c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	_ = s.k.send(Done{Bytes: s.bytes, Blocks: s.blocks, OK: o.Complete, Message: msg})
+	if o.Complete {
+		s.log.Info("Observation complete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "seconds", secs, "gbps", o.Gbps)
+	} else {
+		s.log.Warn("Observation incomplete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "reason", msg)
+		r.t.Update(func(st *Status) { st.Message = fmt.Sprintf("observation %d incomplete: %s", n, msg) })
+	}
+	return err
+}
+
+// finish commits the last blocks and ends the observation in the ring.
+func (s *session) finish(fill []Filled) error {
+	for _, f := range fill {
+		if err := s.commit(f); err != nil {
+			return err
+		}
+	}
+	return s.rw.endOfData()
+}
+
+func (s *session) commit(f Filled) error {
+	if err := s.rw.fill(int(f.Bytes), f.Last); err != nil {
+		return err
+	}
+	s.bytes += f.Bytes
+	s.blocks++
+	s.r.t.blockFilled()
+	return nil
+}
+
+// stream moves data until the stream is complete, the sender goes away or
+// something fails. complete reports a full, verified stream; msg says why not.
+func (s *session) stream(ctx context.Context) (complete bool, msg string, err error) {
+	r := s.r
+	ctrl := make(chan ctrlEvent, 4)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		_ = s.k.c.SetDeadline(time.Time{})
+		deliver := func(e ctrlEvent) bool {
+			select {
+			case ctrl <- e:
+				return true
+			case <-quit:
+				return false
+			}
+		}
+		for {
+			m, err := s.k.recv()
+			if err != nil {
+				if !errors.Is(err, ErrProtocol) {
+					err = fmt.Errorf("%w: %w", ErrPeerGone, err) // EOF, reset, ...
+				}
+				deliver(ctrlEvent{err: err})
+				return
+			}
+			switch m := m.(type) {
+			case End:
+				if !deliver(ctrlEvent{end: &m}) {
+					return
+				}
+			default:
+				deliver(ctrlEvent{err: fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)})
+				return
+			}
+		}
+	}()
+
+	nq := len(s.hello.QPs)
+	s.posted = make([]int, nq)
+	s.cursor = make([]uint64, nq)
+	for q := range s.cursor {
+		s.cursor[q] = uint64(q)
+	}
+	// Hold the first block (and, in send mode, post its receives) before
+	// accepting, so the sender's first messages find receive WRs.
+	var first int
+	select {
+	case first = <-s.rw.opened:
+	case e := <-s.rw.errc:
+		_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
+		return false, "ring failure", e
+	case <-ctx.Done():
+		_ = s.k.send(Reject{Message: "receiver is shutting down"})
+		return false, "receiver stopped", nil
+	}
+	s.openBlock(first)
+	if r.cfg.Mode == ModeWrite {
+		for q := range nq {
+			if err := s.postEmpty(q, r.cfg.RxDepth); err != nil {
+				return false, "receive post failed", err
+			}
+		}
+	} else if err := s.postSlices(); err != nil {
+		return false, "receive post failed", err
+	}
+	mode, regions, _ := r.fab.Registration()
+	acc := Accept{Mode: r.cfg.Mode, MsgBytes: uint32(r.cfg.MsgBytes), NBufs: uint32(r.ring.NBufs), BufSize: uint64(r.ring.BufSize),
+		MRMode: mode, QPs: s.ep.Local()}
+	if r.cfg.Mode == ModeWrite {
+		acc.Regions = regions
+	}
+	if err := s.k.send(acc); err != nil {
+		return false, "sender went away during the handshake", nil
+	}
+	if r.cfg.Mode == ModeWrite {
+		if err := s.k.send(Credit{Seq: 0, Index: uint32(first)}); err != nil {
+			return false, "sender went away", nil
+		}
+	}
+
+	wcs := make([]Completion, 64)
+	idle := 0
+	var heldSince time.Time
+	peerGone := false
+	goneDetail := ""
+	gotEnd := false // Done answers the sender's End, even when the length was known
+	for {
+		progressed := false
+		// Newly opened blocks.
+		for more := true; more; {
+			select {
+			case idx := <-s.rw.opened:
+				progressed = true
+				if !heldSince.IsZero() {
+					r.t.addHeldBack(time.Since(heldSince))
+					heldSince = time.Time{}
+				}
+				seq := s.openBlock(idx)
+				if r.cfg.Mode == ModeWrite {
+					if err := s.k.send(Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+						peerGone = true
+					}
+				} else if err := s.postSlices(); err != nil {
+					return false, "receive post failed", err
+				}
+			default:
+				more = false
+			}
+		}
+		// Completions.
+		n, err := s.ep.Poll(wcs)
+		if err != nil {
+			return false, "completion polling failed", err
+		}
+		for _, wc := range wcs[:n] {
+			if err := s.complete(wc); err != nil {
+				var we *WCError
+				if errors.As(err, &we) {
+					r.t.completionError(we.QP, we.Status)
+					return false, err.Error(), nil
+				}
+				return false, err.Error(), nil
+			}
+		}
+		if n > 0 {
+			progressed = true
+			if r.cfg.Mode == ModeSend {
+				if err := s.postSlices(); err != nil {
+					return false, "receive post failed", err
+				}
+			}
+		}
+		// Blocks that are complete, oldest first.
+		for _, f := range s.a.takeFilled() {
+			if err := s.commit(f); err != nil {
+				return false, "ring failure", err
+			}
+		}
+		if s.a.hasEnd {
+			s.rw.limit(s.a.endBlocks())
+		}
+		if s.a.complete() && gotEnd {
+			return true, "", nil
+		}
+		// Control messages and failures.
+		select {
+		case e := <-ctrl:
+			progressed = true
+			switch {
+			case e.end != nil && !e.end.Complete:
+				if err := s.a.setEnd(e.end.Bytes); err != nil {
+					return false, err.Error(), nil
+				}
+				s.drain(wcs, 200*time.Millisecond)
+				return false, fmt.Sprintf("sender stopped early after %d bytes", e.end.Bytes), nil
+			case e.end != nil:
+				if err := s.a.setEnd(e.end.Bytes); err != nil {
+					return false, err.Error(), nil
+				}
+				gotEnd = true
+			case errors.Is(e.err, ErrPeerGone):
+				peerGone = true
+				if !errors.Is(e.err, io.EOF) {
+					goneDetail = " (" + e.err.Error() + ")"
+				}
+			default:
+				return false, e.err.Error(), nil
+			}
+		case err := <-s.rw.errc:
+			return false, "ring failure", err
+		case <-ctx.Done():
+			return false, "receiver stopped", nil
+		default:
+		}
+		if peerGone {
+			// The sender vanished without an End: take what already landed.
+			s.drain(wcs, 200*time.Millisecond)
+			return false, "sender disconnected before the end of the stream" + goneDetail, nil
+		}
+		if len(s.a.open) == 0 && heldSince.IsZero() && !s.a.complete() {
+			heldSince = time.Now() // no free block: the sender is held back
+		}
+		if progressed {
+			idle = 0
+			continue
+		}
+		idle++
+		if idle < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// drain processes completions that are still arriving for a short while.
+func (s *session) drain(wcs []Completion, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		n, err := s.ep.Poll(wcs)
+		if err != nil {
+			return
+		}
+		for _, wc := range wcs[:n] {
+			if s.complete(wc) != nil {
+				return
+			}
+		}
+		if n == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+func (s *session) openBlock(idx int) uint64 {
+	return s.a.openBlock(idx)
+}
+
+// postEmpty posts n receive WRs without scatter entries on queue pair q.
+func (s *session) postEmpty(q, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	wrs := make([]RecvWR, n)
+	for i := range wrs {
+		wrs[i] = RecvWR{ID: uint64(q)}
+	}
+	if err := s.ep.PostRecv(q, wrs); err != nil {
+		return fmt.Errorf("post %d receives on queue pair %d: %w", n, q, err)
+	}
+	s.posted[q] += n
+	return nil
+}
+
+// postSlices keeps every receive queue as full as the open blocks allow
+// (send mode): queue pair q gets slices q, q+N, q+2N, ... in order.
+func (s *session) postSlices() error {
+	_, endSlice := s.a.window()
+	if s.a.hasEnd {
+		endSlice = min(endSlice, s.g.Slices(s.a.end))
+	}
+	nq := uint64(len(s.cursor))
+	var wrs []RecvWR
+	for q := range s.cursor {
+		wrs = wrs[:0]
+		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {
+			sl := s.cursor[q]
+			seq, off, length := s.g.Slice(sl)
+			idx := s.a.open[seq-s.a.open[0].seq].index
+			wrs = append(wrs, RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
+			s.cursor[q] += nq
+		}
+		if len(wrs) == 0 {
+			continue
+		}
+		if err := s.ep.PostRecv(q, wrs); err != nil {
+			return fmt.Errorf("post %d receives on queue pair %d: %w", len(wrs), q, err)
+		}
+		s.posted[q] += len(wrs)
+	}
+	return nil
+}
+
+// complete handles one work completion.
+func (s *session) complete(wc Completion) error {
+	if wc.Err != nil {
+		var we *WCError
+		if errors.As(wc.Err, &we) {
+			return we
+		}
+		return &WCError{QP: wc.QP, Status: wc.Err.Error(), Recv: wc.Recv}
+	}
+	if !wc.Recv {
+		return nil
+	}
+	s.posted[wc.QP]--
+	var sl uint64
+	if s.r.cfg.Mode == ModeSend {
+		sl = wc.ID
+		if wc.Imm != uint32(sl) {
+			return fmt.Errorf("%w: queue pair %d delivered slice %d into the slot of slice %d", ErrProtocol, wc.QP, wc.Imm, sl)
+		}
+	} else {
+		var err error
+		if sl, err = s.a.resolve(wc.Imm); err != nil {
+			return err
+		}
+		if err := s.postEmpty(wc.QP, 1); err != nil {
+			return err
+		}
+	}
+	if s.g.QP(sl) != wc.QP {
+		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
+	}
+	if err := s.a.land(sl, uint64(wc.Bytes)); err != nil {
+		return err
+	}
+	s.r.t.landed(wc.QP, uint64(wc.Bytes))
+	return nil
+}
+
+// ringWorker owns every call into the BlockWriter of one observation: it
+// opens blocks ahead (up to the window) and marks them filled in order, so a
+// wait for a slow reader never stalls the completion loop.
+type ringWorker struct {
+	w      BlockWriter
+	window int
+	opened chan int
+	cmds   chan ringCmd
+	errc   chan error
+	done   chan struct{}
+
+	mu         sync.Mutex
+	max        uint64 // blocks to open at most (^0: unlimited)
+	openCancel context.CancelFunc
+	stopOnce   sync.Once
+	quit       chan struct{}
+}
+
+type ringCmd struct {
+	n     int
+	eod   bool
+	end   bool
+	reply chan error
+}
+
+func newRingWorker(w BlockWriter, window int) *ringWorker {
+	return &ringWorker{w: w, window: window, opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
+		errc: make(chan error, 1), done: make(chan struct{}), max: ^uint64(0), quit: make(chan struct{})}
+}
+
+func (rw *ringWorker) run(ctx context.Context) {
+	defer close(rw.done)
+	open, total := 0, uint64(0)
+	exec := func(c ringCmd) bool {
+		var err error
+		if c.end {
+			err = rw.w.EndOfData()
+		} else {
+			if c.eod {
+				// The observation ends with this block: opening another
+				// one would start the next observation in the ring.
+				rw.limit(total)
+			}
+			err = rw.w.MarkFilled(c.n, c.eod)
+			open--
+		}
+		c.reply <- err
+		return c.end
+	}
+	for {
+		select {
+		case c := <-rw.cmds:
+			if exec(c) {
+				return
+			}
+			continue
+		case <-rw.quit:
+			return
+		default:
+		}
+		rw.mu.Lock()
+		canOpen := open < rw.window && total < rw.max
+		var octx context.Context
+		if canOpen {
+			octx, rw.openCancel = context.WithCancel(ctx)
+		}
+		rw.mu.Unlock()
+		if canOpen {
+			idx, err := rw.w.OpenBlock(octx)
+			rw.mu.Lock()
+			rw.openCancel()
+			rw.openCancel = nil
+			rw.mu.Unlock()
+			if err != nil {
+				if octx.Err() != nil && ctx.Err() == nil {
+					continue // cancelled because no more blocks are needed
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				rw.errc <- fmt.Errorf("open ring block: %w", err)
+				return
+			}
+			open++
+			total++
+			rw.opened <- idx
+			continue
+		}
+		select {
+		case c := <-rw.cmds:
+			if exec(c) {
+				return
+			}
+		case <-rw.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// limit caps the number of blocks to open (the stream's length is known);
+// a wait for a block beyond it is cancelled.
+func (rw *ringWorker) limit(n uint64) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if n < rw.max {
+		rw.max = n
+	}
+}
+
+func (rw *ringWorker) call(c ringCmd) error {
+	c.reply = make(chan error, 1)
+	rw.mu.Lock()
+	if c.end && rw.openCancel != nil {
+		rw.openCancel()
+	}
+	rw.mu.Unlock()
+	select {
+	case rw.cmds <- c:
+	case <-rw.done:
+		return errors.New("ring worker stopped")
+	}
+	select {
+	case err := <-c.reply:
+		return err
+	case <-rw.done:
+		select {
+		case err := <-c.reply:
+			return err
+		default:
+			return errors.New("ring worker stopped")
+		}
+	}
+}
+
+func (rw *ringWorker) fill(n int, eod bool) error {
+	if err := rw.call(ringCmd{n: n, eod: eod}); err != nil {
+		return fmt.Errorf("mark ring block filled (%d bytes): %w", n, err)
+	}
+	return nil
+}
+
+func (rw *ringWorker) endOfData() error {
+	rw.limit(0)
+	if err := rw.call(ringCmd{end: true}); err != nil {
+		return fmt.Errorf("end of data: %w", err)
+	}
+	return nil
+}
+
+func (rw *ringWorker) stop() {
+	rw.stopOnce.Do(func() { close(rw.quit) })
+	rw.mu.Lock()
+	if rw.openCancel != nil {
+		rw.openCancel()
+	}
+	rw.mu.Unlock()
+	<-rw.done
+}

@@ -1,0 +1,493 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/pattern"
+)
+
+// Host tests of the receiver and sender engines end to end, without RDMA:
+// real PSRDADA rings (SysV IPC), real TCP on 127.0.0.1 for the handshake and
+// the in-memory fabric for the data path.
+
+// Test ring keys: PSRDADA places a ring's semaphores at key + k*0x10000, so
+// each test binary gets its own band of 16 high values (0x7000..0x77ff, away
+// from pkg/dada's test keys) and counts the low half up in steps of 2 (K+1 is
+// the header ring).
+var (
+	keyMu   sync.Mutex
+	keyNext = uint32(0x7000+(os.Getpid()%0x80)*0x10)<<16 | 0x100
+)
+
+func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
+	t.Helper()
+	keyMu.Lock()
+	k := dada.Key(keyNext)
+	keyNext += 2
+	keyMu.Unlock()
+	cfg := dada.DefaultConfig()
+	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.Readers = k, nbufs, bufsz, 1
+	h, err := dada.Create(cfg)
+	if err != nil {
+		t.Fatalf("create ring %s: %v", k, err)
+	}
+	t.Cleanup(func() {
+		if err := h.Destroy(); err != nil {
+			t.Errorf("destroy ring %s: %v", k, err)
+		}
+	})
+	return h
+}
+
+type obsResult struct {
+	header     string
+	bytes      uint64
+	blocks     int
+	mismatches int
+	err        error
+}
+
+// readObservations reads n observations from the ring, verifying every byte
+// against the pattern of seed; delay slows the reader down per block.
+func readObservations(t *testing.T, ctx context.Context, h *dada.HDU, n int, seed uint64, delay time.Duration) <-chan []obsResult {
+	out := make(chan []obsResult, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done }) // before the ring is destroyed
+	go func() {
+		var res []obsResult
+		defer close(done)
+		defer func() { out <- res }()
+		r, err := h.LockRead(ctx)
+		if err != nil {
+			res = append(res, obsResult{err: err})
+			return
+		}
+		defer func() { _ = r.Close() }()
+		for range n {
+			var o obsResult
+			hdr, err := r.ReadHeader(ctx)
+			if err != nil {
+				o.err = fmt.Errorf("read header: %w", err)
+				res = append(res, o)
+				return
+			}
+			o.header = string(hdr)
+			for {
+				b, err := r.NextBlock(ctx)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					o.err = err
+					res = append(res, o)
+					return
+				}
+				if bad, ok := pattern.Verify(b.Data, seed, o.bytes); !ok {
+					o.mismatches++
+					if o.err == nil {
+						o.err = fmt.Errorf("block %d: first bad byte at stream offset %d", o.blocks, o.bytes+uint64(bad))
+					}
+				}
+				o.bytes += uint64(len(b.Data))
+				o.blocks++
+				if delay > 0 {
+					time.Sleep(delay)
+				}
+				if err := r.MarkCleared(); err != nil {
+					o.err = err
+					res = append(res, o)
+					return
+				}
+			}
+			res = append(res, o)
+			if err := r.Reset(); err != nil {
+				res = append(res, obsResult{err: err})
+				return
+			}
+		}
+	}()
+	return out
+}
+
+type harness struct {
+	t    *testing.T
+	h    *dada.HDU
+	net  *memNet
+	rx   *Receiver
+	addr string
+	errc chan error
+	stop context.CancelFunc
+}
+
+func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr MRMode) *harness {
+	t.Helper()
+	w, err := h.LockWrite(context.Background(), dada.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newMemNet()
+	blocks := make([][]byte, h.Data.NBufs())
+	for i := range blocks {
+		blocks[i] = h.Data.Block(i)
+	}
+	if cfg.Header == nil {
+		cfg.Header = func(obs int) ([]byte, error) {
+			return fmt.Appendf(nil, "HDR_VERSION 1.0\nHDR_SIZE 4096\nOBS_OFFSET 0\nTEST_OBS %d\n", obs), nil
+		}
+	}
+	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, &memRecvFabric{n: n, blocks: blocks, mode: mr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hs := &harness{t: t, h: h, net: n, rx: rx, addr: ln.Addr().String(), errc: make(chan error, 1), stop: cancel}
+	go func() { hs.errc <- rx.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-hs.errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Logf("receiver: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("receiver did not stop")
+		}
+		if err := w.Close(); err != nil {
+			t.Errorf("close writer: %v", err)
+		}
+	})
+	return hs
+}
+
+func (hs *harness) send(ctx context.Context, cfg SenderConfig) (Result, error) {
+	f := &memSendFabric{n: hs.net, buf: make([]byte, SendBufferBytes(cfg))}
+	return Send(ctx, hs.addr, cfg, f)
+}
+
+// wait returns Serve's result after a stop condition.
+func (hs *harness) wait() error {
+	select {
+	case err := <-hs.errc:
+		hs.errc <- err
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("receiver did not return")
+	}
+}
+
+func TestEndToEndMatrix(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 16384, 4096
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		for _, mr := range []MRMode{MRWholeRing, MRPerBlock} {
+			for _, nq := range []int{1, 4, 16} {
+				for _, total := range []uint64{5 * bufsz, 5*bufsz + 1000, 3*bufsz - msg + 1} {
+					name := fmt.Sprintf("%s/%s/qps=%d/bytes=%d", mode, mr, nq, total)
+					t.Run(name, func(t *testing.T) {
+						h := testRing(t, nbufs, bufsz)
+						hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, RxDepth: 8, StopObservations: 1}, mr)
+						ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+						defer cancel()
+						reads := readObservations(t, ctx, h, 1, 42, 0)
+						res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: nq, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 42}, TxDepth: 4})
+						if err != nil {
+							t.Fatalf("send: %v", err)
+						}
+						if !res.Complete || res.Bytes != total || res.Receiver.Bytes != total {
+							t.Fatalf("send result %+v, want %d bytes complete", res, total)
+						}
+						if err := hs.wait(); err != nil {
+							t.Fatalf("receiver: %v", err)
+						}
+						obs := <-reads
+						if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
+							t.Fatalf("reader saw %+v, want %d verified bytes", obs, total)
+						}
+						if want := int((total + bufsz - 1) / bufsz); obs[0].blocks != want {
+							t.Fatalf("reader saw %d blocks, want %d (no extra empty block)", obs[0].blocks, want)
+						}
+						st := hs.rx.Tracker().Snapshot()
+						if st.BytesReceived != total || st.Observations != 1 || st.IncompleteObs != 0 || st.LastObservation == nil || !st.LastObservation.Complete {
+							t.Fatalf("status %+v", st)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestTwoObservationsAndSlowReader(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, nbufs, bufsz)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 2}, MRWholeRing)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			// A slow reader: the sender must be held back, nothing may be lost.
+			reads := readObservations(t, ctx, h, 2, 7, 5*time.Millisecond)
+			for i, total := range []uint64{12*bufsz + 3, 2 * bufsz} {
+				res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 4, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 7}, TxDepth: 4})
+				if err != nil || !res.Complete {
+					t.Fatalf("observation %d: send %+v: %v", i, res, err)
+				}
+			}
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			obs := <-reads
+			if len(obs) != 2 {
+				t.Fatalf("reader saw %d observations: %+v", len(obs), obs)
+			}
+			for i, want := range []uint64{12*bufsz + 3, 2 * bufsz} {
+				if obs[i].err != nil || obs[i].bytes != want || obs[i].mismatches != 0 {
+					t.Fatalf("observation %d: %+v, want %d bytes", i, obs[i], want)
+				}
+				if !strings.Contains(obs[i].header, fmt.Sprintf("TEST_OBS %d\n", i)) {
+					t.Fatalf("observation %d header %q", i, obs[i].header)
+				}
+			}
+			st := hs.rx.Tracker().Snapshot()
+			if st.HeldBackSeconds <= 0 {
+				t.Fatalf("a slow reader held nothing back: %+v", st)
+			}
+			if st.Observations != 2 || st.BytesReceived != 14*bufsz+3 {
+				t.Fatalf("status %+v", st)
+			}
+		})
+	}
+}
+
+// rawSender performs the handshake by hand so tests can misbehave.
+type rawSender struct {
+	c net.Conn
+	k *conn
+}
+
+func dialRaw(t *testing.T, hs *harness, preamble []byte, hello Message) (*rawSender, Message) {
+	t.Helper()
+	c, err := net.Dial("tcp", hs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	rs := &rawSender{c: c, k: newConn(c)}
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Write(preamble); err != nil {
+		t.Fatal(err)
+	}
+	if hello != nil {
+		if err := rs.k.send(hello); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := rs.k.recv()
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	return rs, m
+}
+
+func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 4, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	good := func(n int) Hello {
+		ep := hs.net.open(EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil, nil)
+		t.Cleanup(func() { _ = ep.Close() })
+		return Hello{Mode: ModeSend, MsgBytes: 2048, QPs: ep.Local()}
+	}
+	pre := []byte("RCAP\x00\x01")
+	cases := []struct {
+		name     string
+		preamble []byte
+		hello    Message
+		want     string
+	}{
+		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), nil, "not a ringcap sender"},
+		{"version", []byte("RCAP\x00\x07"), nil, "handshake version 7 is not supported"},
+		{"qps", pre, good(8), "sender asked for 8 queue pairs, this receiver uses 4"},
+		{"mode", pre, func() Hello { m := good(4); m.Mode = ModeWrite; return m }(), "sender asked for write mode"},
+		{"msg", pre, func() Hello { m := good(4); m.MsgBytes = 4096; return m }(), "4096-byte messages"},
+		{"not hello", pre, Credit{}, "expected a hello"},
+	}
+	for _, c := range cases {
+		_, m := dialRaw(t, hs, c.preamble, c.hello)
+		rej, ok := m.(Reject)
+		if !ok || !strings.Contains(rej.Message, c.want) {
+			t.Errorf("%s: answer %+v, want a rejection containing %q", c.name, m, c.want)
+		}
+	}
+	// Truncated garbage followed by a hang-up must not hurt either.
+	c, err := net.Dial("tcp", hs.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write([]byte("RC"))
+	_ = c.Close()
+
+	// The receiver still serves a good sender.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 3, 0)
+	res, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 4, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}})
+	if err != nil || !res.Complete {
+		t.Fatalf("good sender after rejections: %+v %v", res, err)
+	}
+	if obs := <-reads; len(obs) != 1 || obs[0].bytes != 50000 || obs[0].err != nil {
+		t.Fatalf("reader: %+v", obs)
+	}
+	// A sender talking to a receiver of another configuration gets the message.
+	var re *RejectedError
+	if _, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 1, Source: PatternSource{}}); err == nil {
+		// The receiver stopped after one observation: connection refused is fine too.
+	} else if errors.As(err, &re) && !strings.Contains(re.Message, "queue pairs") {
+		t.Fatalf("rejection message %q", re.Message)
+	}
+}
+
+func TestSenderKilledMidStream(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, nbufs, bufsz)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 16, StopObservations: 1}, MRPerBlock)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 1, 9, 0)
+			ep := hs.net.open(EndpointConfig{QPs: 2, SendDepth: 16, RecvDepth: 1}, nil, make([]byte, 16*msg))
+			defer func() { _ = ep.Close() }()
+			rs, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: mode, MsgBytes: msg, QPs: ep.Local()})
+			acc, ok := m.(Accept)
+			if !ok {
+				t.Fatalf("answer %+v", m)
+			}
+			if err := ep.Connect(acc.QPs); err != nil {
+				t.Fatal(err)
+			}
+			// Send slices 0..5 (1.5 blocks) and slice 7, then vanish.
+			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs}
+			grants := map[uint64]Credit{}
+			for _, sl := range []uint64{0, 1, 2, 3, 4, 5, 7} {
+				seq, off, n := g.Slice(sl)
+				boff := sl * msg % uint64(len(ep.buf))
+				pattern.Fill(ep.buf[boff:boff+n], 9, g.StreamOffset(sl))
+				wr := SendWR{ID: sl, Op: OpSendImm, Offset: boff, Length: n, Imm: uint32(sl)}
+				if mode == ModeWrite {
+					for {
+						if c, ok := grants[seq]; ok {
+							a, k, _ := acc.BlockTarget(c.Index)
+							wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, a+off, k
+							break
+						}
+						m, err := rs.k.recv()
+						if err != nil {
+							t.Fatal(err)
+						}
+						c := m.(Credit)
+						grants[c.Seq] = c
+					}
+				}
+				if err := ep.PostSend(g.QP(sl), []SendWR{wr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Wait for the send completions (the data landed), then die.
+			wcs := make([]Completion, 8)
+			for got := 0; got < 7; {
+				n, _ := ep.Poll(wcs)
+				for _, wc := range wcs[:n] {
+					if wc.Err != nil {
+						t.Fatal(wc.Err)
+					}
+				}
+				got += n
+				time.Sleep(time.Millisecond)
+			}
+			_ = rs.c.Close()
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			obs := <-reads
+			// Slices 0..5 are a gap-free prefix: 1.5 blocks; slice 7 lies past the gap.
+			if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != 6*msg || obs[0].mismatches != 0 {
+				t.Fatalf("reader: %+v, want %d bytes", obs, 6*msg)
+			}
+			st := hs.rx.Tracker().Snapshot()
+			if st.LastObservation == nil || st.LastObservation.Complete || st.IncompleteObs != 1 ||
+				!strings.Contains(st.LastObservation.Message, "disconnected") {
+				t.Fatalf("status does not mark the observation incomplete: %+v %+v", st, st.LastObservation)
+			}
+		})
+	}
+}
+
+func TestSenderCancelledEndsIncomplete(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 5, 0)
+	sctx, scancel := context.WithCancel(ctx)
+	cfg := SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 5},
+		ProgressEvery: time.Millisecond, Progress: func(p Progress) {
+			if p.Bytes > 100000 {
+				scancel()
+			}
+		}}
+	res, err := hs.send(sctx, cfg)
+	if !errors.Is(err, context.Canceled) || res.Complete {
+		t.Fatalf("cancelled send: %+v %v", res, err)
+	}
+	if err := hs.wait(); err != nil {
+		t.Fatal(err)
+	}
+	obs := <-reads
+	if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != res.Bytes || obs[0].mismatches != 0 {
+		t.Fatalf("reader %+v, sender sent %d", obs, res.Bytes)
+	}
+	if st := hs.rx.Tracker().Snapshot(); st.IncompleteObs != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestDurationAndFileSources(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, StopObservations: 2}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 2, 11, 0)
+	res, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Duration: 50 * time.Millisecond, Source: PatternSource{Seed: 11}, RateBytesPerSecond: 2e6})
+	if err != nil || !res.Complete || res.Bytes == 0 {
+		t.Fatalf("duration send: %+v %v", res, err)
+	}
+	data := make([]byte, 30011)
+	pattern.Fill(data, 11, 0)
+	r := bufio.NewReader(strings.NewReader(string(data)))
+	res2, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Source: ReaderSource{R: r}})
+	if err != nil || !res2.Complete || res2.Bytes != uint64(len(data)) {
+		t.Fatalf("file send: %+v %v", res2, err)
+	}
+	if err := hs.wait(); err != nil {
+		t.Fatal(err)
+	}
+	obs := <-reads
+	if len(obs) != 2 || obs[0].bytes != res.Bytes || obs[1].bytes != uint64(len(data)) || obs[0].err != nil || obs[1].err != nil {
+		t.Fatalf("reader %+v", obs)
+	}
+}

@@ -1,0 +1,256 @@
+package capture
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Receiver states as reported in Status.State.
+const (
+	StateStarting  = "Starting"
+	StateListening = "Listening"
+	StateReceiving = "Receiving"
+	StateFinished  = "Finished"
+	StateFailed    = "Failed"
+)
+
+// StatusVersion is the version of the Status JSON document.
+const StatusVersion = 1
+
+// RingStatus describes the ring in Status.
+type RingStatus struct {
+	Key        string `json:"key"`
+	Ready      bool   `json:"ready"`
+	Blocks     int    `json:"blocks"`
+	BlockBytes int    `json:"blockBytes"`
+	Readers    int    `json:"readers"`
+}
+
+// EndpointStatus describes the RDMA endpoint in Status.
+type EndpointStatus struct {
+	Address   string `json:"address"`
+	Port      int    `json:"port"`
+	Device    string `json:"device"`
+	IBPort    int    `json:"ibPort"`
+	GIDIndex  int    `json:"gidIndex"`
+	GID       string `json:"gid"`
+	Netdev    string `json:"netdev"`
+	GIDReason string `json:"gidReason"`
+}
+
+// ObservationStatus describes the last observation.
+type ObservationStatus struct {
+	Number   int     `json:"number"`
+	Bytes    uint64  `json:"bytes"`
+	Blocks   uint64  `json:"blocks"`
+	Seconds  float64 `json:"seconds"`
+	Gbps     float64 `json:"gbps"`
+	Complete bool    `json:"complete"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// Status is the receiver's state as served on /status and written to the
+// summary file. The operator reads it; the field names are an interface.
+type Status struct {
+	Version            int                `json:"version"`
+	State              string             `json:"state"`
+	Message            string             `json:"message"`
+	Ring               RingStatus         `json:"ring"`
+	Endpoint           EndpointStatus     `json:"endpoint"`
+	MemoryRegistration MRInfo             `json:"memoryRegistration"`
+	QueuePairs         int                `json:"queuePairs"`
+	TransferMode       string             `json:"transferMode"`
+	BytesReceived      uint64             `json:"bytesReceived"`
+	BlocksFilled       uint64             `json:"blocksFilled"`
+	Observations       int                `json:"observations"`
+	RateBytesPerSecond float64            `json:"rateBytesPerSecond"`
+	HeldBackSeconds    float64            `json:"heldBackSeconds"`
+	CompletionErrors   uint64             `json:"completionErrors"`
+	StartTime          string             `json:"startTime"`
+	CompletionTime     string             `json:"completionTime"`
+	Seconds            float64            `json:"seconds"`
+	Gbps               float64            `json:"gbps"`
+	IncompleteObs      int                `json:"incompleteObservations"`
+	LastObservation    *ObservationStatus `json:"lastObservation,omitempty"`
+}
+
+// Tracker holds the live Status and the Prometheus metrics of a receiver.
+// Every method is safe for concurrent use.
+type Tracker struct {
+	mu     sync.Mutex
+	st     Status
+	start  time.Time
+	rateAt time.Time
+	rateB  uint64
+
+	reg       *prometheus.Registry
+	bytes     *prometheus.CounterVec
+	messages  *prometheus.CounterVec
+	blocks    prometheus.Counter
+	heldBack  prometheus.Counter
+	wcErrors  *prometheus.CounterVec
+	obs       *prometheus.CounterVec
+	rate      prometheus.Gauge
+	stateGage *prometheus.GaugeVec
+}
+
+// NewTracker returns a tracker in state Starting.
+func NewTracker() *Tracker {
+	t := &Tracker{reg: prometheus.NewRegistry(), start: time.Now()}
+	t.st = Status{Version: StatusVersion, State: StateStarting, StartTime: t.start.UTC().Format(time.RFC3339)}
+	t.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_bytes_total", Help: "Bytes received into the ring, per queue pair."}, []string{"qp"})
+	t.messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_messages_total", Help: "Messages (slices) received, per queue pair."}, []string{"qp"})
+	t.blocks = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_blocks_filled_total", Help: "Ring blocks marked filled."})
+	t.heldBack = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_held_back_seconds_total", Help: "Seconds the sender was held back because no ring block was free (slow readers)."})
+	t.wcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_completion_errors_total", Help: "Failed work completions, per queue pair and status."}, []string{"qp", "status"})
+	t.obs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_observations_total", Help: "Observations ended, by outcome."}, []string{"outcome"})
+	t.rate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate over the last second."})
+	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
+	t.reg.MustRegister(t.bytes, t.messages, t.blocks, t.heldBack, t.wcErrors, t.obs, t.rate, t.stateGage,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	t.setStateGauge(StateStarting)
+	return t
+}
+
+func (t *Tracker) setStateGauge(s string) {
+	for _, x := range []string{StateStarting, StateListening, StateReceiving, StateFinished, StateFailed} {
+		v := 0.0
+		if x == s {
+			v = 1
+		}
+		t.stateGage.WithLabelValues(x).Set(v)
+	}
+}
+
+// Update changes the status under the lock.
+func (t *Tracker) Update(f func(*Status)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f(&t.st)
+}
+
+// SetState sets the state and message.
+func (t *Tracker) SetState(state, msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.st.State, t.st.Message = state, msg
+	if state == StateFinished || state == StateFailed {
+		t.st.CompletionTime = time.Now().UTC().Format(time.RFC3339)
+	}
+	t.setStateGauge(state)
+}
+
+// Snapshot returns a copy of the status with the derived fields computed.
+func (t *Tracker) Snapshot() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if d := now.Sub(t.rateAt); d >= time.Second || t.rateAt.IsZero() {
+		if !t.rateAt.IsZero() {
+			t.st.RateBytesPerSecond = float64(t.st.BytesReceived-t.rateB) / d.Seconds()
+			t.rate.Set(t.st.RateBytesPerSecond)
+		}
+		t.rateAt, t.rateB = now, t.st.BytesReceived
+	}
+	s := t.st
+	if s.LastObservation != nil {
+		o := *s.LastObservation
+		s.LastObservation = &o
+	}
+	return s
+}
+
+func (t *Tracker) landed(qp int, n uint64) {
+	q := strconv.Itoa(qp)
+	t.bytes.WithLabelValues(q).Add(float64(n))
+	t.messages.WithLabelValues(q).Inc()
+	t.mu.Lock()
+	t.st.BytesReceived += n
+	t.mu.Unlock()
+}
+
+func (t *Tracker) blockFilled() {
+	t.blocks.Inc()
+	t.mu.Lock()
+	t.st.BlocksFilled++
+	t.mu.Unlock()
+}
+
+func (t *Tracker) addHeldBack(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.heldBack.Add(d.Seconds())
+	t.mu.Lock()
+	t.st.HeldBackSeconds += d.Seconds()
+	t.mu.Unlock()
+}
+
+func (t *Tracker) completionError(qp int, status string) {
+	t.wcErrors.WithLabelValues(strconv.Itoa(qp), status).Inc()
+	t.mu.Lock()
+	t.st.CompletionErrors++
+	t.mu.Unlock()
+}
+
+func (t *Tracker) observationDone(o ObservationStatus) {
+	outcome := "complete"
+	if !o.Complete {
+		outcome = "incomplete"
+	}
+	t.obs.WithLabelValues(outcome).Inc()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.st.Observations++
+	if !o.Complete {
+		t.st.IncompleteObs++
+	}
+	t.st.LastObservation = &o
+	t.st.Seconds += o.Seconds
+	if t.st.Seconds > 0 {
+		t.st.Gbps = float64(t.st.BytesReceived) * 8 / t.st.Seconds / 1e9
+	}
+}
+
+// Handler serves /metrics and /status.
+func (t *Tracker) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(t.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(t.Snapshot())
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
+}
+
+// WriteSummary writes the status JSON to path atomically.
+func (t *Tracker) WriteSummary(path string) error {
+	b, err := json.MarshalIndent(t.Snapshot(), "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".summary-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
