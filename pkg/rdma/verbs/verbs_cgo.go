@@ -590,6 +590,7 @@ type CQ struct {
 	cq      *C.struct_ibv_cq
 	ch      *C.struct_ibv_comp_channel
 	entries int
+	notify  bool
 
 	mu     sync.Mutex // serializes Poll (scratch) and Close
 	closed bool
@@ -607,7 +608,7 @@ func (c *Context) CreateCQ(cfg CQConfig) (cq *CQ, err error) {
 		return nil, ErrClosed
 	}
 	n := min(cfg.Entries, c.attr.MaxCQE)
-	cq = &CQ{c: c}
+	cq = &CQ{c: c, notify: cfg.Notify}
 	defer func() {
 		if err != nil {
 			_ = cq.free()
@@ -696,7 +697,7 @@ func (cq *CQ) Poll(wcs []WorkCompletion) (int, error) {
 // PollWait polls like Poll but, while the CQ is empty, sleeps on its completion channel
 // (the CQ must be created with Notify) until a completion arrives or ctx is done.
 func (cq *CQ) PollWait(ctx context.Context, wcs []WorkCompletion) (int, error) {
-	if cq.ch == nil {
+	if !cq.notify {
 		return 0, fmt.Errorf("PollWait on %s: completion queue created without Notify", cq.c.name)
 	}
 	for {
@@ -796,6 +797,7 @@ type QP struct {
 	pd             *PD
 	qp             *C.struct_ibv_qp
 	sendCQ, recvCQ *CQ
+	qpn            uint32
 	caps           QPCaps
 	clamped        string
 
@@ -848,7 +850,7 @@ func (pd *PD) CreateQP(cfg QPConfig) (qp *QP, err error) {
 	if q == nil {
 		return nil, fmt.Errorf("create RC queue pair on %s (send_wr=%d recv_wr=%d): %w", pd.c.name, caps[0], caps[1], cErr(cerr))
 	}
-	qp = &QP{pd: pd, qp: q, sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ,
+	qp = &QP{pd: pd, qp: q, qpn: uint32(q.qp_num), sendCQ: cfg.SendCQ, recvCQ: cfg.RecvCQ,
 		caps: QPCaps{MaxSendWR: int(caps[0]), MaxRecvWR: int(caps[1]), MaxSendSGE: int(caps[2]),
 			MaxRecvSGE: int(caps[3]), MaxInlineData: int(caps[4])}}
 	live.qps.Add(1)
@@ -874,7 +876,20 @@ func (pd *PD) CreateQP(cfg QPConfig) (qp *QP, err error) {
 }
 
 // QPN returns the queue pair number.
-func (qp *QP) QPN() uint32 { return uint32(qp.qp.qp_num) }
+func (qp *QP) QPN() uint32 { return qp.qpn }
+
+// modify runs a state change or query unless the QP is closed (Close waits for it).
+func (qp *QP) modify(f func() C.int) error {
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	if qp.closed {
+		return ErrClosed
+	}
+	if rc := f(); rc != 0 {
+		return errnoErr(rc)
+	}
+	return nil
+}
 
 // Caps returns the actual capacities.
 func (qp *QP) Caps() QPCaps { return qp.caps }
@@ -884,8 +899,8 @@ func (qp *QP) Clamped() string { return qp.clamped }
 
 // ToInit moves the QP from RESET to INIT on port with the given remote access.
 func (qp *QP) ToInit(port int, access Access) error {
-	if rc := C.rc_modify_init(qp.qp, C.int(port), C.int(access)); rc != 0 {
-		return fmt.Errorf("modify QP %d to INIT (port %d): %w", qp.QPN(), port, errnoErr(rc))
+	if err := qp.modify(func() C.int { return C.rc_modify_init(qp.qp, C.int(port), C.int(access)) }); err != nil {
+		return fmt.Errorf("modify QP %d to INIT (port %d): %w", qp.QPN(), port, err)
 	}
 	return nil
 }
@@ -899,30 +914,38 @@ func (qp *QP) ToRTR(r RTRConfig) error {
 	if r.PathMTU.Bytes() == 0 {
 		return fmt.Errorf("modify QP %d to RTR: invalid path MTU %d", qp.QPN(), int(r.PathMTU))
 	}
-	rc := C.rc_modify_rtr(qp.qp, C.int(r.PathMTU), C.uint32_t(r.RemoteQPN), C.uint32_t(r.RemotePSN&0xffffff),
-		(*C.uint8_t)(unsafe.Pointer(&gid[0])), C.int(r.SGIDIndex), C.int(r.Port), C.int(r.HopLimit),
-		C.int(r.TrafficClass), C.int(r.MaxDestRdAtomic), C.int(r.MinRNRTimer))
-	if rc != 0 {
+	var dgid [16]C.uint8_t
+	for i := range dgid {
+		dgid[i] = C.uint8_t(gid[i])
+	}
+	err := qp.modify(func() C.int {
+		return C.rc_modify_rtr(qp.qp, C.int(r.PathMTU), C.uint32_t(r.RemoteQPN), C.uint32_t(r.RemotePSN&0xffffff),
+			&dgid[0], C.int(r.SGIDIndex), C.int(r.Port), C.int(r.HopLimit),
+			C.int(r.TrafficClass), C.int(r.MaxDestRdAtomic), C.int(r.MinRNRTimer))
+	})
+	if err != nil {
 		return fmt.Errorf("modify QP %d to RTR (remote QP %d, GID %v, sgid index %d, mtu %v): %w",
-			qp.QPN(), r.RemoteQPN, r.RemoteGID, r.SGIDIndex, r.PathMTU, errnoErr(rc))
+			qp.QPN(), r.RemoteQPN, r.RemoteGID, r.SGIDIndex, r.PathMTU, err)
 	}
 	return nil
 }
 
 // ToRTS moves the QP from RTR to RTS.
 func (qp *QP) ToRTS(r RTSConfig) error {
-	rc := C.rc_modify_rts(qp.qp, C.uint32_t(r.PSN&0xffffff), C.int(r.Timeout), C.int(r.RetryCount),
-		C.int(r.RNRRetry), C.int(r.MaxRdAtomic))
-	if rc != 0 {
-		return fmt.Errorf("modify QP %d to RTS: %w", qp.QPN(), errnoErr(rc))
+	err := qp.modify(func() C.int {
+		return C.rc_modify_rts(qp.qp, C.uint32_t(r.PSN&0xffffff), C.int(r.Timeout), C.int(r.RetryCount),
+			C.int(r.RNRRetry), C.int(r.MaxRdAtomic))
+	})
+	if err != nil {
+		return fmt.Errorf("modify QP %d to RTS: %w", qp.QPN(), err)
 	}
 	return nil
 }
 
 // ToError moves the QP to ERR: outstanding work requests complete with WR_FLUSH_ERR.
 func (qp *QP) ToError() error {
-	if rc := C.rc_modify_err(qp.qp); rc != 0 {
-		return fmt.Errorf("modify QP %d to ERR: %w", qp.QPN(), errnoErr(rc))
+	if err := qp.modify(func() C.int { return C.rc_modify_err(qp.qp) }); err != nil {
+		return fmt.Errorf("modify QP %d to ERR: %w", qp.QPN(), err)
 	}
 	return nil
 }
@@ -930,8 +953,8 @@ func (qp *QP) ToError() error {
 // State queries the QP's current state.
 func (qp *QP) State() (QPState, error) {
 	var st C.int
-	if rc := C.rc_qp_state(qp.qp, &st); rc != 0 {
-		return 0, fmt.Errorf("query QP %d: %w", qp.QPN(), errnoErr(rc))
+	if err := qp.modify(func() C.int { return C.rc_qp_state(qp.qp, &st) }); err != nil {
+		return 0, fmt.Errorf("query QP %d: %w", qp.QPN(), err)
 	}
 	return QPState(st), nil
 }
@@ -998,7 +1021,7 @@ func (qp *QP) destroy() error {
 	var err error
 	if qp.qp != nil {
 		if rc := C.ibv_destroy_qp(qp.qp); rc != 0 {
-			err = fmt.Errorf("destroy QP %d: %w", uint32(qp.qp.qp_num), errnoErr(rc))
+			err = fmt.Errorf("destroy QP %d: %w", qp.qpn, errnoErr(rc))
 		}
 		qp.qp = nil
 		live.qps.Add(-1)

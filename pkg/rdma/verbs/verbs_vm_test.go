@@ -633,6 +633,15 @@ func TestCloseCascade(t *testing.T) {
 	if err := qp.PostSend([]SendWR{{Opcode: OpSend}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("PostSend after Close: %v", err)
 	}
+	if err := qp.ToError(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ToError after Close: %v", err)
+	}
+	if _, err := qp.State(); !errors.Is(err, ErrClosed) || qp.QPN() == 0 {
+		t.Errorf("State after Close: %v (QPN %d)", err, qp.QPN())
+	}
+	if _, err := cq.PollWait(t.Context(), make([]WorkCompletion, 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("PollWait after Close: %v", err)
+	}
 	if _, err := cq.Poll(make([]WorkCompletion, 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Poll after Close: %v", err)
 	}
