@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
+	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
@@ -124,6 +125,61 @@ func TestGIDTableMatchesSysfs(t *testing.T) {
 		if _, gid := roceV2IPv4(t, c); gid.String() != ip {
 			t.Errorf("%s RoCE v2 IPv4 GID %v, want %s", dev, gid, ip)
 		}
+	}
+}
+
+// TestGIDTableMatchesDiscovery cross-checks verbs with pkg/rdma's sysfs discovery (what the
+// device plugin advertises): same devices, port state, MTU, GID indices, types and netdevs.
+func TestGIDTableMatchesDiscovery(t *testing.T) {
+	vmtest.Require(t)
+	leakCheck(t)
+	devs, _, err := rdma.Discover(rdma.DefaultRoots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, d := range devs {
+		if d.Name != vmtest.Device0 && d.Name != vmtest.Device1 {
+			continue
+		}
+		found++
+		c, err := Open(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleanup(t, c.Close)
+		if len(d.Ports) != 1 {
+			t.Fatalf("%s: discovery found %d ports", d.Name, len(d.Ports))
+		}
+		dp := d.Ports[0]
+		pa, err := c.QueryPort(dp.Num)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dp.State != pa.State.String() || dp.LinkLayer != pa.LinkLayer || (dp.ActiveMTU != 0 && dp.ActiveMTU != pa.ActiveMTU.Bytes()) {
+			t.Errorf("%s port %d: discovery %s/%s/MTU %d, verbs %v/%s/MTU %d", d.Name, dp.Num, dp.State, dp.LinkLayer,
+				dp.ActiveMTU, pa.State, pa.LinkLayer, pa.ActiveMTU.Bytes())
+		}
+		tab, err := c.GIDTable(dp.Num)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tab) != len(dp.GIDs) {
+			t.Errorf("%s: verbs has %d GIDs, discovery %d", d.Name, len(tab), len(dp.GIDs))
+		}
+		byIndex := map[int]GIDEntry{}
+		for _, e := range tab {
+			byIndex[e.Index] = e
+		}
+		for _, g := range dp.GIDs {
+			e, ok := byIndex[g.Index]
+			if !ok || !e.GID.Equal(g.GID) || e.Type.SysfsName() != g.Type || e.Netdev != g.Netdev {
+				t.Errorf("%s gid %d: discovery %v %q %q, verbs %+v", d.Name, g.Index, g.GID, g.Type, g.Netdev, e)
+			}
+		}
+	}
+	if found != 2 {
+		t.Fatalf("discovery found %d of rxe0, rxe1 (devices %d)", found, len(devs))
 	}
 }
 
