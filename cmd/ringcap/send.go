@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+func init() { register(newSendCmd) }
+
+type sendOpts struct {
+	connect  string
+	qps      int
+	mode     string
+	msgBytes uint64
+	txDepth  int
+	bytes    uint64
+	duration time.Duration
+	seed     uint64
+	file     string
+	noFill   bool
+	rateGbps float64
+	dev      devFlags
+	progress time.Duration
+	quiet    bool
+}
+
+func newSendCmd() *cobra.Command {
+	o := &sendOpts{}
+	c := &cobra.Command{
+		Use:   "send",
+		Short: "Stream the deterministic test pattern or a file to a ringcap receiver over RDMA",
+		Long: "send connects to `ringcap recv`, negotiates queue pairs and mode, and stripes the stream over the\n" +
+			"queue pairs (message g on queue pair g mod N). The test pattern (--seed) lets any reader verify\n" +
+			"every byte: `ringcap ring read --verify SEED`. The last line is a summary:\n" +
+			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR complete=true",
+		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
+			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
+			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSend(cmd, o)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&o.connect, "connect", "", "receiver address HOST:PORT (required)")
+	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", capture.MaxQPs))
+	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
+	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
+	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
+	fs.Uint64Var(&o.bytes, "bytes", 0, "bytes to send")
+	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the test pattern (default source)")
+	fs.StringVarP(&o.file, "file", "f", "", "send this file instead of the pattern")
+	fs.BoolVar(&o.noFill, "no-fill", false, "benchmark the transport: send the buffers unfilled (zeros), as perftest does")
+	fs.Float64Var(&o.rateGbps, "rate-gbps", 0, "limit the rate to this many Gb/s (0: unlimited)")
+	fs.DurationVar(&o.progress, "progress", 0, "progress interval (default: 200ms on a terminal, 5s otherwise)")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
+	o.dev.add(c)
+	return c
+}
+
+func runSend(cmd *cobra.Command, o *sendOpts) error {
+	ctx := cmd.Context()
+	errw := cmd.ErrOrStderr()
+	out := cmd.OutOrStdout()
+	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if o.connect == "" {
+		return errors.New("--connect HOST:PORT is required")
+	}
+	mode, err := capture.ParseMode(o.mode)
+	if err != nil {
+		return err
+	}
+	if o.file != "" && (cmd.Flags().Changed("seed") || o.noFill) {
+		return errors.New("give at most one of --seed, --file and --no-fill")
+	}
+	if o.bytes > 0 && o.duration > 0 {
+		return errors.New("give --bytes or --duration, not both")
+	}
+	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, Bytes: o.bytes,
+		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, Log: log}
+	switch {
+	case o.file != "":
+		f, err := os.Open(o.file)
+		if err != nil {
+			return fmt.Errorf("open --file: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("stat --file: %w", err)
+		}
+		if st.Mode().IsRegular() && cfg.Bytes == 0 && cfg.Duration == 0 {
+			if st.Size() == 0 {
+				return fmt.Errorf("--file %s is empty", o.file)
+			}
+			cfg.Bytes = uint64(st.Size())
+		}
+		cfg.Source = capture.ReaderSource{R: f}
+	case o.noFill:
+		cfg.Source = capture.NoFillSource{}
+	default:
+		cfg.Source = capture.PatternSource{Seed: o.seed}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	// The local endpoint: the RoCE v2 GID that carries the address we reach the receiver from.
+	local, err := localAddrFor(o.connect)
+	if err != nil {
+		return err
+	}
+	req, err := o.dev.request(local)
+	if err != nil {
+		return err
+	}
+	devs, _, err := rdma.Discover(rdma.DefaultRoots)
+	if err != nil {
+		return fmt.Errorf("discover RDMA devices: %w", err)
+	}
+	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
+	if err != nil {
+		return err
+	}
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", ep.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
+	fab, err := capture.NewVerbsSender(devCfg, capture.SendBufferBytes(cfg))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fab.Close() }()
+
+	tty := false
+	if f, ok := errw.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	if !o.quiet {
+		cfg.ProgressEvery = o.progress
+		if cfg.ProgressEvery == 0 {
+			cfg.ProgressEvery = 5 * time.Second
+			if tty {
+				cfg.ProgressEvery = 200 * time.Millisecond
+			}
+		}
+		cfg.Progress = func(p capture.Progress) { printProgress(errw, tty, p) }
+	}
+	res, err := capture.Send(ctx, o.connect, cfg, fab)
+	if tty && !o.quiet {
+		outln(errw)
+	}
+	outf(out, "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
+		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, res.MRMode, res.HeldBackSeconds, res.Complete && err == nil)
+	return err
+}
+
+func printProgress(w io.Writer, tty bool, p capture.Progress) {
+	gbps := 0.0
+	if s := p.Elapsed.Seconds(); s > 0 {
+		gbps = float64(p.Bytes) * 8 / s / 1e9
+	}
+	if !tty {
+		outf(w, "send: progress bytes=%d seconds=%.1f gbps=%.3f\n", p.Bytes, p.Elapsed.Seconds(), gbps)
+		return
+	}
+	const width = 30
+	bar := strings.Repeat(" ", width)
+	pct := ""
+	if p.Total > 0 {
+		n := int(float64(width) * float64(p.Bytes) / float64(p.Total))
+		bar = strings.Repeat("=", n) + strings.Repeat(" ", width-n)
+		pct = fmt.Sprintf("%3.0f%% ", 100*float64(p.Bytes)/float64(p.Total))
+	}
+	outf(w, "\r[%s] %s%s  %.3f Gb/s  %s", bar, pct, humanBytes(p.Bytes), gbps, p.Elapsed.Truncate(100*time.Millisecond))
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// localAddrFor returns the local IP the kernel would use to reach addr (no
+// packet is sent: a UDP socket is only connected).
+func localAddrFor(addr string) (net.IP, error) {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("find the local address toward %s: %w", addr, err)
+	}
+	defer func() { _ = c.Close() }()
+	return c.LocalAddr().(*net.UDPAddr).IP, nil
+}

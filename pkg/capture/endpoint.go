@@ -1,0 +1,113 @@
+package capture
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// EndpointRequest is what the user (flags) or the device plugin (environment)
+// asked for; empty fields are chosen automatically.
+type EndpointRequest struct {
+	Device   string // "" = automatic
+	Port     int    // 0 = automatic (the first active port)
+	GIDIndex int    // -1 = automatic
+	// IP is the address the endpoint serves on; automatic selection prefers the
+	// RoCE v2 GID that carries it. nil or unspecified: any.
+	IP net.IP
+	// Source says where explicit values came from, for the reason text
+	// ("flags", "device plugin environment").
+	Source string
+}
+
+// ChooseEndpoint resolves a request against the discovered devices: the
+// device, port and GID index to use and a human-readable reason, which the
+// receiver logs and reports in its status.
+func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, EndpointStatus, error) {
+	src := req.Source
+	if src == "" {
+		src = "flags"
+	}
+	specificIP := req.IP != nil && !req.IP.IsUnspecified()
+	// Automatic device: the one whose RoCE v2 GID carries the listen IP.
+	if req.Device == "" && specificIP {
+		if d, p, g, ok := rdma.FindGIDByIP(devs, req.IP); ok && (req.GIDIndex < 0 || req.GIDIndex == g.Index) {
+			return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev))
+		}
+	}
+	var cands []rdma.Device
+	for _, d := range devs {
+		if req.Device == "" || d.Name == req.Device {
+			cands = append(cands, d)
+		}
+	}
+	if len(cands) == 0 {
+		if req.Device != "" {
+			return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
+		}
+		return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no RDMA device found")
+	}
+	var firstErr error
+	for _, d := range cands {
+		for _, p := range d.Ports {
+			if req.Port != 0 && p.Num != req.Port {
+				continue
+			}
+			if !p.Active() && req.Port == 0 {
+				continue
+			}
+			if req.GIDIndex >= 0 {
+				g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{Mode: rdma.GIDPolicyIndex, Index: req.GIDIndex})
+				if err != nil {
+					return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
+				}
+				return done(d, p, g, fmt.Sprintf("GID index %d from %s: %s", g.Index, src, why))
+			}
+			if specificIP {
+				for _, g := range p.GIDs {
+					if g.Type == rdma.GIDTypeRoCEv2 && g.GID.Equal(req.IP) {
+						return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev))
+					}
+				}
+			}
+			g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{})
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s port %d: %w", d.Name, p.Num, err)
+				}
+				continue
+			}
+			if specificIP {
+				why += fmt.Sprintf(" (no GID carries the listen address %s)", req.IP)
+			}
+			return done(d, p, g, why)
+		}
+	}
+	if firstErr != nil {
+		return DeviceConfig{}, EndpointStatus{}, firstErr
+	}
+	if req.Port != 0 {
+		return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
+	}
+	return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no active port on %s", names(cands))
+}
+
+func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (DeviceConfig, EndpointStatus, error) {
+	return DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
+		EndpointStatus{Device: d.Name, IBPort: p.Num, GIDIndex: g.Index, GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
+}
+
+func names(devs []rdma.Device) string {
+	if len(devs) == 0 {
+		return "none"
+	}
+	s := ""
+	for i, d := range devs {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Name
+	}
+	return s
+}

@@ -1,0 +1,355 @@
+package capture
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/rdma/verbs"
+)
+
+// DeviceConfig names the RDMA device, port and GID index an endpoint uses.
+type DeviceConfig struct {
+	Device   string
+	Port     int
+	GIDIndex int
+}
+
+// device is an opened RDMA device with a protection domain.
+type device struct {
+	cfg  DeviceConfig
+	ctx  *verbs.Context
+	pd   *verbs.PD
+	port verbs.PortAttr
+	gid  net.IP
+}
+
+func openDevice(cfg DeviceConfig) (d *device, err error) {
+	if cfg.Port == 0 {
+		cfg.Port = 1
+	}
+	c, err := verbs.Open(cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("open RDMA device %q: %w", cfg.Device, err)
+	}
+	d = &device{cfg: cfg, ctx: c}
+	defer func() {
+		if err != nil {
+			_ = d.close()
+		}
+	}()
+	if d.port, err = c.QueryPort(cfg.Port); err != nil {
+		return nil, err
+	}
+	if d.port.State != verbs.PortActive {
+		return nil, fmt.Errorf("RDMA device %s port %d is %v, not ACTIVE", cfg.Device, cfg.Port, d.port.State)
+	}
+	if cfg.GIDIndex < 0 || cfg.GIDIndex >= d.port.GIDTableLen {
+		return nil, fmt.Errorf("GID index %d is outside the GID table of %s port %d (%d entries)", cfg.GIDIndex, cfg.Device, cfg.Port, d.port.GIDTableLen)
+	}
+	if d.gid, err = c.QueryGID(cfg.Port, cfg.GIDIndex); err != nil {
+		return nil, fmt.Errorf("GID index %d of %s port %d: %w", cfg.GIDIndex, cfg.Device, cfg.Port, err)
+	}
+	if d.gid.IsUnspecified() {
+		return nil, fmt.Errorf("GID index %d of %s port %d is empty (no address behind it)", cfg.GIDIndex, cfg.Device, cfg.Port)
+	}
+	if d.pd, err = c.AllocPD(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *device) close() error {
+	var errs []error
+	if d.pd != nil {
+		errs = append(errs, d.pd.Close())
+	}
+	if d.ctx != nil {
+		errs = append(errs, d.ctx.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// VerbsReceiver is a ReceiverFabric over libibverbs with the ring registered.
+type VerbsReceiver struct {
+	dev *device
+	reg *verbs.Registration
+}
+
+// NewVerbsReceiver opens the device and registers the ring's data blocks in
+// mode (verbs.Auto picks WholeRing when the ring is attached contiguously).
+// log receives the registration's one-line summary.
+func NewVerbsReceiver(cfg DeviceConfig, ring *dada.Ring, mode verbs.MRMode, log func(string)) (*VerbsReceiver, error) {
+	d, err := openDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := verbs.Register(d.pd, ring, mode, verbs.RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log})
+	if err != nil {
+		_ = d.close()
+		return nil, err
+	}
+	return &VerbsReceiver{dev: d, reg: reg}, nil
+}
+
+// GID returns the GID in use.
+func (v *VerbsReceiver) GID() net.IP { return v.dev.gid }
+
+// Open implements ReceiverFabric.
+func (v *VerbsReceiver) Open(_ context.Context, cfg EndpointConfig) (Endpoint, error) {
+	return newVerbsEndpoint(v.dev, cfg, true, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, v.reg.Block, nil)
+}
+
+// Registration implements ReceiverFabric.
+func (v *VerbsReceiver) Registration() (MRMode, []Region, MRInfo) {
+	mode := MRPerBlock
+	if v.reg.Mode() == verbs.WholeRing {
+		mode = MRWholeRing
+	}
+	var regions []Region
+	for _, r := range v.reg.RegionTable() {
+		regions = append(regions, Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
+	}
+	return mode, regions, MRInfo{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
+}
+
+// Close deregisters the ring and closes the device; idempotent.
+func (v *VerbsReceiver) Close() error {
+	if v.dev == nil {
+		return nil
+	}
+	err := errors.Join(v.reg.Close(), v.dev.close())
+	v.dev = nil
+	return err
+}
+
+// VerbsSender is a SenderFabric over libibverbs with a registered send buffer.
+type VerbsSender struct {
+	dev *device
+	buf []byte
+	mr  *verbs.MR
+}
+
+// NewVerbsSender opens the device and registers a send buffer of n bytes.
+func NewVerbsSender(cfg DeviceConfig, n uint64) (*VerbsSender, error) {
+	d, err := openDevice(cfg)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := verbs.Mmap(int(n))
+	if err != nil {
+		_ = d.close()
+		return nil, err
+	}
+	mr, err := d.pd.RegisterMR(buf, verbs.AccessLocalWrite)
+	if err != nil {
+		_ = verbs.Munmap(buf)
+		_ = d.close()
+		return nil, fmt.Errorf("register the %d-byte send buffer: %w", n, err)
+	}
+	return &VerbsSender{dev: d, buf: buf, mr: mr}, nil
+}
+
+// Open implements SenderFabric.
+func (v *VerbsSender) Open(_ context.Context, cfg EndpointConfig) (Endpoint, error) {
+	return newVerbsEndpoint(v.dev, cfg, false, verbs.AccessLocalWrite, nil, v.mr)
+}
+
+// Buffer implements SenderFabric.
+func (v *VerbsSender) Buffer() []byte { return v.buf }
+
+// Close implements SenderFabric; idempotent.
+func (v *VerbsSender) Close() error {
+	if v.dev == nil {
+		return nil
+	}
+	err := errors.Join(v.mr.Close(), verbs.Munmap(v.buf), v.dev.close())
+	v.dev = nil
+	return err
+}
+
+// verbsEndpoint is N RC queue pairs on one completion queue (or one each).
+type verbsEndpoint struct {
+	dev     *device
+	recv    bool // receiver side: every completion is a receive
+	cqs     []*verbs.CQ
+	qps     []*verbs.QP
+	psn     []uint32
+	byQPN   map[uint32]int
+	block   func(int) verbs.BlockMR
+	sendMR  *verbs.MR
+	wcs     []verbs.WorkCompletion
+	rwrs    []verbs.RecvWR
+	swrs    []verbs.SendWR
+	closed  bool
+	nextCQ  int
+	connErr error
+}
+
+func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
+	ep = &verbsEndpoint{dev: d, recv: recv, byQPN: map[uint32]int{}, block: block, sendMR: sendMR, wcs: make([]verbs.WorkCompletion, 64)}
+	defer func() {
+		if err != nil {
+			_ = ep.Close()
+		}
+	}()
+	per := cfg.SendDepth + cfg.RecvDepth
+	ncq := 1
+	if cfg.CQPerQP {
+		ncq = cfg.QPs
+	}
+	for i := 0; i < ncq; i++ {
+		entries := per
+		if !cfg.CQPerQP {
+			entries = per * cfg.QPs
+		}
+		cq, err := d.ctx.CreateCQ(verbs.CQConfig{Entries: entries})
+		if err != nil {
+			return nil, fmt.Errorf("create completion queue %d: %w", i, err)
+		}
+		ep.cqs = append(ep.cqs, cq)
+	}
+	for i := 0; i < cfg.QPs; i++ {
+		cq := ep.cqs[0]
+		if cfg.CQPerQP {
+			cq = ep.cqs[i]
+		}
+		qp, err := d.pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: cfg.SendDepth, MaxRecvWR: cfg.RecvDepth, SignalAll: true})
+		if err != nil {
+			return nil, fmt.Errorf("create queue pair %d of %d: %w", i, cfg.QPs, err)
+		}
+		ep.qps = append(ep.qps, qp)
+		if c := qp.Caps(); c.MaxRecvWR < cfg.RecvDepth || c.MaxSendWR < cfg.SendDepth {
+			return nil, fmt.Errorf("queue pair %d: device allows %d send / %d receive WRs, %d / %d needed", i, c.MaxSendWR, c.MaxRecvWR, cfg.SendDepth, cfg.RecvDepth)
+		}
+		if err := qp.ToInit(d.cfg.Port, access); err != nil {
+			return nil, fmt.Errorf("queue pair %d: %w", i, err)
+		}
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		ep.psn = append(ep.psn, binary.LittleEndian.Uint32(b[:])&0xffffff)
+		ep.byQPN[qp.QPN()] = i
+	}
+	return ep, nil
+}
+
+func (ep *verbsEndpoint) Local() []QPInfo {
+	out := make([]QPInfo, len(ep.qps))
+	for i, qp := range ep.qps {
+		out[i] = QPInfo{QPN: qp.QPN(), PSN: ep.psn[i], LID: ep.dev.port.LID, MTU: uint32(ep.dev.port.ActiveMTU.Bytes())}
+		copy(out[i].GID[:], ep.dev.gid.To16())
+	}
+	return out
+}
+
+func mtuOf(bytes uint32) verbs.MTU {
+	for m := verbs.MTU4096; m >= verbs.MTU256; m-- {
+		if uint32(m.Bytes()) <= bytes {
+			return m
+		}
+	}
+	return verbs.MTU256
+}
+
+func (ep *verbsEndpoint) Connect(remote []QPInfo) error {
+	if len(remote) != len(ep.qps) {
+		return fmt.Errorf("%d remote queue pairs for %d local ones", len(remote), len(ep.qps))
+	}
+	for i, qp := range ep.qps {
+		r := remote[i]
+		rtr := verbs.DefaultRTR()
+		rtr.Port = ep.dev.cfg.Port
+		rtr.PathMTU = min(ep.dev.port.ActiveMTU, mtuOf(r.MTU))
+		rtr.RemoteQPN, rtr.RemotePSN = r.QPN, r.PSN
+		rtr.RemoteGID = net.IP(append([]byte(nil), r.GID[:]...))
+		rtr.SGIDIndex = ep.dev.cfg.GIDIndex
+		if err := qp.ToRTR(rtr); err != nil {
+			return fmt.Errorf("queue pair %d to RTR (GID index %d, remote GID %s): %w", i, rtr.SGIDIndex, rtr.RemoteGID, err)
+		}
+		rts := verbs.DefaultRTS()
+		rts.PSN = ep.psn[i]
+		if err := qp.ToRTS(rts); err != nil {
+			return fmt.Errorf("queue pair %d to RTS: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (ep *verbsEndpoint) PostRecv(q int, wrs []RecvWR) error {
+	ep.rwrs = ep.rwrs[:0]
+	for _, w := range wrs {
+		v := verbs.RecvWR{ID: w.ID}
+		if w.Length > 0 {
+			b := ep.block(w.Block)
+			v.Addr, v.Length, v.LKey = b.Addr+w.Offset, uint32(w.Length), b.LKey
+		}
+		ep.rwrs = append(ep.rwrs, v)
+	}
+	return ep.qps[q].PostRecv(ep.rwrs)
+}
+
+func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
+	ep.swrs = ep.swrs[:0]
+	base := uint64(ep.sendMR.Addr())
+	for _, w := range wrs {
+		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: true}
+		switch w.Op {
+		case OpSendImm:
+			v.Opcode = verbs.OpSendWithImm
+		case OpWriteImm:
+			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWriteWithImm, w.RemoteAddr, w.RKey
+		default:
+			return fmt.Errorf("post send: unknown op %d", w.Op)
+		}
+		ep.swrs = append(ep.swrs, v)
+	}
+	return ep.qps[q].PostSend(ep.swrs)
+}
+
+func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
+	n := 0
+	for range ep.cqs {
+		if n == len(wcs) {
+			break
+		}
+		cq := ep.cqs[ep.nextCQ]
+		ep.nextCQ = (ep.nextCQ + 1) % len(ep.cqs)
+		k, err := cq.Poll(ep.wcs[:min(len(ep.wcs), len(wcs)-n)])
+		if err != nil {
+			return n, err
+		}
+		for _, wc := range ep.wcs[:k] {
+			q := ep.byQPN[wc.QPN]
+			c := Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm}
+			if err := wc.Err(); err != nil {
+				c.Recv = ep.recv
+				c.Err = &WCError{QP: q, Status: "IBV_WC_" + wc.Status.String(), Recv: ep.recv}
+			} else {
+				c.Recv = wc.Opcode&0x80 != 0
+			}
+			wcs[n] = c
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Close destroys the queue pairs, then the completion queues; idempotent.
+func (ep *verbsEndpoint) Close() error {
+	if ep.closed {
+		return nil
+	}
+	ep.closed = true
+	var errs []error
+	for _, qp := range ep.qps {
+		errs = append(errs, qp.Close())
+	}
+	for _, cq := range ep.cqs {
+		errs = append(errs, cq.Close())
+	}
+	return errors.Join(errs...)
+}
