@@ -240,7 +240,7 @@ func TestChooseGID(t *testing.T) {
 	up := p
 	up.GIDs = nil
 	for _, g := range p.GIDs {
-		if !(g.Netdev == "enp3s0f0" && g.IPv4()) {
+		if g.Netdev != "enp3s0f0" || !g.IPv4() {
 			up.GIDs = append(up.GIDs, g)
 		}
 	}

@@ -1,0 +1,197 @@
+// Command plugin is ringcap's kubelet device plugin for RDMA devices (see
+// internal/plugin). It runs as a privileged DaemonSet with the host's /sys, /dev and
+// kubelet device-plugins directory mounted:
+//
+//	plugin --config /etc/ringcap/plugin.yaml --node-name $(NODE_NAME)
+//
+// Without --config it serves the default pool ringcap.io/rdma (every RDMA device,
+// exclusive). With --node-name it publishes node labels and the RDMANode inventory
+// through the in-cluster API credentials (or --kubeconfig). SIGTERM or SIGINT stops it
+// cleanly (sockets removed).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ringcap/ringcap/internal/plugin"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+type flags struct {
+	config, sysRoot, devRoot, kubeletDir, nodeName, metricsAddr, cdiDir, kubeconfig string
+	verbosity                                                                       int
+	printConfig                                                                     bool
+}
+
+func main() {
+	if err := newCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "plugin:", err)
+		os.Exit(1)
+	}
+}
+
+func newCmd() *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:           "plugin",
+		Short:         "Kubelet device plugin for RDMA devices (ringcap.io/<pool>)",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
+	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
+	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
+	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
+	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "node name for labels and the RDMANode inventory (default $NODE_NAME); empty: not published")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz; empty: off")
+	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
+	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices, then exit")
+	return cmd
+}
+
+func run(ctx context.Context, f flags) error {
+	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: f.verbosity})
+	cfg := plugin.DefaultConfig()
+	if f.config != "" {
+		var err error
+		if cfg, err = plugin.LoadConfig(f.config); err != nil {
+			return err
+		}
+	}
+	roots := rdma.Roots{Sys: f.sysRoot, Dev: f.devRoot}
+	if f.printConfig {
+		return printConfig(cfg, roots)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := plugin.Options{
+		Config: cfg, Roots: roots, KubeletDir: f.kubeletDir, NodeName: f.nodeName, CDIDir: f.cdiDir,
+		Log: log, Registry: reg, Version: version,
+	}
+	if f.nodeName != "" {
+		sink, err := kubeSink(f.kubeconfig, f.nodeName)
+		if err != nil {
+			return err
+		}
+		opts.Inventory = sink
+	} else {
+		log.Info("No --node-name: node labels and the RDMANode inventory are not published")
+	}
+	p, err := plugin.New(opts)
+	if err != nil {
+		return err
+	}
+	log.Info("Starting", "version", version, "resources", p.Resources(), "sysRoot", f.sysRoot, "devRoot", f.devRoot,
+		"node", f.nodeName, "cdiDir", f.cdiDir)
+
+	var srv *http.Server
+	if f.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+		srv = &http.Server{Addr: f.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(err, "Metrics server")
+			}
+		}()
+	}
+	err = p.Run(ctx)
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("Shut down")
+	return nil
+}
+
+func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("API client config for publishing the inventory (set --kubeconfig, or drop --node-name): %w", err)
+	}
+	rc.UserAgent = "ringcap-plugin/" + version
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	dc, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &plugin.KubeSink{Client: cs, Dynamic: dc, NodeName: node}, nil
+}
+
+func printConfig(cfg *plugin.Config, roots rdma.Roots) error {
+	devs, skipped, err := rdma.Discover(roots)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("config: version %s, rescan every %s\n", cfg.Version, cfg.RescanInterval.Duration)
+	assigned, err := cfg.Assign(devs)
+	if err != nil {
+		return err
+	}
+	for _, p := range cfg.Pools {
+		fmt.Printf("pool %s%s (%s):", plugin.ResourcePrefix, p.Name, p.Sharing.Mode)
+		for _, d := range assigned[p.Name] {
+			fmt.Printf(" %s", d.Name)
+		}
+		fmt.Println()
+		for _, d := range assigned[p.Name] {
+			for _, port := range d.Ports {
+				g, reason, err := rdma.ChooseGID(port, p.GIDPolicy.Policy())
+				if err != nil {
+					fmt.Printf("  %s port %d %s: no GID: %v\n", d.Name, port.Num, port.State, err)
+					continue
+				}
+				fmt.Printf("  %s port %d %s: GID %d (%s)\n", d.Name, port.Num, port.State, g.Index, reason)
+			}
+		}
+	}
+	for _, s := range skipped {
+		fmt.Println("skipped:", s.String())
+	}
+	return nil
+}

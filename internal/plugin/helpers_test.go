@@ -1,0 +1,40 @@
+package plugin
+
+import (
+	"net"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+func netListenUnix(path string) (net.Listener, error) { return net.Listen("unix", path) }
+
+// shortTempDir is a temporary directory with a short path (unix socket paths are
+// limited to 108 bytes).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "rcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+
+// testLogger logs to t.Log until the test ends (gRPC handler goroutines may log
+// after that).
+func testLogger(t *testing.T) logr.Logger {
+	var mu sync.Mutex
+	done := false
+	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{Verbosity: 1})
+}

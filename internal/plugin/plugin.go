@@ -1,0 +1,290 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// Options configure a Plugin.
+type Options struct {
+	Config     *Config    // nil: DefaultConfig()
+	Roots      rdma.Roots // sysfs and /dev roots
+	KubeletDir string     // the kubelet's device-plugins directory (holds kubelet.sock)
+	NodeName   string     // for the inventory; may be empty when Inventory is nil
+	CDIDir     string     // write CDI specs here and name CDI devices in Allocate; "" disables CDI
+	Log        logr.Logger
+	// Registry receives the plugin's metrics; nil: a private registry.
+	Registry prometheus.Registerer
+	// Inventory receives the node's inventory after every change; nil: not published.
+	Inventory InventorySink
+	// Version is reported in the inventory.
+	Version string
+}
+
+// Plugin serves one device-plugin endpoint per pool and keeps them current.
+type Plugin struct {
+	opts    Options
+	log     logr.Logger
+	cfg     *Config
+	pools   []*poolServer
+	metrics *metrics
+
+	mu          sync.Mutex
+	devs        []rdma.Device
+	skipped     []rdma.Skipped
+	lastSkipped map[string]bool
+	inv         *Inventory // last built inventory
+	invDirty    bool       // inv not yet accepted by the sink
+	scanned     chan struct{}
+
+	runMu   sync.Mutex
+	running bool
+}
+
+// New checks the options and the config and makes a Plugin; Run starts it.
+func New(opts Options) (*Plugin, error) {
+	if opts.Config == nil {
+		opts.Config = DefaultConfig()
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opts.KubeletDir == "" {
+		return nil, errors.New("no kubelet device-plugins directory")
+	}
+	if opts.Roots.Sys == "" || opts.Roots.Dev == "" {
+		return nil, errors.New("sysfs and /dev roots must be set")
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{opts: opts, log: opts.Log, cfg: opts.Config, metrics: m, lastSkipped: map[string]bool{}, scanned: make(chan struct{})}
+	for _, pc := range opts.Config.Pools {
+		p.pools = append(p.pools, newPoolServer(p, pc))
+	}
+	return p, nil
+}
+
+// Resources are the extended resource names the plugin advertises.
+func (p *Plugin) Resources() []string {
+	var out []string
+	for _, s := range p.pools {
+		out = append(out, s.resource)
+	}
+	return out
+}
+
+// Run scans, serves and registers every pool, then keeps rescanning (every
+// RescanInterval), re-registers when the kubelet restarts, and publishes the
+// inventory, until ctx is done; then it stops the servers and removes their sockets.
+// A config that selects a device for an exclusive pool and another pool is refused
+// before anything is served.
+func (p *Plugin) Run(ctx context.Context) error {
+	p.runMu.Lock()
+	if p.running {
+		p.runMu.Unlock()
+		return errors.New("plugin already running")
+	}
+	p.running = true
+	p.runMu.Unlock()
+
+	if err := p.Rescan(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.opts.KubeletDir, 0o755); err != nil {
+		return fmt.Errorf("create kubelet device-plugins directory: %w", err)
+	}
+	defer func() {
+		for _, s := range p.pools {
+			s.stop()
+		}
+		p.log.Info("Stopped: sockets removed")
+	}()
+	for _, s := range p.pools {
+		if err := s.start(); err != nil {
+			return err
+		}
+	}
+
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch the kubelet directory: %w", err)
+	}
+	defer func() { _ = w.Close() }()
+	if err := w.Add(p.opts.KubeletDir); err != nil {
+		return fmt.Errorf("watch %s: %w", p.opts.KubeletDir, err)
+	}
+	p.log.Info("Serving", "resources", p.Resources(), "kubeletDir", p.opts.KubeletDir, "rescanInterval", p.cfg.RescanInterval.Duration)
+
+	p.reconcileEndpoints(ctx)
+	p.publish(ctx)
+	tick := time.NewTicker(p.cfg.RescanInterval.Duration)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("kubelet directory watcher closed")
+			}
+			base := filepath.Base(ev.Name)
+			if (base == "kubelet.sock" && ev.Has(fsnotify.Create)) || (strings.HasPrefix(base, "ringcap-") && ev.Has(fsnotify.Remove)) {
+				p.reconcileEndpoints(ctx)
+			}
+		case err, ok := <-w.Errors:
+			if ok {
+				p.log.Error(err, "Watching the kubelet directory")
+			}
+		case <-tick.C:
+			if err := p.Rescan(); err != nil {
+				p.log.Error(err, "Rescan")
+			}
+			p.reconcileEndpoints(ctx)
+			p.publish(ctx)
+		}
+	}
+}
+
+// reconcileEndpoints restarts and (re-)registers every pool endpoint that needs it.
+func (p *Plugin) reconcileEndpoints(ctx context.Context) {
+	for _, s := range p.pools {
+		why := s.needsRestart()
+		if why == "" {
+			continue
+		}
+		if why != "not registered" {
+			p.log.Info("Restarting endpoint", "resource", s.resource, "why", why)
+			if err := s.start(); err != nil {
+				p.log.Error(err, "Restart endpoint", "resource", s.resource)
+				continue
+			}
+		}
+		if err := s.register(ctx); err != nil {
+			p.metrics.registrationErrors.WithLabelValues(s.resource).Inc()
+			p.log.V(1).Info("Not registered yet", "resource", s.resource, "error", err.Error())
+			continue
+		}
+		p.metrics.registrations.WithLabelValues(s.resource).Inc()
+		p.log.Info("Registered with the kubelet", "resource", s.resource, "endpoint", filepath.Base(s.socket))
+	}
+}
+
+// Rescan reads sysfs now and updates every pool (ListAndWatch streams, Allocate
+// answers, CDI specs, metrics, the inventory to publish).
+func (p *Plugin) Rescan() error {
+	start := time.Now()
+	devs, skipped, err := rdma.Discover(p.opts.Roots)
+	p.metrics.scanSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		p.metrics.scanErrors.Inc()
+		return fmt.Errorf("discover RDMA devices: %w", err)
+	}
+	p.logSkipped(skipped)
+	assigned, err := p.cfg.Assign(devs)
+	if err != nil {
+		p.metrics.scanErrors.Inc()
+		return fmt.Errorf("config: %w", err)
+	}
+	for _, s := range p.pools {
+		ps := newPoolState(s.cfg, assigned[s.cfg.Name])
+		s.setState(ps)
+		p.metrics.observePool(s.resource, ps)
+		if p.opts.CDIDir != "" {
+			if err := writeCDISpec(p.opts.CDIDir, s.cfg, ps); err != nil {
+				p.log.Error(err, "Write CDI spec", "resource", s.resource)
+			}
+		}
+	}
+	inv := p.buildInventory(devs, skipped)
+	p.mu.Lock()
+	p.devs, p.skipped = devs, skipped
+	if p.inv == nil || !p.inv.equal(inv) {
+		p.inv, p.invDirty = inv, true
+	}
+	close(p.scanned)
+	p.scanned = make(chan struct{})
+	p.mu.Unlock()
+	return nil
+}
+
+// Scanned returns a channel closed after the next completed scan.
+func (p *Plugin) Scanned() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.scanned
+}
+
+func (p *Plugin) logSkipped(skipped []rdma.Skipped) {
+	now := map[string]bool{}
+	for _, s := range skipped {
+		k := s.String()
+		now[k] = true
+		if !p.lastSkipped[k] {
+			p.log.Info("Skipped", "device", s.Device, "port", s.Port, "attribute", s.Attr, "reason", s.Reason)
+		}
+	}
+	p.lastSkipped = now
+}
+
+// publish hands a changed inventory to the sink; on failure it retries next scan.
+func (p *Plugin) publish(ctx context.Context) {
+	if p.opts.Inventory == nil {
+		return
+	}
+	p.mu.Lock()
+	inv, dirty := p.inv, p.invDirty
+	p.mu.Unlock()
+	if !dirty || inv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.opts.Inventory.Publish(ctx, inv); err != nil {
+		p.metrics.inventoryErrors.Inc()
+		p.log.Error(err, "Publish inventory (retrying at the next scan)")
+		return
+	}
+	p.mu.Lock()
+	if p.inv == inv {
+		p.invDirty = false
+	}
+	p.mu.Unlock()
+	p.log.V(1).Info("Published inventory", "node", p.opts.NodeName)
+}
+
+// fileID identifies a file (device and inode), to notice a recreated kubelet.sock.
+type fileID struct{ dev, ino uint64 }
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("stat %s: no inode", path)
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil //nolint:unconvert // Dev is uint32 on some platforms
+}
