@@ -1,0 +1,447 @@
+//go:build vm
+
+package capture
+
+// End-to-end tests on real Soft-RoCE (rxe0 <-> rxe1) in the VM, through the CLI:
+// ringcap ring create -> ringcap recv -> ringcap send -> ringcap ring read --verify.
+// Byte counts are small: TCG runs rxe at 0.1-0.5 Gb/s.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/test/vm/vmtest"
+)
+
+var (
+	vmPortMu   sync.Mutex
+	vmNextPort = 18600
+	vmKeyNext  = uint32(0x7c00)<<16 | 0x100
+)
+
+func vmPort() int {
+	vmPortMu.Lock()
+	defer vmPortMu.Unlock()
+	vmNextPort++
+	return vmNextPort
+}
+
+func vmKey() string {
+	vmPortMu.Lock()
+	defer vmPortMu.Unlock()
+	k := dada.Key(vmKeyNext)
+	vmKeyNext += 2
+	return k.String()
+}
+
+// proc is a background ringcap process whose output is kept.
+type proc struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	mu   sync.Mutex
+	done chan error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan error, 1)}
+	p.cmd = exec.Command(name, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s %v: %v", name, args, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			t.Logf("killed %s %v; output:\n%s", name, args, p.output())
+		}
+	})
+	return p
+}
+
+// wait returns the process's exit error, failing t after d.
+func (p *proc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("%v did not exit within %s; output:\n%s", p.cmd.Args, d, p.output())
+		return nil
+	}
+}
+
+func run(t *testing.T, d time.Duration, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("%s %v hung (%s); output:\n%s", name, args, d, out)
+	}
+	return string(out), err
+}
+
+func ringCreate(t *testing.T, bin, key string, nbufs, bufsz int) {
+	t.Helper()
+	if out, err := run(t, time.Minute, bin, "ring", "create", "-k", key, "-n", strconv.Itoa(nbufs), "-b", strconv.Itoa(bufsz)); err != nil {
+		t.Fatalf("ring create: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := run(t, time.Minute, bin, "ring", "destroy", "-k", key); err != nil {
+			t.Errorf("ring destroy: %v\n%s", err, out)
+		}
+	})
+}
+
+var (
+	readLine = regexp.MustCompile(`read: bytes=(\d+) blocks=(\d+) observations=(\d+) mismatches=(\d+)`)
+	sendLine = regexp.MustCompile(`send: bytes=(\d+) .* complete=(true|false)`)
+)
+
+type readResult struct{ bytes, blocks, observations, mismatches uint64 }
+
+func parseRead(t *testing.T, out string) readResult {
+	t.Helper()
+	m := readLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no read summary in:\n%s", out)
+	}
+	var r readResult
+	for i, p := range []*uint64{&r.bytes, &r.blocks, &r.observations, &r.mismatches} {
+		*p, _ = strconv.ParseUint(m[i+1], 10, 64)
+	}
+	return r
+}
+
+func readSummary(t *testing.T, path string) Status {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read summary: %v", err)
+	}
+	var st Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("summary %s: %v", b, err)
+	}
+	return st
+}
+
+// verifyObservation runs ring read --verify -s while send runs, and checks
+// both ends agree on exactly total bytes.
+func verifyObservation(t *testing.T, bin, key, connect string, total uint64, seed int, sendArgs ...string) {
+	t.Helper()
+	reader := start(t, bin, "ring", "read", "-k", key, "--verify", strconv.Itoa(seed), "-s")
+	args := append([]string{"send", "--connect", connect, "--bytes", strconv.FormatUint(total, 10), "--seed", strconv.Itoa(seed)}, sendArgs...)
+	out, err := run(t, 2*time.Minute, bin, args...)
+	if err != nil {
+		t.Fatalf("send: %v\n%s", err, out)
+	}
+	m := sendLine.FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.FormatUint(total, 10) || m[2] != "true" {
+		t.Fatalf("send summary wrong (want %d bytes complete):\n%s", total, out)
+	}
+	if err := reader.wait(t, time.Minute); err != nil {
+		t.Fatalf("ring read: %v\n%s", err, reader.output())
+	}
+	r := parseRead(t, reader.output())
+	if r.bytes != total || r.mismatches != 0 || r.observations != 1 {
+		t.Fatalf("reader %+v, want %d verified bytes in 1 observation\n%s", r, total, reader.output())
+	}
+}
+
+func TestVMEndToEnd(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	const nbufs, bufsz = 4, 256 << 10
+	for _, mode := range []string{"send", "write"} {
+		for _, mr := range []string{"wholering", "perblock"} {
+			for _, qps := range []int{1, 4, 16} {
+				t.Run(fmt.Sprintf("%s/%s/qps=%d", mode, mr, qps), func(t *testing.T) {
+					key := vmKey()
+					ringCreate(t, bin, key, nbufs, bufsz)
+					port := vmPort()
+					summary := filepath.Join(t.TempDir(), "summary.json")
+					q := strconv.Itoa(qps)
+					recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--mr", mr, "--qps", q,
+						"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "2",
+						"--summary-file", summary)
+					connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+					waitListening(t, connect, recv)
+					// Two consecutive observations: one ending on a block boundary, one inside a block.
+					onBoundary := uint64(3 * nbufs * bufsz)
+					offBoundary := uint64(2*bufsz + 12345)
+					verifyObservation(t, bin, key, connect, onBoundary, 11, "--mode", mode, "--qps", q)
+					verifyObservation(t, bin, key, connect, offBoundary, 12, "--mode", mode, "--qps", q)
+					if err := recv.wait(t, time.Minute); err != nil {
+						t.Fatalf("recv: %v\n%s", err, recv.output())
+					}
+					st := readSummary(t, summary)
+					wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[mr]
+					if st.State != StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
+						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
+						st.QueuePairs != qps || st.TransferMode != mode || st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex != 1 {
+						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
+					}
+					if !strings.Contains(recv.output(), "Registered ring key="+key+" mode="+wantMR) {
+						t.Fatalf("no registration log line:\n%s", recv.output())
+					}
+				})
+			}
+		}
+	}
+}
+
+// waitListening waits until recv accepts TCP connections on addr.
+func waitListening(t *testing.T, addr string, recv *proc) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if strings.Contains(recv.output(), "Listening for senders") {
+			return
+		}
+		select {
+		case err := <-recv.done:
+			recv.done <- err
+			t.Fatalf("recv exited: %v\n%s", err, recv.output())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("recv not listening on %s:\n%s", addr, recv.output())
+}
+
+func TestVMSlowReaderBackPressure(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	for _, mode := range []string{"send", "write"} {
+		t.Run(mode, func(t *testing.T) {
+			key := vmKey()
+			ringCreate(t, bin, key, 4, 128<<10)
+			port := vmPort()
+			summary := filepath.Join(t.TempDir(), "summary.json")
+			recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4", "--msg-bytes", "32768",
+				"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "1", "--summary-file", summary)
+			connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+			waitListening(t, connect, recv)
+			// A reader that sleeps on every block: the ring (4 blocks) fills and the
+			// sender must be held back without losing a byte.
+			k, _ := dada.ParseKey(key)
+			h, err := dada.Connect(k, dada.ConnectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = h.Close() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 1, 21, 20*time.Millisecond)
+			const total = 40 * 128 << 10
+			out, err := run(t, 3*time.Minute, bin, "send", "--connect", connect, "--mode", mode, "--qps", "4", "--msg-bytes", "32768",
+				"--bytes", strconv.Itoa(total), "--seed", "21")
+			if err != nil || !strings.Contains(out, "complete=true") {
+				t.Fatalf("send: %v\n%s", err, out)
+			}
+			obs := <-reads
+			if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
+				t.Fatalf("reader %+v", obs)
+			}
+			if err := recv.wait(t, time.Minute); err != nil {
+				t.Fatalf("recv: %v\n%s", err, recv.output())
+			}
+			st := readSummary(t, summary)
+			if st.HeldBackSeconds <= 0 || st.BytesReceived != total {
+				t.Fatalf("a slow reader must hold the sender back: %+v", st)
+			}
+			t.Logf("held back %.3f s of %.3f s", st.HeldBackSeconds, st.Seconds)
+		})
+	}
+}
+
+func fetchStatus(addr string) (Status, error) {
+	var st Status
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return st, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+func TestVMSenderKilled(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	for _, mode := range []string{"send", "write"} {
+		t.Run(mode, func(t *testing.T) {
+			key := vmKey()
+			ringCreate(t, bin, key, 8, 256<<10)
+			port := vmPort()
+			metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(vmPort()))
+			summary := filepath.Join(t.TempDir(), "summary.json")
+			recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4",
+				"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", metrics, "--stop-observations", "1", "--summary-file", summary)
+			connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+			waitListening(t, connect, recv)
+			reader := start(t, bin, "ring", "read", "-k", key, "--verify", "31", "-s")
+			sender := start(t, bin, "send", "--connect", connect, "--mode", mode, "--qps", "4", "--duration", "10m", "--seed", "31")
+			// Kill the sender once data flows.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				st, err := fetchStatus(metrics)
+				if err == nil && st.BytesReceived > 1<<20 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no data arrived: %+v %v\nrecv:\n%s\nsend:\n%s", st, err, recv.output(), sender.output())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := sender.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = sender.wait(t, time.Minute)
+			if err := recv.wait(t, time.Minute); err != nil {
+				t.Fatalf("recv: %v\n%s", err, recv.output())
+			}
+			if err := reader.wait(t, time.Minute); err != nil {
+				t.Fatalf("ring read: %v\n%s", err, reader.output())
+			}
+			st := readSummary(t, summary)
+			r := parseRead(t, reader.output())
+			if st.LastObservation == nil || st.LastObservation.Complete || st.IncompleteObs != 1 ||
+				!strings.Contains(st.LastObservation.Message, "sender disconnected") {
+				t.Fatalf("observation not marked incomplete: %+v %+v", st, st.LastObservation)
+			}
+			if r.mismatches != 0 || r.bytes != st.LastObservation.Bytes || r.bytes == 0 {
+				t.Fatalf("reader %+v, receiver committed %d bytes", r, st.LastObservation.Bytes)
+			}
+		})
+	}
+}
+
+func TestVMWrongGIDIndex(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	key := vmKey()
+	ringCreate(t, bin, key, 4, 256<<10)
+
+	// An index with no GID behind it: a clear error at start.
+	out, err := run(t, time.Minute, bin, "recv", "-k", key, "--gid-index", "9", "--device", vmtest.Device1,
+		"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort())), "--metrics-addr", "")
+	if err == nil || !strings.Contains(out, "GID index 9") {
+		t.Fatalf("recv with an empty GID index: %v\n%s", err, out)
+	}
+
+	// A valid index of the wrong family (IPv6 link-local while the sender uses IPv4):
+	// no traffic can flow; both ends must say so instead of hanging.
+	port := vmPort()
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	recv := start(t, bin, "recv", "-k", key, "--gid-index", "0", "--device", vmtest.Device1, "--qps", "2",
+		"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "1", "--summary-file", summary)
+	connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+	waitListening(t, connect, recv)
+	out, err = run(t, 3*time.Minute, bin, "send", "--connect", connect, "--qps", "2", "--bytes", "1048576", "--seed", "1")
+	if err == nil || !strings.Contains(out, "IBV_WC_") {
+		t.Fatalf("send over mismatched GIDs: %v\n%s", err, out)
+	}
+	t.Logf("sender: %s", strings.TrimSpace(out))
+	if err := recv.wait(t, 2*time.Minute); err != nil {
+		t.Fatalf("recv: %v\n%s", err, recv.output())
+	}
+	if st := readSummary(t, summary); st.IncompleteObs != 1 {
+		t.Fatalf("summary %+v", st)
+	}
+}
+
+func TestVMHandshakeMismatchAndGarbage(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	key := vmKey()
+	ringCreate(t, bin, key, 4, 256<<10)
+	port := vmPort()
+	connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+	recv := start(t, bin, "recv", "-k", key, "--qps", "4", "--mode", "write",
+		"--listen", connect, "--metrics-addr", "", "--stop-observations", "1")
+	waitListening(t, connect, recv)
+
+	out, err := run(t, time.Minute, bin, "send", "--connect", connect, "--qps", "2", "--mode", "write", "--bytes", "1000")
+	if err == nil || !strings.Contains(out, "sender asked for 2 queue pairs, this receiver uses 4") {
+		t.Fatalf("QP mismatch: %v\n%s", err, out)
+	}
+	out, err = run(t, time.Minute, bin, "send", "--connect", connect, "--qps", "4", "--mode", "send", "--bytes", "1000")
+	if err == nil || !strings.Contains(out, "sender asked for send mode, this receiver runs write mode") {
+		t.Fatalf("mode mismatch: %v\n%s", err, out)
+	}
+	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "RCAP\x00\x09", "RCAP\x00\x01\x01\xff\xff\xff\xff"} {
+		c, err := net.DialTimeout("tcp", connect, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		_, _ = c.Write([]byte(junk))
+		m, err := ReadMessage(c)
+		_ = c.Close()
+		if rej, ok := m.(Reject); err != nil || !ok || rej.Message == "" {
+			t.Fatalf("garbage %q: answer %+v %v", junk, m, err)
+		}
+	}
+	// Still serving: a good sender gets through and every byte verifies.
+	verifyObservation(t, bin, key, connect, 700001, 5, "--qps", "4", "--mode", "write")
+	if err := recv.wait(t, time.Minute); err != nil {
+		t.Fatalf("recv: %v\n%s", err, recv.output())
+	}
+}
+
+func TestVMUnprivilegedMemlock(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	key := vmKey()
+	// 32 MiB ring, 8 MiB memlock, no CAP_IPC_LOCK: registration must fail with the clear message.
+	out, err := run(t, time.Minute, "ringcap-vm-unprivileged", "8388608", bin, "recv", "-k", key, "--create", "-n", "8", "-b", "4194304",
+		"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort())), "--metrics-addr", "")
+	if err == nil || !strings.Contains(strings.ToLower(out), "memlock") || !strings.Contains(out, "IPC_LOCK") {
+		t.Fatalf("unprivileged recv over a 32 MiB ring with 8 MiB memlock: %v\n%s", err, out)
+	}
+	// --create destroyed the ring again on the way out.
+	if _, err := dada.Connect(dada.Key(mustKey(t, key)), dada.ConnectOptions{}); err == nil {
+		t.Fatal("the ring created by the failed recv is still there")
+	}
+}
+
+func mustKey(t *testing.T, s string) dada.Key {
+	k, err := dada.ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
