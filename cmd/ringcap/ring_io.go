@@ -112,7 +112,7 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = w.Close() }()
+	defer func() { _ = w.CloseContext(ctx) }()
 	obsBytes := o.bytes
 	if o.file != "" {
 		st, err := os.Stat(o.file)
@@ -128,12 +128,12 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 		if err != nil {
 			return err
 		}
-		if err := w.WriteHeader(hdr); err != nil {
+		if err := w.WriteHeaderContext(ctx, hdr); err != nil {
 			return err
 		}
 		var n, nb uint64
 		if o.file != "" {
-			n, nb, err = writeFile(w, o.file, h.Data.BufSize())
+			n, nb, err = writeFile(ctx, w, o.file, h.Data.BufSize())
 		} else {
 			n, nb, err = writePattern(ctx, w, o.seed, obsBytes)
 		}
@@ -143,7 +143,7 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 			return fmt.Errorf("observation %d: %w", obs, err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseContext(ctx); err != nil {
 		return err
 	}
 	el := time.Since(start).Seconds()
@@ -155,7 +155,7 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 // writePattern fills blocks in place with the pattern; the last block ends the observation.
 func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, uint64, error) {
 	if n == 0 {
-		return 0, 0, w.EndOfData()
+		return 0, 0, w.EndOfDataContext(ctx)
 	}
 	var off, blocks uint64
 	for off < n {
@@ -179,17 +179,25 @@ func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, 
 	return off, blocks, nil
 }
 
-func writeFile(w *dada.Writer, path string, bufsz int) (uint64, uint64, error) {
+// ctxWriter adapts a Writer to io.Writer with a context for its waits.
+type ctxWriter struct {
+	ctx context.Context
+	w   *dada.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) { return c.w.WriteContext(c.ctx, p) }
+
+func writeFile(ctx context.Context, w *dada.Writer, path string, bufsz int) (uint64, uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { _ = f.Close() }()
-	n, err := io.CopyBuffer(w, f, make([]byte, 1<<20))
+	n, err := io.CopyBuffer(ctxWriter{ctx, w}, f, make([]byte, 1<<20))
 	if err != nil {
 		return uint64(n), 0, err
 	}
-	return uint64(n), (uint64(n) + uint64(bufsz) - 1) / uint64(bufsz), w.EndOfData()
+	return uint64(n), (uint64(n) + uint64(bufsz) - 1) / uint64(bufsz), w.EndOfDataContext(ctx)
 }
 
 type ringReadOpts struct {

@@ -259,3 +259,32 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// An interrupted writer blocked on a full ring returns and releases its lock.
+func TestRingWriteInterrupted(t *testing.T) {
+	k := createRing(t, "-b", "4096", "-n", "2")
+	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := ringcap(ctx, "ring", "write", "-k", k, "--seed", "1", "--bytes", "100000")
+		done <- err
+	}()
+	// No reader: the writer fills both blocks and then waits for one to be cleared.
+	waitFor(t, func(s dada.Snapshot) bool { return s.Data.WBufCurr == 2 && s.Data.WBufNext == 2 }, h)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted write = %v, want context.Canceled", err)
+	}
+	s, err := h.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Data.SemWrite != 1 || s.Header.SemWrite != 1 {
+		t.Fatalf("write locks after the interrupted writer: data %d header %d, want 1 1", s.Data.SemWrite, s.Header.SemWrite)
+	}
+}

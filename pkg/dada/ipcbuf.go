@@ -109,6 +109,14 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 	return int(b), next, nil
 }
 
+// xferOpen reports whether the writer's current transfer slot has seen start-of-data and no
+// end-of-data since (eod is left set on slots whose SOD came after buffer 0, so compare
+// e_buf with s_buf as well).
+func (w *wbuf) xferOpen() bool {
+	s := w.r.sync
+	return s.wBufCurr() > 0 && !(s.eod(w.xfer) && s.eBuf(w.xfer) >= s.sBuf(w.xfer))
+}
+
 // enableEOD makes the next markFilled end the transfer.
 func (w *wbuf) enableEOD() {
 	if w.state == stateWriting {

@@ -434,3 +434,56 @@ func TestRemovedRingEndsWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Writer sessions (lock, header, data, unlock) one after another with one persistent
+// reader, more than the 8 transfer slots, in both header styles.
+func TestManyWriterSessionsPersistentReader(t *testing.T) {
+	for _, style := range []bool{false, true} {
+		t.Run(fmt.Sprintf("newStyleHeader=%v", style), func(t *testing.T) {
+			h := createTestRing(t, Config{NBufs: 2, BufSize: 4096})
+			const sessions = 12
+			ctx := context.Background()
+			errc := make(chan error, 1)
+			go func() {
+				wh, err := Connect(h.Key(), ConnectOptions{})
+				if err != nil {
+					errc <- err
+					return
+				}
+				defer func() { _ = wh.Close() }()
+				for i := 0; i < sessions; i++ {
+					w, err := wh.LockWrite(ctx, WriterOptions{NewStyleHeader: style})
+					if err != nil {
+						errc <- err
+						return
+					}
+					if err := writeObs(w, uint64(i), 5000+i, 3000); err != nil {
+						errc <- fmt.Errorf("session %d: %w", i, err)
+						return
+					}
+					if err := w.Close(); err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+			r, err := connect(t, h.Key()).LockRead(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.Close() }()
+			for i := 0; i < sessions; i++ {
+				rctx, cancel := context.WithTimeout(ctx, time.Minute)
+				n, err := readObs(rctx, r, uint64(i))
+				cancel()
+				if err != nil || n != 5000+i {
+					t.Fatalf("session %d: read %d bytes, %v", i, n, err)
+				}
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

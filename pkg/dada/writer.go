@@ -56,6 +56,12 @@ func (h *HDU) LockWrite(ctx context.Context, o WriterOptions) (*Writer, error) {
 		_ = w.hdr.unlockWrite()
 		return nil, err
 	}
+	if !o.NewStyleHeader && w.hdr.state == stateWChange && w.hdr.xferOpen() {
+		// Old style keeps the header ring one long transfer: continue it instead of
+		// raising a start-of-data per session, which a persistent reader (in READING)
+		// never acknowledges, so SODACK would run out after 8 sessions.
+		w.hdr.setState(stateWriting)
+	}
 	return w, nil
 }
 
@@ -65,6 +71,12 @@ func (w *Writer) HDU() *HDU { return w.h }
 // WriteHeader writes one ASCII header block (NUL padded to the header block size) for the
 // next observation.
 func (w *Writer) WriteHeader(hdr []byte) error {
+	return w.WriteHeaderContext(context.Background(), hdr)
+}
+
+// WriteHeaderContext is WriteHeader with a context for its waits (a header block still
+// held by a reader).
+func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -74,7 +86,6 @@ func (w *Writer) WriteHeader(hdr []byte) error {
 	if len(hdr) > r.bufsz {
 		return fmt.Errorf("write header: %d bytes do not fit the %d-byte header block", len(hdr), r.bufsz)
 	}
-	ctx := context.Background()
 	if w.hdr.state == stateWriter { // after a new-style header: start the next transfer
 		w.hdr.setState(stateWChange)
 	}
@@ -189,7 +200,10 @@ func (w *Writer) endObs() {
 // Write copies p into the ring (ipcio_write): blocks are marked filled when the next write
 // needs the following block, so an observation of exactly N blocks ends on its last full
 // block, never with an extra empty one.
-func (w *Writer) Write(p []byte) (int, error) {
+func (w *Writer) Write(p []byte) (int, error) { return w.WriteContext(context.Background(), p) }
+
+// WriteContext is Write with a context for the waits for free blocks.
+func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -207,7 +221,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 			}
 		}
 		if w.cur == nil {
-			b, err := w.openBlock(context.Background())
+			b, err := w.openBlock(ctx)
 			if err != nil {
 				return n, err
 			}
@@ -224,16 +238,20 @@ func (w *Writer) Write(p []byte) (int, error) {
 // EndOfData ends the current observation (ipcio_stop): a block being written becomes the
 // end-of-data block with the bytes it holds; an observation with a header but no data gets
 // one empty block so readers see its start and end. The write lock is kept.
-func (w *Writer) EndOfData() error {
+func (w *Writer) EndOfData() error { return w.EndOfDataContext(context.Background()) }
+
+// EndOfDataContext is EndOfData with a context for the wait for the empty end-of-data
+// block (only needed when no block is open).
+func (w *Writer) EndOfDataContext(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
 	}
-	return w.endOfData()
+	return w.endOfData(ctx)
 }
 
-func (w *Writer) endOfData() error {
+func (w *Writer) endOfData(ctx context.Context) error {
 	if w.data.state == stateWriter && len(w.open) == 0 {
 		// The last observation has ended (EOD raised).
 		w.data.finishXfer()
@@ -243,7 +261,6 @@ func (w *Writer) endOfData() error {
 		// A header was written since: give that observation its start and end.
 		w.data.setState(stateWChange)
 	}
-	ctx := context.Background()
 	nbytes := 0
 	if w.cur != nil {
 		nbytes = w.curOff
@@ -266,7 +283,13 @@ func (w *Writer) endOfData() error {
 
 // Close ends an open observation and releases the write locks (data ring, then header
 // ring, as dada_hdu_unlock_write). Idempotent.
-func (w *Writer) Close() error {
+func (w *Writer) Close() error { return w.CloseContext(context.Background()) }
+
+// CloseContext is Close with a context for the wait that ending the observation may need
+// (a free block for an empty end-of-data block). When ctx ends first, the observation is
+// left open, as a crashed writer leaves it (the next writer continues it), and the locks
+// are released all the same.
+func (w *Writer) CloseContext(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -275,7 +298,7 @@ func (w *Writer) Close() error {
 	w.closed = true
 	var errs []error
 	if w.inObs || len(w.open) > 0 || w.cur != nil {
-		errs = append(errs, w.endOfData())
+		errs = append(errs, w.endOfData(ctx))
 	}
 	errs = append(errs, w.data.unlockWrite(), w.hdr.unlockWrite())
 	w.closeErr = errors.Join(errs...)
