@@ -114,7 +114,8 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 // e_buf with s_buf as well).
 func (w *wbuf) xferOpen() bool {
 	s := w.r.sync
-	return s.wBufCurr() > 0 && !(s.eod(w.xfer) && s.eBuf(w.xfer) >= s.sBuf(w.xfer))
+	ended := s.eod(w.xfer) && s.eBuf(w.xfer) >= s.sBuf(w.xfer)
+	return s.wBufCurr() > 0 && !ended
 }
 
 // enableEOD makes the next markFilled end the transfer.
