@@ -7,7 +7,7 @@ FUZZTIME ?= 30s
 TEST_ALL += test-demo
 BENCH += bench-dada
 
-.PHONY: test-demo bench-dada fuzz-dada
+.PHONY: test-demo bench-dada fuzz-dada interop-dada
 
 ## test-demo: run the ring demo (hack/demo.sh) on a small stream; fails on any mismatch or leftover
 test-demo:
@@ -21,3 +21,8 @@ bench-dada:
 ## fuzz-dada: fuzz the ASCII header parser for FUZZTIME (new failures land in pkg/dada/testdata/fuzz)
 fuzz-dada:
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime $(FUZZTIME) ./pkg/dada
+
+## interop-dada: check rings against real PSRDADA tools built from PSRDADA_SRC (a checkout of
+## github.com/mirror-psrdada/mirror-psrdada-code); manual, not in CI (no access to its sources)
+interop-dada:
+	hack/dada-interop.sh $(PSRDADA_SRC)

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Interoperability check of ringcap's rings against real PSRDADA tools (manual; not part of
+# CI, which cannot reach PSRDADA's sources). Builds the PSRDADA library and a few tools with
+# plain gcc from a checkout you provide (e.g. github.com/mirror-psrdada/mirror-psrdada-code),
+# then checks, in both directions:
+#   1. dada_db creates, ringcap writes, dada_dbdisk -s reads; dada_dbxferinfo shows the
+#      contract's state (w_buf_curr 6, slot 0 [0,0] => [5,524411]);
+#   2. ringcap creates (same ipcs listing as dada_db), two dada_diskdb sessions (1.1.0
+#      new-style headers) are read by one persistent `ringcap ring read`;
+#   3. dada_dbmonitor and `ringcap ring monitor` print the same line;
+#   4. a persistent dada_dbdisk reads 3 observations of one ringcap session and 10 more
+#      sessions (old-style headers).
+#
+#   hack/dada-interop.sh /path/to/psrdada-checkout
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+SRC=${1:?usage: hack/dada-interop.sh PSRDADA_CHECKOUT}
+KEY=${INTEROP_KEY:-5a50}
+B=$RINGCAP_CACHE/psrdada
+R=$RINGCAP_CACHE/psrdada/ringcap
+work=$(mktemp -d)
+cleanup() {
+  local rc=$?
+  jobs -p | xargs -r kill 2>/dev/null || true
+  wait 2>/dev/null || true
+  "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+  rm -rf "$work"
+  [ $rc -eq 0 ] && echo "interop: OK" || echo "interop: FAILED" >&2
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+fail() { echo "interop: $*" >&2; exit 1; }
+
+echo "== build PSRDADA tools from $SRC into $B"
+mkdir -p "$B/obj"
+: >"$B/obj/config.h"
+for f in ascii_header ipcbuf ipcio ipcutil dada_hdu dada_client multilog multilog_server monitor sock \
+         daemon diff_time disk_array fileread filesize string_array node_array tmutil command_parse \
+         command_parse_server dada_affinity stopwatch dada_generator; do
+  gcc -O1 -w -include sys/vfs.h -I"$B/obj" -I"$SRC/src" -c "$SRC/src/$f.c" -o "$B/obj/$f.o"
+done
+ar rcs "$B/libpsrdada.a" "$B"/obj/*.o
+for a in dada_db dada_dbdisk dada_diskdb dada_dbxferinfo dada_dbmonitor; do
+  gcc -O1 -w -I"$B/obj" -I"$SRC/src" "$SRC/apps/$a.c" "$B/libpsrdada.a" -lm -lpthread -o "$B/$a"
+done
+go build -o "$R" ./cmd/ringcap
+
+expected() { # the pattern stream of $1 bytes (seed 11), through a ringcap-only ring
+  "$R" ring create -k "$KEY" -b 1048576 -n 8 2>/dev/null
+  "$R" ring write -k "$KEY" --seed 11 --bytes "$1" 2>/dev/null
+  "$R" ring read -k "$KEY" -s -o "$work/expected.$1" 2>/dev/null
+  "$R" ring destroy -k "$KEY" 2>/dev/null
+}
+check_files() { # every dada file in $1 holds a 4096-byte header and then the stream of $2 bytes
+  local n=0
+  for f in "$1"/*.dada; do
+    cmp -s <(tail -c +4097 "$f") "$work/expected.$2" || fail "$f does not hold the expected $2 bytes"
+    n=$((n + 1))
+  done
+  echo "$n"
+}
+
+echo "== 1: dada_db creates, ringcap writes, dada_dbdisk reads"
+expected 5767291
+mkdir "$work/d1"
+"$B/dada_db" -k "$KEY" -b 1048576 -n 8 2>/dev/null
+timeout 60 "$B/dada_dbdisk" -k "$KEY" -D "$work/d1" -s >"$work/d1.log" 2>&1 &
+dbdisk=$!
+sleep 0.5
+"$R" ring write -k "$KEY" --seed 11 --bytes 5767291 --header FILE_SIZE=100000000 2>/dev/null
+wait "$dbdisk" || fail "dada_dbdisk failed: $(cat "$work/d1.log")"
+[ "$(check_files "$work/d1" 5767291)" = 1 ] || fail "dada_dbdisk wrote no file"
+"$B/dada_dbxferinfo" -k "$KEY" 2>&1 | tee "$work/xfer.txt" | sed -n '7,8p;15,16p'
+grep -q "sync->w_buf_curr: 6" "$work/xfer.txt" || fail "w_buf_curr"
+grep -Eq "^ 0 \[ +0, +0\] => \[ +5, 524411\] +1" "$work/xfer.txt" || fail "slot 0"
+"$B/dada_db" -k "$KEY" -d 2>/dev/null
+
+echo "== 2: ringcap creates, dada_diskdb writes twice, one persistent ringcap reader"
+"$R" ring create -k "$KEY" -b 1048576 -n 8 2>/dev/null
+ipcs -m | awk -v k="$KEY" '$1 ~ k"$" || $1 ~ substr(k,1,3)"[01]$"' | wc -l | grep -qx 18 || fail "ipcs: want 18 segments for ring $KEY"
+"$R" ring read -k "$KEY" --verify 11 2>"$work/r2.log" &
+reader=$!
+sleep 0.3
+f=$(ls "$work"/d1/*.dada)
+"$B/dada_diskdb" -k "$KEY" -f "$f" -s >/dev/null 2>&1
+"$B/dada_diskdb" -k "$KEY" -f "$f" -s >/dev/null 2>&1
+sleep 1
+kill -TERM "$reader"; wait "$reader" || true
+cat "$work/r2.log"
+grep -q "read: bytes=11534582 blocks=12 observations=2 mismatches=0" "$work/r2.log" || fail "ringcap reader"
+
+echo "== 3: dada_dbmonitor vs ringcap ring monitor"
+timeout 2 "$B/dada_dbmonitor" -k "$KEY" 2>&1 | sed -n '13p' >"$work/m1" || true
+"$R" ring monitor -k "$KEY" -c 1 | sed -n '13p' >"$work/m2"
+cat "$work/m2"
+cmp -s "$work/m1" "$work/m2" || fail "monitor lines differ: $(cat "$work/m1")"
+"$R" ring destroy -k "$KEY" 2>/dev/null
+
+echo "== 4: persistent dada_dbdisk, 3 observations in one session + 10 sessions"
+expected 300000
+mkdir "$work/d3"
+"$R" ring create -k "$KEY" -b 65536 -n 4 2>/dev/null
+"$B/dada_dbdisk" -k "$KEY" -D "$work/d3" >"$work/d3.log" 2>&1 &
+dbdisk=$!
+sleep 0.3
+"$R" ring write -k "$KEY" --seed 11 --bytes 300000 --observations 3 --header FILE_SIZE=100000000 2>/dev/null
+for i in $(seq 1 10); do
+  "$R" ring write -k "$KEY" --seed 11 --bytes 300000 --header FILE_SIZE=100000000 \
+    --header "UTC_START=2026-01-01-00:00:$(printf %02d "$i")" 2>/dev/null
+done
+for _ in $(seq 1 50); do [ "$(grep -c 'bytes transferred' "$work/d3.log")" -ge 13 ] && break; sleep 0.2; done
+kill "$dbdisk"; wait "$dbdisk" 2>/dev/null || true
+n=$(check_files "$work/d3" 300000)
+echo "$n files verified"
+[ "$n" = 13 ] || fail "dada_dbdisk wrote $n files, want 13"
