@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,7 +230,44 @@ func TestRingCreateInfoMonitorDestroy(t *testing.T) {
 	}
 }
 
+// removeStaleTestRings destroys rings at this file's test keys that a killed earlier run
+// left behind (creator gone, nothing attached).
+func removeStaleTestRings() {
+	b, err := os.ReadFile("/proc/sysvipc/shm")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		var key int64
+		var cpid, nattch int
+		if _, err := fmt.Sscan(f[0], &key); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(f[4], &cpid); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(f[6], &nattch); err != nil || nattch != 0 {
+			continue
+		}
+		low, high := key&0xffff, key>>16
+		if low < 0xb000 || low > 0xb0ff || low%2 != 0 || high < 0x3000 || high >= 0x7000 || high%0x100 != 0 {
+			continue
+		}
+		if err := syscall.Kill(cpid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue
+		}
+		if dada.Destroy(dada.Key(key)) == nil {
+			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by dead process %d\n", dada.Key(key), cpid)
+		}
+	}
+}
+
 func TestMain(m *testing.M) {
+	removeStaleTestRings()
 	code := m.Run()
 	// Fail when any shared memory segment or semaphore set of a test key is left.
 	for _, kind := range []string{"shm", "sem"} {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -154,6 +155,7 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv("RINGCAP_TEST_ROLE"); role != "" {
 		os.Exit(runChildRole(role))
 	}
+	removeStaleTestRings(0xa000)
 	code := m.Run()
 	printRatios()
 	leaked, err := leakedIPC()
@@ -174,3 +176,35 @@ func TestMain(m *testing.M) {
 }
 
 var errUnknownRole = errors.New("unknown child role")
+
+// removeStaleTestRings destroys rings that an earlier, killed run of these tests left
+// behind: sync segments at test keys (low 16 bits lo..lo+0xff, high 16 bits
+// 0x3000+m*0x100) whose creator process is gone and that nobody has attached.
+func removeStaleTestRings(lo int) {
+	b, err := os.ReadFile("/proc/sysvipc/shm")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		key, err1 := strconv.ParseInt(f[0], 10, 64)
+		cpid, err2 := strconv.Atoi(f[4])
+		nattch, err3 := strconv.Atoi(f[6])
+		if err1 != nil || err2 != nil || err3 != nil || nattch != 0 {
+			continue
+		}
+		low, high := int(key&0xffff), int(key>>16)
+		if low < lo || low > lo+0xff || high < 0x3000 || high >= 0x7000 || high%0x100 != 0 {
+			continue
+		}
+		if err := syscall.Kill(cpid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // creator alive
+		}
+		if err := destroyRing(Key(key)); err == nil {
+			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by dead process %d\n", Key(key), cpid)
+		}
+	}
+}
