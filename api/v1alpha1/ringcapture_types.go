@@ -48,7 +48,7 @@ type RingCapture struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
 type RingCaptureSpec struct {
 	// ring is the PSRDADA ring the receiver creates in the pod's IPC namespace.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={key: "dada", blockBytes: 524288, blocks: 4, readers: 1, headerBlockBytes: 4096, lockMemory: false, hugePages: false}
 	// +optional
 	Ring RingSpec `json:"ring,omitempty"`
 
@@ -162,9 +162,9 @@ type RingHeaderSpec struct {
 	// the same keys of the template.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Z][A-Z0-9_]{0,31}$'))",message="ring.header.values keys must be upper-case PSRDADA header keys (A-Z, 0-9, _; at most 32 characters)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 256 && !self[k].contains('\\n'))",message="ring.header.values values must be single lines of at most 256 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].contains('\\n'))",message="ring.header.values values must be single lines"
 	// +optional
-	Values map[string]string `json:"values,omitempty"`
+	Values map[string]HeaderValue `json:"values,omitempty"`
 
 	// template is an ASCII PSRDADA header, one "KEY VALUE" per line.
 	// +kubebuilder:validation:MaxLength=65536
@@ -175,6 +175,10 @@ type RingHeaderSpec struct {
 	// +optional
 	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
 }
+
+// HeaderValue is one header value: a single line.
+// +kubebuilder:validation:MaxLength=256
+type HeaderValue string
 
 // ConfigMapKeyReference names one key of a ConfigMap in the RingCapture's namespace.
 type ConfigMapKeyReference struct {
@@ -282,7 +286,7 @@ type ReceiverSpec struct {
 
 	// stop is when the receiver stops: never (the default), after a number of bytes,
 	// after a duration or after a number of observations.
-	// +kubebuilder:default={}
+	// +kubebuilder:default={after: Never}
 	// +optional
 	Stop StopSpec `json:"stop,omitempty"`
 

@@ -478,7 +478,7 @@ func (in *RingHeaderSpec) DeepCopyInto(out *RingHeaderSpec) {
 	*out = *in
 	if in.Values != nil {
 		in, out := &in.Values, &out.Values
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]HeaderValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -111,7 +112,7 @@ func run() error {
 			URL:    controller.PodIPStatusURL,
 		},
 	}
-	if err := r.SetupWithManager(mgr, workers); err != nil {
+	if err := r.SetupWithManager(mgr, ctrlcontroller.Options{MaxConcurrentReconciles: workers}); err != nil {
 		return fmt.Errorf("set up RingCapture controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

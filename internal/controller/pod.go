@@ -130,7 +130,7 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			args = append(args, "--header", k+"="+h.Values[k])
+			args = append(args, "--header", k+"="+string(h.Values[k]))
 		}
 	}
 	switch st := rx.Stop; st.After {

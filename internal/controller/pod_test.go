@@ -60,7 +60,7 @@ func TestReceiverArgs(t *testing.T) {
 			rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopObservations, Observations: ptr(int32(2))}
 		}, cat(base, rx, []string{"--stop-observations", "2"}, tail)},
 		{"header values sorted, template as file", func(rc *ringcapv1.RingCapture) {
-			rc.Spec.Ring.Header = &ringcapv1.RingHeaderSpec{Template: "TELESCOPE Parkes\n", Values: map[string]string{"SOURCE": "J0437-4715", "FREQ": "1400"}}
+			rc.Spec.Ring.Header = &ringcapv1.RingHeaderSpec{Template: "TELESCOPE Parkes\n", Values: map[string]ringcapv1.HeaderValue{"SOURCE": "J0437-4715", "FREQ": "1400"}}
 		}, cat(base, rx, []string{"--header-file", "/etc/ringcap/header/header", "--header", "FREQ=1400", "--header", "SOURCE=J0437-4715"}, tail)},
 	}
 	for _, tc := range tests {

@@ -24,6 +24,9 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 )
 
+// conflictRetry is how soon a reconcile whose status write met a newer RingCapture runs again.
+const conflictRetry = 100 * time.Millisecond
+
 // StatusFetcher reads a running receiver's /status.
 type StatusFetcher interface {
 	Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*ReceiverStatus, error)
@@ -57,11 +60,11 @@ type poll struct {
 }
 
 // SetupWithManager registers the controller: it watches RingCaptures and the pods they own.
-func (r *RingCaptureReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *RingCaptureReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ringcapv1.RingCapture{}).
 		Owns(&corev1.Pod{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		WithOptions(opts).
 		Complete(r)
 }
 
@@ -91,6 +94,10 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, Now: metav1.NewTime(r.now())})
 	r.recordTransitions(rc, status)
 	if err := r.updateStatus(ctx, rc, status); err != nil {
+		if apierrors.IsConflict(err) {
+			// Read a newer RingCapture than the cache had: simply go again.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(pod, status)}, nil
@@ -116,7 +123,14 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	// No pod. A capture that finished with this spec is not run again.
+	// No pod. Before creating one, read the RingCapture around the cache: the pod's
+	// deletion can arrive before the status write that finished the capture.
+	fresh := &ringcapv1.RingCapture{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rc), fresh); err != nil {
+		return nil, fmt.Errorf("get RingCapture %s: %w", rc.Name, err)
+	}
+	*rc = *fresh
+	// A capture that finished with this spec is not run again.
 	if isTerminal(rc.Status.Phase) && rc.Status.ObservedGeneration == rc.Generation {
 		return nil, nil
 	}
@@ -160,7 +174,8 @@ func (r *RingCaptureReconciler) replacePod(ctx context.Context, rc *ringcapv1.Ri
 	}
 	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodReplaced, "DeletePod",
 		"Spec changed (generation %d to %d): running the capture again in a new pod", podGeneration(pod), rc.Generation)
-	// Fresh counters for the new run.
+	// A new run: Pending, with fresh counters.
+	rc.Status.Phase = ringcapv1.PhasePending
 	rc.Status.BytesReceived, rc.Status.BlocksFilled, rc.Status.Observations = 0, 0, 0
 	rc.Status.StartTime, rc.Status.CompletionTime, rc.Status.MemoryRegistration, rc.Status.Endpoint = nil, nil, nil, nil
 	r.forget(types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
@@ -257,15 +272,17 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, nex
 }
 
 // updateStatus writes the status when it changed (an unchanged status costs no write,
-// which keeps reconcile idempotent and the API server quiet).
+// which keeps reconcile idempotent and the API server quiet). The write is an update
+// with the resourceVersion that was read, so a status computed from a stale cache can
+// never overwrite a newer one: it conflicts, and the caller reconciles again.
 func (r *RingCaptureReconciler) updateStatus(ctx context.Context, rc *ringcapv1.RingCapture, status ringcapv1.RingCaptureStatus) error {
 	if equality.Semantic.DeepEqual(rc.Status, status) {
 		return nil
 	}
 	rc.Status = status
 	if err := r.Status().Update(ctx, rc); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("update status of RingCapture %s (will retry): %w", rc.Name, err)
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile
 		}
 		return fmt.Errorf("update status of RingCapture %s: %w", rc.Name, err)
 	}

@@ -78,8 +78,10 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	st := *old.DeepCopy()
 	st.ObservedGeneration = rc.Generation
 
-	// A finished capture whose pod is gone keeps its final status.
-	if in.Pod == nil && isTerminal(old.Phase) {
+	// A finished capture whose pod is gone keeps its final status (and is not run again
+	// until its spec changes).
+	if (in.Pod == nil || in.Pod.DeletionTimestamp != nil) && isTerminal(old.Phase) {
+		st.Pod = ""
 		setConditionGenerations(&st, rc.Generation)
 		return st
 	}

@@ -131,6 +131,10 @@ func TestComputeStatus(t *testing.T) {
 		{name: "finished capture whose pod was deleted keeps its status",
 			old:   ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseSucceeded, BytesReceived: 42, Pod: "c-capture"},
 			phase: ringcapv1.PhaseSucceeded, bytes: 42},
+		{name: "finished capture whose pod is being deleted keeps its status",
+			old:   ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseFailed, BytesReceived: 7, Pod: "c-capture"},
+			pod:   testPod(chain(running, func(p *corev1.Pod) { p.DeletionTimestamp = &t0 })),
+			phase: ringcapv1.PhaseFailed, bytes: 7},
 		{name: "old pod being deleted for a re-run", pod: testPod(chain(running, func(p *corev1.Pod) { p.DeletionTimestamp = &t0 })),
 			phase: ringcapv1.PhasePending, conds: conds{"Scheduled": "False/PodDeleting"}},
 	}

@@ -1,0 +1,282 @@
+//go:build envtest
+
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/internal/controller/testenv"
+)
+
+var env *testenv.Env
+
+const ns = "validation"
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		fmt.Fprintln(os.Stderr, "create namespace:", err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop envtest:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// object builds a RingCapture from a YAML spec, as a user's manifest would be sent
+// (unstructured, so values the Go types cannot hold reach the API server too).
+func object(t *testing.T, name, specYAML string) *unstructured.Unstructured {
+	t.Helper()
+	var spec map[string]any
+	if err := yaml.Unmarshal([]byte(specYAML), &spec); err != nil {
+		t.Fatalf("bad test YAML %q: %v", specYAML, err)
+	}
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetAPIVersion(ringcapv1.GroupVersion.String())
+	u.SetKind("RingCapture")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func TestInvalidRingCapturesRejected(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		// want are substrings of the API server's message: the field's path and what is wrong.
+		want []string
+	}{
+		{"key zero", `{ring: {key: "0x0"}}`, []string{"spec.ring.key", "must not be 0"}},
+		{"key not hex", `{ring: {key: "xyz"}}`, []string{"spec.ring.key", "must be a hex SysV key"}},
+		{"key above 0x7fffffff", `{ring: {key: "80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}},
+		{"key too long", `{ring: {key: "0x1234567890"}}`, []string{"spec.ring.key"}},
+		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}},
+		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}},
+		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}},
+		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}},
+		{"ring above 64 GiB", `{ring: {blockBytes: 4294967296, blocks: 17}, receiver: {messageBytes: 65536}}`,
+			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}},
+		{"huge pages need 2 MiB blocks", `{ring: {hugePages: true, blockBytes: 1048576}}`,
+			[]string{"spec.ring.blockBytes", "multiple of 2 MiB"}},
+		{"whole ring needs page-multiple blocks", `{ring: {blockBytes: 6000}, receiver: {memoryRegistration: WholeRing, messageBytes: 1000}}`,
+			[]string{"spec.ring.blockBytes", "multiple of 4096 when spec.receiver.memoryRegistration is WholeRing"}},
+		{"message does not divide block", `{ring: {blockBytes: 100000}, receiver: {messageBytes: 65536}}`,
+			[]string{"spec.receiver.messageBytes", "must divide spec.ring.blockBytes"}},
+		{"zero queue pairs", `{receiver: {queuePairs: 0}}`, []string{"spec.receiver.queuePairs", "greater than or equal to 1"}},
+		{"65 queue pairs", `{receiver: {queuePairs: 65}}`, []string{"spec.receiver.queuePairs", "less than or equal to 64"}},
+		{"unknown mode", `{receiver: {mode: Read}}`, []string{"spec.receiver.mode", "Unsupported value"}},
+		{"unknown memory registration", `{receiver: {memoryRegistration: Huge}}`, []string{"spec.receiver.memoryRegistration", "Unsupported value"}},
+		{"port out of range", `{receiver: {port: 70000}}`, []string{"spec.receiver.port"}},
+		{"gid index out of range", `{receiver: {gidIndex: 256}}`, []string{"spec.receiver.gidIndex"}},
+		{"receive depth zero", `{receiver: {receiveDepth: 0}}`, []string{"spec.receiver.receiveDepth"}},
+		{"resource name without domain", `{receiver: {resourceName: rdma}}`, []string{"spec.receiver.resourceName", "domain-prefixed"}},
+		{"stop after bytes without bytes", `{receiver: {stop: {after: Bytes}}}`,
+			[]string{"spec.receiver.stop.bytes", "must be set exactly when receiver.stop.after is Bytes"}},
+		{"stop bytes without after", `{receiver: {stop: {bytes: 100}}}`, []string{"spec.receiver.stop.bytes"}},
+		{"stop duration malformed", `{receiver: {stop: {after: Duration, duration: "ten minutes"}}}`, []string{"spec.receiver.stop.duration"}},
+		{"stop duration zero", `{receiver: {stop: {after: Duration, duration: "0s"}}}`, []string{"spec.receiver.stop.duration", "must be positive"}},
+		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}},
+		{"reader named receiver", `{readers: [{name: receiver, args: [ring, read]}]}`,
+			[]string{"spec.readers[0].name", "must not be receiver"}},
+		{"reader name not a DNS label", `{readers: [{name: Reader_1}]}`, []string{"spec.readers[0].name"}},
+		{"duplicate reader names", `{ring: {readers: 2}, readers: [{name: a}, {name: a}]}`, []string{"spec.readers[1]", "Duplicate value"}},
+		{"more readers than slots", `{ring: {readers: 1}, readers: [{name: a}, {name: b}]}`,
+			[]string{"spec.readers", "more containers than spec.ring.readers"}},
+		{"template and configmap", `{ring: {header: {template: "TELESCOPE Parkes", configMapRef: {name: hdr}}}}`,
+			[]string{"spec.ring.header", "at most one of template and configMapRef"}},
+		{"header key lower case", `{ring: {header: {values: {telescope: Parkes}}}}`,
+			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}},
+		{"header value with newline", `{ring: {header: {values: {SOURCE: "a\nb"}}}}`,
+			[]string{"spec.ring.header.values", "single lines"}},
+		{"template longer than header block", `{ring: {header: {template: "` + strings.Repeat("X", 5000) + `"}}}`,
+			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}},
+		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}},
+	}
+	ctx := context.Background()
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := object(t, fmt.Sprintf("invalid-%d", i), tc.spec)
+			err := env.Client.Create(ctx, obj)
+			if err == nil {
+				_ = env.Client.Delete(ctx, obj)
+				t.Fatalf("spec %s was accepted", tc.spec)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("spec %s: want an Invalid error, got %v", tc.spec, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("spec %s: error does not mention %q:\n%v", tc.spec, w, err)
+				}
+			}
+		})
+	}
+	if len(tests) < 15 {
+		t.Fatalf("only %d invalid cases", len(tests))
+	}
+}
+
+func TestDefaultsApplied(t *testing.T) {
+	ctx := context.Background()
+	obj := object(t, "defaults", `{}`)
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatalf("create empty RingCapture: %v", err)
+	}
+	var rc ringcapv1.RingCapture
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &rc); err != nil {
+		t.Fatal(err)
+	}
+	r, rx := rc.Spec.Ring, rc.Spec.Receiver
+	checks := []struct {
+		field     string
+		got, want any
+	}{
+		{"ring.key", r.Key, "dada"},
+		{"ring.blockBytes", r.BlockBytes, int64(524288)},
+		{"ring.blocks", r.Blocks, int64(4)},
+		{"ring.readers", r.Readers, int32(1)},
+		{"ring.headerBlockBytes", r.HeaderBlockBytes, int64(4096)},
+		{"ring.lockMemory", r.LockMemory, false},
+		{"ring.hugePages", r.HugePages, false},
+		{"receiver.queuePairs", rx.QueuePairs, int32(4)},
+		{"receiver.mode", rx.Mode, ringcapv1.TransferModeSend},
+		{"receiver.memoryRegistration", rx.MemoryRegistration, ringcapv1.MemoryRegistrationAuto},
+		{"receiver.port", rx.Port, int32(18515)},
+		{"receiver.metricsPort", rx.MetricsPort, int32(9100)},
+		{"receiver.messageBytes", rx.MessageBytes, int64(65536)},
+		{"receiver.receiveDepth", rx.ReceiveDepth, int32(128)},
+		{"receiver.resourceName", rx.ResourceName, "ringcap.io/rdma"},
+		{"receiver.stop.after", rx.Stop.After, ringcapv1.StopNever},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("default %s = %v, want %v", c.field, c.got, c.want)
+		}
+	}
+
+	// A header ConfigMap reference defaults its key.
+	obj = object(t, "defaults-header", `{ring: {header: {configMapRef: {name: hdr}}}}`)
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if k := rc.Spec.Ring.Header.ConfigMapRef.Key; k != "header" {
+		t.Errorf("default ring.header.configMapRef.key = %q, want header", k)
+	}
+}
+
+func TestValidRingCapturesAccepted(t *testing.T) {
+	ctx := context.Background()
+	for i, spec := range []string{
+		`{ring: {key: "0xEADA", blockBytes: 8388608, blocks: 8, hugePages: true, lockMemory: true}, receiver: {mode: Write, memoryRegistration: WholeRing, queuePairs: 64}}`,
+		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}}`,
+		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
+		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}}`,
+	} {
+		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Errorf("valid spec %s rejected: %v", spec, err)
+		}
+	}
+}
+
+// Ring geometry and the transfer mode cannot change while the capture pod runs; other
+// fields can, and everything can once the capture finished.
+func TestImmutableWhilePodRuns(t *testing.T) {
+	ctx := context.Background()
+	obj := object(t, "immutable", `{readers: [{name: a}]}`)
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(obj)
+	setPhase := func(phase ringcapv1.RingCapturePhase) {
+		t.Helper()
+		var rc ringcapv1.RingCapture
+		if err := env.Client.Get(ctx, key, &rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Status.Pod, rc.Status.Phase = "immutable-capture", phase
+		if err := env.Client.Status().Update(ctx, &rc); err != nil {
+			t.Fatalf("status update to %s: %v", phase, err)
+		}
+	}
+	update := func(mod func(rc *ringcapv1.RingCapture)) error {
+		var rc ringcapv1.RingCapture
+		if err := env.Client.Get(ctx, key, &rc); err != nil {
+			t.Fatal(err)
+		}
+		mod(&rc)
+		return env.Client.Update(ctx, &rc)
+	}
+	// Before a pod exists: geometry may change.
+	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 6 }); err != nil {
+		t.Fatalf("change geometry before the pod exists: %v", err)
+	}
+	setPhase(ringcapv1.PhaseReceiving)
+	for name, mod := range map[string]func(rc *ringcapv1.RingCapture){
+		"blocks":    func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 },
+		"key":       func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" },
+		"hugePages": func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 },
+		"mode":      func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite },
+	} {
+		err := update(mod)
+		if err == nil || !strings.Contains(err.Error(), "spec.ring and spec.receiver.mode are immutable while the capture pod runs") {
+			t.Errorf("changing %s while Receiving: want the immutability message, got %v", name, err)
+		}
+	}
+	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.QueuePairs = 2 }); err != nil {
+		t.Errorf("changing receiver.queuePairs while Receiving: %v", err)
+	}
+	setPhase(ringcapv1.PhaseSucceeded)
+	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 }); err != nil {
+		t.Errorf("changing geometry after the capture finished: %v", err)
+	}
+}
+
+// kubectl's printer columns are declared in the CRD.
+func TestPrinterColumns(t *testing.T) {
+	var crd unstructured.Unstructured
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "ringcaptures.ringcap.io"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age"; got != want {
+		t.Errorf("printer columns %s, want %s", got, want)
+	}
+	short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
+	if len(short) != 1 || short[0] != "rcap" {
+		t.Errorf("short names %v, want [rcap]", short)
+	}
+}
