@@ -160,8 +160,12 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if tty && !o.quiet {
 		outln(errw)
 	}
+	mr := "none"
+	if res.MRMode != 0 {
+		mr = res.MRMode.String()
+	}
 	outf(out, "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
-		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, res.MRMode, res.HeldBackSeconds, res.Complete && err == nil)
+		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, mr, res.HeldBackSeconds, res.Complete && err == nil)
 	return err
 }
 

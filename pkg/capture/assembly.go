@@ -136,6 +136,18 @@ func (a *assembler) openBlock(index int) uint64 {
 	return b.seq
 }
 
+// room is the number of open blocks that can still take data: when it is 0
+// the sender cannot make progress until a reader frees a block.
+func (a *assembler) room() int {
+	n := 0
+	for _, b := range a.open {
+		if b.bytes < a.expected(b.seq) {
+			n++
+		}
+	}
+	return n
+}
+
 // window returns the number of open blocks and the first slice number not
 // covered by them.
 func (a *assembler) window() (blocks int, endSlice uint64) {

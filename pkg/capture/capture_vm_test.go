@@ -265,8 +265,9 @@ func TestVMSlowReaderBackPressure(t *testing.T) {
 			defer func() { _ = h.Close() }()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			reads := readObservations(t, ctx, h, 1, 21, 20*time.Millisecond)
-			const total = 40 * 128 << 10
+			// 250 ms per block is far slower than rxe under TCG (~1 MB per 100 ms).
+			reads := readObservations(t, ctx, h, 1, 21, 250*time.Millisecond)
+			const total = 16 * 128 << 10
 			out, err := run(t, 3*time.Minute, bin, "send", "--connect", connect, "--mode", mode, "--qps", "4", "--msg-bytes", "32768",
 				"--bytes", strconv.Itoa(total), "--seed", "21")
 			if err != nil || !strings.Contains(out, "complete=true") {
@@ -363,7 +364,8 @@ func TestVMWrongGIDIndex(t *testing.T) {
 	}
 
 	// A valid index of the wrong family (IPv6 link-local while the sender uses IPv4):
-	// no traffic can flow; both ends must say so instead of hanging.
+	// the kernel refuses to connect the queue pairs; the sender gets the reason, the
+	// receiver keeps serving and reports it, nothing hangs.
 	port := vmPort()
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	recv := start(t, bin, "recv", "-k", key, "--gid-index", "0", "--device", vmtest.Device1, "--qps", "2",
@@ -371,14 +373,17 @@ func TestVMWrongGIDIndex(t *testing.T) {
 	connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
 	waitListening(t, connect, recv)
 	out, err = run(t, 3*time.Minute, bin, "send", "--connect", connect, "--qps", "2", "--bytes", "1048576", "--seed", "1")
-	if err == nil || !strings.Contains(out, "IBV_WC_") {
+	if err == nil || !strings.Contains(out, "receiver could not connect its queue pairs") || !strings.Contains(out, "GID index 0") {
 		t.Fatalf("send over mismatched GIDs: %v\n%s", err, out)
 	}
 	t.Logf("sender: %s", strings.TrimSpace(out))
-	if err := recv.wait(t, 2*time.Minute); err != nil {
-		t.Fatalf("recv: %v\n%s", err, recv.output())
+	if err := recv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	if st := readSummary(t, summary); st.IncompleteObs != 1 {
+	if err := recv.wait(t, time.Minute); err != nil {
+		t.Fatalf("recv after SIGTERM: %v\n%s", err, recv.output())
+	}
+	if st := readSummary(t, summary); st.State != StateFinished || st.Observations != 0 || st.Endpoint.GIDIndex != 0 {
 		t.Fatalf("summary %+v", st)
 	}
 }

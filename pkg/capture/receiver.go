@@ -614,8 +614,8 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			s.drain(wcs, 200*time.Millisecond)
 			return false, "sender disconnected before the end of the stream" + goneDetail, nil
 		}
-		if len(s.a.open) == 0 && heldSince.IsZero() && !s.a.complete() {
-			heldSince = time.Now() // no free block: the sender is held back
+		if heldSince.IsZero() && !s.a.complete() && s.a.room() == 0 {
+			heldSince = time.Now() // no block can take data: the sender is held back
 		}
 		if progressed {
 			idle = 0
@@ -769,21 +769,23 @@ func newRingWorker(w BlockWriter, window int) *ringWorker {
 func (rw *ringWorker) run(ctx context.Context) {
 	defer close(rw.done)
 	open, total := 0, uint64(0)
+	// exec runs one command; it reports whether the worker is done.
 	exec := func(c ringCmd) bool {
-		var err error
 		if c.end {
-			err = rw.w.EndOfData()
-		} else {
-			if c.eod {
-				// The observation ends with this block: opening another
-				// one would start the next observation in the ring.
-				rw.limit(total)
-			}
-			err = rw.w.MarkFilled(c.n, c.eod)
-			open--
+			c.reply <- rw.w.EndOfData()
+			return true
 		}
-		c.reply <- err
-		return c.end
+		if c.eod {
+			// The observation ends with this block: opening another one
+			// would start the next observation in the ring.
+			rw.limit(total)
+		}
+		open--
+		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
+			rw.errc <- fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+			return true
+		}
+		return false
 	}
 	for {
 		select {
@@ -872,16 +874,34 @@ func (rw *ringWorker) call(c ringCmd) error {
 	}
 }
 
+// fill queues marking the oldest open block filled; it does not wait (the
+// worker may be waiting for a reader to free a block to open). Errors come
+// on errc.
 func (rw *ringWorker) fill(n int, eod bool) error {
-	if err := rw.call(ringCmd{n: n, eod: eod}); err != nil {
-		return fmt.Errorf("mark ring block filled (%d bytes): %w", n, err)
+	select {
+	case rw.cmds <- ringCmd{n: n, eod: eod}:
+		return nil
+	case <-rw.done:
+		select {
+		case err := <-rw.errc:
+			rw.errc <- err
+			return err
+		default:
+			return errors.New("ring worker stopped")
+		}
 	}
-	return nil
 }
 
+// endOfData waits for the queued fills, then ends the observation.
 func (rw *ringWorker) endOfData() error {
 	rw.limit(0)
 	if err := rw.call(ringCmd{end: true}); err != nil {
+		select {
+		case ferr := <-rw.errc:
+			rw.errc <- ferr
+			return ferr
+		default:
+		}
 		return fmt.Errorf("end of data: %w", err)
 	}
 	return nil
