@@ -27,7 +27,7 @@ func (w *wbuf) setState(s int32) {
 // lockWrite takes the ring's write lock (SEM_UNDO, so it is released if the process dies).
 func (w *wbuf) lockWrite(ctx context.Context) error {
 	r := w.r
-	if err := semOp(ctx, r.connSem, semWrite, -1, semUndo); err != nil {
+	if err := r.semOp(ctx, r.connSem, semWrite, -1, semUndo); err != nil {
 		return fmt.Errorf("lock ring %s for writing: %w", r.key, err)
 	}
 	if r.sync.wState() == stateDiscon {
@@ -49,7 +49,7 @@ func (w *wbuf) unlockWrite() error {
 	r := w.r
 	r.sync.setWState(stateDiscon)
 	w.state = stateViewer
-	if err := semOp(context.Background(), r.connSem, semWrite, 1, semUndo); err != nil {
+	if err := r.semOp(context.Background(), r.connSem, semWrite, 1, semUndo); err != nil {
 		return fmt.Errorf("unlock ring %s for writing: %w", r.key, err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func (w *wbuf) unlockWrite() error {
 func (w *wbuf) enableSOD(ctx context.Context, startBuf, startByte uint64) error {
 	r, s := w.r, w.r.sync
 	for ; w.sodDone < r.nreaders; w.sodDone++ {
-		if err := semOp(ctx, r.dataSem[w.sodDone], semSODAck, -1, 0); err != nil {
+		if err := r.semOp(ctx, r.dataSem[w.sodDone], semSODAck, -1, 0); err != nil {
 			return fmt.Errorf("start of data on ring %s: wait for reader %d to acknowledge an earlier transfer: %w", r.key, w.sodDone, err)
 		}
 	}
@@ -77,7 +77,7 @@ func (w *wbuf) enableSOD(ctx context.Context, startBuf, startByte uint64) error 
 	w.setState(stateWriting)
 	if n := curr - startBuf; n > 0 {
 		for i := 0; i < r.nreaders; i++ {
-			if err := semOp(context.Background(), r.dataSem[i], semFull, int16(n), 0); err != nil {
+			if err := r.semOp(context.Background(), r.dataSem[i], semFull, int16(n), 0); err != nil {
 				return fmt.Errorf("start of data on ring %s: post full blocks to reader %d: %w", r.key, i, err)
 			}
 		}
@@ -98,7 +98,7 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 	b := next % uint64(r.nbufs)
 	for s.count(b) > 0 {
 		for ; w.clearDone < r.nreaders; w.clearDone++ {
-			if err := semOp(ctx, r.dataSem[w.clearDone], semClear, -1, 0); err != nil {
+			if err := r.semOp(ctx, r.dataSem[w.clearDone], semClear, -1, 0); err != nil {
 				return 0, 0, fmt.Errorf("wait for reader %d to clear block %d of ring %s: %w", w.clearDone, b, r.key, err)
 			}
 		}
@@ -136,7 +136,7 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 	curr := s.wBufCurr()
 	if w.state == stateWChange || nbytes < uint64(r.bufsz) {
 		for ; w.eodDone < r.nreaders; w.eodDone++ {
-			if err := semOp(ctx, r.dataSem[w.eodDone], semEODAck, -1, 0); err != nil {
+			if err := r.semOp(ctx, r.dataSem[w.eodDone], semEODAck, -1, 0); err != nil {
 				return false, fmt.Errorf("end of data on ring %s: wait for reader %d to acknowledge an earlier transfer: %w", r.key, w.eodDone, err)
 			}
 		}
@@ -159,7 +159,7 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 	s.setWBufCurr(curr + 1)
 	// The shared fields above are written before FULL is posted: semop is the barrier.
 	for i := 0; i < r.nreaders; i++ {
-		if err := semOp(context.Background(), r.dataSem[i], semFull, 1, 0); err != nil {
+		if err := r.semOp(context.Background(), r.dataSem[i], semFull, 1, 0); err != nil {
 			return eod, fmt.Errorf("post full block to reader %d of ring %s: %w", i, r.key, err)
 		}
 	}
@@ -194,7 +194,7 @@ func (q *rbuf) setState(st int32) {
 // ordered by r_bufs (both with SEM_UNDO).
 func (q *rbuf) lockRead(ctx context.Context) error {
 	r, s := q.r, q.r.sync
-	if err := semOp(ctx, r.connSem, semRead, -1, semUndo); err != nil {
+	if err := r.semOp(ctx, r.connSem, semRead, -1, semUndo); err != nil {
 		return fmt.Errorf("lock ring %s for reading: %w", r.key, err)
 	}
 	order := make([]int, r.nreaders)
@@ -209,13 +209,13 @@ func (q *rbuf) lockRead(ctx context.Context) error {
 	}
 	q.iread = -1
 	for _, i := range order {
-		if err := semOp(context.Background(), r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
+		if err := r.semOp(context.Background(), r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
 			q.iread = i
 			break
 		}
 	}
 	if q.iread < 0 {
-		_ = semOp(context.Background(), r.connSem, semRead, 1, semUndo)
+		_ = r.semOp(context.Background(), r.connSem, semRead, 1, semUndo)
 		return fmt.Errorf("lock ring %s for reading: no free reader slot", r.key)
 	}
 	if s.rState(q.iread) == stateDiscon {
@@ -232,8 +232,8 @@ func (q *rbuf) unlockRead() error {
 	r := q.r
 	r.sync.setRState(q.iread, stateDiscon)
 	q.state = stateViewer
-	err1 := semOp(context.Background(), r.dataSem[q.iread], semReaderConn, 1, semUndo)
-	err2 := semOp(context.Background(), r.connSem, semRead, 1, semUndo)
+	err1 := r.semOp(context.Background(), r.dataSem[q.iread], semReaderConn, 1, semUndo)
+	err2 := r.semOp(context.Background(), r.connSem, semRead, 1, semUndo)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("unlock reader %d of ring %s: %w", q.iread, r.key, firstErr(err1, err2))
 	}
@@ -256,7 +256,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 		return 0, 0, nil, false, false, nil
 	}
 	sem := r.dataSem[q.iread]
-	if err := semOp(ctx, sem, semFull, -1, 0); err != nil {
+	if err := r.semOp(ctx, sem, semFull, -1, 0); err != nil {
 		return 0, 0, nil, false, false, fmt.Errorf("wait for a full block of ring %s: %w", r.key, err)
 	}
 	if q.state == stateReader {
@@ -264,7 +264,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 		q.setState(stateReading)
 		s.setRBufs(q.iread, s.sBuf(q.xfer))
 		q.startByte = s.sByte(q.xfer)
-		if err := semOp(context.Background(), sem, semSODAck, 1, 0); err != nil {
+		if err := r.semOp(context.Background(), sem, semSODAck, 1, 0); err != nil {
 			return 0, 0, nil, false, false, fmt.Errorf("acknowledge start of data on ring %s: %w", r.key, err)
 		}
 	}
@@ -284,7 +284,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 func (q *rbuf) markCleared() error {
 	r, s := q.r, q.r.sync
 	sem := r.dataSem[q.iread]
-	if err := semOp(context.Background(), sem, semClear, 1, 0); err != nil {
+	if err := r.semOp(context.Background(), sem, semClear, 1, 0); err != nil {
 		return fmt.Errorf("clear block of ring %s: %w", r.key, err)
 	}
 	q.startByte = 0
@@ -294,7 +294,7 @@ func (q *rbuf) markCleared() error {
 		s.setRBufs(q.iread, cur+1)
 		s.setRXfer(q.iread, s.rXfer(q.iread)+1)
 		q.xfer = s.rXfer(q.iread) % Xfers
-		if err := semOp(context.Background(), sem, semEODAck, 1, 0); err != nil {
+		if err := r.semOp(context.Background(), sem, semEODAck, 1, 0); err != nil {
 			return fmt.Errorf("acknowledge end of data on ring %s: %w", r.key, err)
 		}
 		return nil

@@ -35,6 +35,10 @@ type Reader struct {
 // LockRead takes a reader slot on the header ring and then on the data ring, waiting while
 // all slots are taken. The slot is released if the process dies (SEM_UNDO).
 func (h *HDU) LockRead(ctx context.Context) (*Reader, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
 	r := &Reader{h: h, hdr: rbuf{r: h.Header}, data: rbuf{r: h.Data}}
 	if err := r.hdr.lockRead(ctx); err != nil {
 		return nil, err
@@ -43,6 +47,7 @@ func (h *HDU) LockRead(ctx context.Context) (*Reader, error) {
 		_ = r.hdr.unlockRead()
 		return nil, err
 	}
+	h.addHandle(r)
 	return r, nil
 }
 
@@ -53,6 +58,10 @@ func (r *Reader) Slot() int { return r.data.iread }
 // with both header styles: after a new-style header (end-of-data on the header ring) the
 // header ring is reset for the next one.
 func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
+	if !r.h.enter() {
+		return nil, ErrClosed
+	}
+	defer r.h.exit()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -86,6 +95,10 @@ func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
 // NextBlock waits for the next full data block (ipcbuf_get_next_read). It returns io.EOF at
 // the end of the observation; Reset then readies the reader for the next one.
 func (r *Reader) NextBlock(ctx context.Context) (ReadBlock, error) {
+	if !r.h.enter() {
+		return ReadBlock{}, ErrClosed
+	}
+	defer r.h.exit()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -111,6 +124,10 @@ func (r *Reader) nextBlock(ctx context.Context) (ReadBlock, error) {
 
 // MarkCleared releases the block returned by NextBlock to the writer.
 func (r *Reader) MarkCleared() error {
+	if !r.h.enter() {
+		return ErrClosed
+	}
+	defer r.h.exit()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -132,6 +149,10 @@ func (r *Reader) Read(p []byte) (int, error) { return r.ReadContext(context.Back
 
 // ReadContext is Read with a context for the waits.
 func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if !r.h.enter() {
+		return 0, ErrClosed
+	}
+	defer r.h.exit()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -176,6 +197,10 @@ func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
 
 // Reset readies the reader for the next observation after io.EOF (ipcbuf_reset).
 func (r *Reader) Reset() error {
+	if !r.h.enter() {
+		return ErrClosed
+	}
+	defer r.h.exit()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -192,11 +217,23 @@ func (r *Reader) Reset() error {
 // Close clears a block still open and releases the reader slots (data ring, then header
 // ring). Idempotent.
 func (r *Reader) Close() error {
+	if !r.h.enter() { // the HDU was closed, which released this reader
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.closeErr
+	}
+	defer r.h.exit()
+	return r.release()
+}
+
+// release clears an open block and gives the reader slots back (also used by HDU.Close).
+func (r *Reader) release() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return r.closeErr
 	}
+	r.h.removeHandle(r)
 	r.closed = true
 	var errs []error
 	if r.open {

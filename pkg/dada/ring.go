@@ -2,12 +2,14 @@ package dada
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -96,6 +98,12 @@ type Ring struct {
 
 	mu     sync.Mutex
 	closed bool
+	// closing is the owning HDU's flag: blocking waits end with ErrClosed once it is set.
+	closing *atomic.Bool
+}
+
+func (r *Ring) semOp(ctx context.Context, id int, num uint16, op int16, flg int16) error {
+	return semOpClosing(ctx, r.closing, id, num, op, flg)
 }
 
 // Key returns the ring's key.
@@ -139,6 +147,43 @@ type HDU struct {
 	key       Key
 	closeOnce sync.Once
 	closeErr  error
+
+	// opMu is held shared by every Writer/Reader/viewer operation and exclusively by
+	// Close, which first sets closing so that blocked waits end (within semPoll).
+	opMu    sync.RWMutex
+	closing atomic.Bool
+	hmu     sync.Mutex
+	handles map[releaser]struct{} // Writers and Readers not yet closed
+}
+
+// releaser is a Writer or Reader that HDU.Close must release before detaching.
+type releaser interface{ release() error }
+
+// enter starts an operation on the HDU; it fails once Close has begun.
+func (h *HDU) enter() bool {
+	h.opMu.RLock()
+	if h.closing.Load() {
+		h.opMu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (h *HDU) exit() { h.opMu.RUnlock() }
+
+func (h *HDU) addHandle(r releaser) {
+	h.hmu.Lock()
+	if h.handles == nil {
+		h.handles = map[releaser]struct{}{}
+	}
+	h.handles[r] = struct{}{}
+	h.hmu.Unlock()
+}
+
+func (h *HDU) removeHandle(r releaser) {
+	h.hmu.Lock()
+	delete(h.handles, r)
+	h.hmu.Unlock()
 }
 
 // Key returns the data ring's key.
@@ -167,13 +212,31 @@ func Connect(key Key, opts ConnectOptions) (*HDU, error) {
 		_ = data.close()
 		return nil, fmt.Errorf("connect header ring %s: %w", key+1, err)
 	}
-	return &HDU{Data: data, Header: hdr, key: key}, nil
+	h := &HDU{Data: data, Header: hdr, key: key}
+	data.closing, hdr.closing = &h.closing, &h.closing
+	return h, nil
 }
 
-// Close detaches from both rings. It never removes IPC objects. Idempotent.
+// Close detaches from both rings. It never removes IPC objects. Calls blocked in a wait
+// return ErrClosed (within 100 ms); Writers and Readers still open are closed first (an
+// observation being written is ended if that needs no wait, else left open as a crashed
+// writer leaves it), releasing their locks. Block memory handed out becomes invalid.
+// Idempotent.
 func (h *HDU) Close() error {
 	h.closeOnce.Do(func() {
-		h.closeErr = errors.Join(h.Header.close(), h.Data.close())
+		h.closing.Store(true)
+		h.opMu.Lock()
+		defer h.opMu.Unlock()
+		h.hmu.Lock()
+		handles := h.handles
+		h.handles = nil
+		h.hmu.Unlock()
+		var errs []error
+		for r := range handles {
+			errs = append(errs, r.release())
+		}
+		errs = append(errs, h.Header.close(), h.Data.close())
+		h.closeErr = errors.Join(errs...)
 	})
 	return h.closeErr
 }

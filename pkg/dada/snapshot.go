@@ -48,6 +48,10 @@ type XferSlot struct {
 
 // Snapshot reads both rings' state.
 func (h *HDU) Snapshot() (Snapshot, error) {
+	if !h.enter() {
+		return Snapshot{}, ErrClosed
+	}
+	defer h.exit()
 	d, err := h.Data.state()
 	if err != nil {
 		return Snapshot{}, err
@@ -174,18 +178,9 @@ func (st RingState) WriteXferInfo(out io.Writer) error {
 func (h *HDU) PeekHeader(ctx context.Context) ([]byte, error) {
 	r := h.Header
 	for {
-		s := r.sync
-		minR := s.rBufs(0)
-		for i := 1; i < r.nreaders; i++ {
-			minR = min(minR, s.rBufs(i))
-		}
-		if s.wBufCurr() > minR {
-			blk := r.blocks[minR%uint64(r.nbufs)]
-			out := bytes.Clone(blk)
-			if i := bytes.IndexByte(out, 0); i >= 0 {
-				out = out[:i]
-			}
-			return out, nil
+		hdr, ok, err := h.peekHeader()
+		if err != nil || ok {
+			return hdr, err
 		}
 		select {
 		case <-ctx.Done():
@@ -193,4 +188,24 @@ func (h *HDU) PeekHeader(ctx context.Context) ([]byte, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+func (h *HDU) peekHeader() ([]byte, bool, error) {
+	if !h.enter() {
+		return nil, false, ErrClosed
+	}
+	defer h.exit()
+	r, s := h.Header, h.Header.sync
+	minR := s.rBufs(0)
+	for i := 1; i < r.nreaders; i++ {
+		minR = min(minR, s.rBufs(i))
+	}
+	if s.wBufCurr() <= minR {
+		return nil, false, nil
+	}
+	out := bytes.Clone(r.blocks[minR%uint64(r.nbufs)])
+	if i := bytes.IndexByte(out, 0); i >= 0 {
+		out = out[:i]
+	}
+	return out, true, nil
 }

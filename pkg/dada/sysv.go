@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -114,10 +115,11 @@ func semTry(id int, num uint16, op int16, flg int16, timeout *unix.Timespec) err
 	return nil
 }
 
-// semOp performs one semaphore operation, waiting as long as it takes unless ctx is
+// semOpClosing performs one semaphore operation, waiting as long as it takes unless ctx is
 // cancelled. Waits are split into short semtimedop calls so cancellation is noticed
 // within semPoll. A removed semaphore set ends the wait with ErrRingRemoved.
-func semOp(ctx context.Context, id int, num uint16, op int16, flg int16) error {
+// It also gives up with ErrClosed once *closing (if not nil) is set.
+func semOpClosing(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
 	if flg&ipcNoWait != 0 || op > 0 {
 		for {
 			err := semTry(id, num, op, flg, nil)
@@ -138,6 +140,9 @@ func semOp(ctx context.Context, id int, num uint16, op int16, flg int16) error {
 				if cerr := ctx.Err(); cerr != nil {
 					return cerr
 				}
+			}
+			if closing != nil && closing.Load() {
+				return ErrClosed
 			}
 		default:
 			return semErr(err)

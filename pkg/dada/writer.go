@@ -48,6 +48,10 @@ type Writer struct {
 // LockWrite locks the header ring and then the data ring for writing, waiting while another
 // writer holds them. The locks are released if the process dies (SEM_UNDO).
 func (h *HDU) LockWrite(ctx context.Context, o WriterOptions) (*Writer, error) {
+	if !h.enter() {
+		return nil, ErrClosed
+	}
+	defer h.exit()
 	w := &Writer{h: h, opts: o, hdr: wbuf{r: h.Header}, data: wbuf{r: h.Data}}
 	if err := w.hdr.lockWrite(ctx); err != nil {
 		return nil, err
@@ -62,6 +66,7 @@ func (h *HDU) LockWrite(ctx context.Context, o WriterOptions) (*Writer, error) {
 		// never acknowledges, so SODACK would run out after 8 sessions.
 		w.hdr.setState(stateWriting)
 	}
+	h.addHandle(w)
 	return w, nil
 }
 
@@ -77,6 +82,10 @@ func (w *Writer) WriteHeader(hdr []byte) error {
 // WriteHeaderContext is WriteHeader with a context for its waits (a header block still
 // held by a reader).
 func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
+	if !w.h.enter() {
+		return ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -114,6 +123,10 @@ func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
 // the slowest reader still holds the block; cancelling ctx ends the wait. The first block of
 // an observation raises start-of-data.
 func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
+	if !w.h.enter() {
+		return WriteBlock{}, ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -143,6 +156,10 @@ func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
 // MarkFilled marks the oldest open block as holding nbytes bytes. nbytes < BufSize ends the
 // observation (end-of-data); other blocks still open are then discarded.
 func (w *Writer) MarkFilled(nbytes int) error {
+	if !w.h.enter() {
+		return ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -157,6 +174,10 @@ func (w *Writer) MarkFilled(nbytes int) error {
 // MarkFilledEOD marks the oldest open block as holding nbytes bytes and ends the
 // observation with it, also when the block is full.
 func (w *Writer) MarkFilledEOD(nbytes int) error {
+	if !w.h.enter() {
+		return ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -204,6 +225,10 @@ func (w *Writer) Write(p []byte) (int, error) { return w.WriteContext(context.Ba
 
 // WriteContext is Write with a context for the waits for free blocks.
 func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
+	if !w.h.enter() {
+		return 0, ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -243,6 +268,10 @@ func (w *Writer) EndOfData() error { return w.EndOfDataContext(context.Backgroun
 // EndOfDataContext is EndOfData with a context for the wait for the empty end-of-data
 // block (only needed when no block is open).
 func (w *Writer) EndOfDataContext(ctx context.Context) error {
+	if !w.h.enter() {
+		return ErrClosed
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -290,15 +319,41 @@ func (w *Writer) Close() error { return w.CloseContext(context.Background()) }
 // left open, as a crashed writer leaves it (the next writer continues it), and the locks
 // are released all the same.
 func (w *Writer) CloseContext(ctx context.Context) error {
+	if !w.h.enter() { // the HDU was closed, which released this writer
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.closeErr
+	}
+	defer w.h.exit()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.closeLocked(ctx, false)
+}
+
+// release closes the writer without waiting (HDU.Close).
+func (w *Writer) release() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return w.closeLocked(ctx, true)
+}
+
+// closeLocked ends an open observation and unlocks. With leaveOpen, an observation that
+// cannot be ended without waiting is left open silently (HDU.Close).
+func (w *Writer) closeLocked(ctx context.Context, leaveOpen bool) error {
 	if w.closed {
 		return w.closeErr
 	}
+	w.h.removeHandle(w)
 	w.closed = true
 	var errs []error
 	if w.inObs || len(w.open) > 0 || w.cur != nil {
-		errs = append(errs, w.endOfData(ctx))
+		err := w.endOfData(ctx)
+		if err != nil && leaveOpen && (errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed)) {
+			err = nil
+		}
+		errs = append(errs, err)
 	}
 	errs = append(errs, w.data.unlockWrite(), w.hdr.unlockWrite())
 	w.closeErr = errors.Join(errs...)
