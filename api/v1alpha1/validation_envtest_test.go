@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -201,6 +202,29 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Errorf("valid spec %s rejected: %v", spec, err)
+		}
+	}
+}
+
+// The manifests in config/samples are valid.
+func TestSamplesAccepted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "config", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in config/samples: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		u.SetNamespace(ns)
+		u.SetName("sample-" + u.GetName())
+		if err := env.Client.Create(context.Background(), u); err != nil {
+			t.Errorf("sample %s rejected: %v", f, err)
 		}
 	}
 }

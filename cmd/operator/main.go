@@ -39,7 +39,8 @@ func run() error {
 		metricsAddr, probeAddr, leNamespace, namespace string
 		receiverImage, pullPolicy, receiverMemory      string
 		leaderElect, showVersion                       bool
-		workers                                        int
+		workers, apiBurst                              int
+		apiQPS                                         float64
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -50,6 +51,8 @@ func run() error {
 	flag.StringVar(&pullPolicy, "image-pull-policy", "", "default pull policy of capture pods: Always, IfNotPresent or Never (default: the cluster's)")
 	flag.StringVar(&receiverMemory, "receiver-memory", "256Mi", "memory of the receiver process, added to the ring's bytes when a RingCapture sets none")
 	flag.IntVar(&workers, "max-concurrent-reconciles", 8, "RingCaptures reconciled in parallel")
+	flag.Float64Var(&apiQPS, "kube-api-qps", 50, "steady rate of API requests per second")
+	flag.IntVar(&apiBurst, "kube-api-burst", 100, "burst of API requests")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -85,6 +88,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},

@@ -223,7 +223,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		},
 		Resources:                receiverResources(rc, opts),
 		TerminationMessagePath:   summaryFile,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
 			Privileged:               ptr(false),
 			AllowPrivilegeEscalation: ptr(false),

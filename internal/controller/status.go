@@ -310,7 +310,7 @@ func endpoint(rc *ringcapv1.RingCapture, pod *corev1.Pod, rs *ReceiverStatus, pr
 			ep.Port = e.Port
 		}
 		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, e.IBPort, e.GID, e.Netdev
-		if e.GIDIndex != nil {
+		if e.GIDIndex != nil && *e.GIDIndex >= 0 { // -1: not chosen yet
 			ep.GIDIndex = ptr(*e.GIDIndex)
 		}
 	}

@@ -129,7 +129,9 @@ type operator struct {
 
 func startOperator(tb testing.TB) *operator {
 	tb.Helper()
-	mgr, err := ctrl.NewManager(opConfig, ctrl.Options{
+	cfg := rest.CopyConfig(opConfig)
+	cfg.QPS, cfg.Burst = 50, 100 // the operator's defaults (--kube-api-qps, --kube-api-burst)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        testenv.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
