@@ -50,7 +50,7 @@ func connectWait(ctx context.Context, key dada.Key, opts dada.ConnectOptions, wa
 
 func newRingCreateCmd() *cobra.Command {
 	cfg := dada.DefaultConfig()
-	var persist, roundHuge bool
+	var persist, roundHuge, destroy bool
 	c := &cobra.Command{
 		Use:   "create",
 		Short: "Create a ring and its header ring (like dada_db)",
@@ -58,6 +58,13 @@ func newRingCreateCmd() *cobra.Command {
 			"  ringcap ring create -k eada -b 2097152 -n 16 --hugepages -l",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if destroy { // dada_db -d
+				if err := dada.Destroy(cfg.Key); err != nil {
+					return err
+				}
+				outln(cmd.ErrOrStderr(), "Destroyed DADA data and header blocks")
+				return nil
+			}
 			if roundHuge && cfg.HugePages {
 				b, err := dada.RoundToHugePages(cfg.BufSize)
 				if err != nil {
@@ -94,6 +101,7 @@ func newRingCreateCmd() *cobra.Command {
 	fs.BoolVar(&cfg.HugePages, "hugepages", false, "back data blocks with huge pages (SHM_HUGETLB); block size must be a multiple of the huge page size")
 	fs.BoolVar(&roundHuge, "round", false, "with --hugepages: round the block size up to the huge page size")
 	fs.BoolVarP(&persist, "persist", "w", false, "stay until SIGINT/SIGTERM, then destroy the ring")
+	fs.BoolVarP(&destroy, "destroy", "d", false, "destroy the ring instead (dada_db -d; same as ring destroy)")
 	return c
 }
 

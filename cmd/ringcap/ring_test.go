@@ -215,14 +215,14 @@ func TestRingCreateInfoMonitorDestroy(t *testing.T) {
 			t.Errorf("monitor lacks %q:\n%s", want, mon)
 		}
 	}
-	mustRun(t, "ring", "destroy", "-k", k)
+	mustRun(t, "ring", "create", "-k", k, "-d") // dada_db -d
 	if _, _, err := ringcap(context.Background(), "ring", "info", "-k", k); !errors.Is(err, dada.ErrNoRing) {
 		t.Fatalf("info after destroy: %v", err)
 	}
 	for _, bad := range [][]string{
 		{"ring", "create", "-k", "0"}, {"ring", "create", "-k", testKey(t).String(), "-r", "9"},
 		{"ring", "create", "-k", testKey(t).String(), "-a", "100"}, {"ring", "destroy", "-k", testKey(t).String()},
-		{"ring", "write", "-k", k}, {"ring", "create", "-k", "xyz"},
+		{"ring", "write", "-k", k}, {"ring", "create", "-k", "xyz"}, {"ring", "destroy", "-k", k},
 	} {
 		if _, _, err := ringcap(context.Background(), bad...); err == nil {
 			t.Errorf("ringcap %v succeeded", bad)
