@@ -39,7 +39,7 @@ go build -o "$BIN" ./cmd/ringcap
 echo "== create ring $KEY: $NBUFS x $BUFSZ bytes, 1 reader"
 "$BIN" ring create -k "$KEY" -b "$BUFSZ" -n "$NBUFS" -r 1
 created=1
-"$BIN" ring info -k "$KEY" | head -3
+"$BIN" ring info -k "$KEY" | sed -n 1,3p
 
 echo "== read (verifying seed $SEED) while writing $BYTES bytes"
 "$BIN" ring read -k "$KEY" --verify "$SEED" -s --header-out "$work/header" 2>"$work/read.log" &
