@@ -9,9 +9,10 @@ BENCH += bench-dada
 
 .PHONY: test-demo bench-dada fuzz-dada interop-dada
 
-## test-demo: run the ring demo (hack/demo.sh) on a small stream; fails on any mismatch or leftover
+## test-demo: run the ring demo (hack/demo.sh) on a small stream; fails on any mismatch or leftover.
+## Uses a pid-derived key (never dada, which belongs to users and `make demo`).
 test-demo:
-	DEMO_BYTES=$$((64 << 20)) hack/demo.sh
+	DEMO_KEY=$$(printf '%x' $$(( (0x3000 + $$$$ % 64 * 0x100) << 16 | 0xc000 ))) DEMO_BYTES=$$((64 << 20)) hack/demo.sh
 
 ## bench-dada: ring throughput writer->reader (1 and 2 readers, 1 MiB and 16 MiB blocks) and
 ## the per-block handoff cost, each beside a plain copy measured in the same run
