@@ -95,6 +95,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestAssign(t *testing.T) {
+	hostOnly(t)
 	devs, _, err := rdma.Discover(rdma.Roots{Sys: "../../pkg/rdma/testdata/pci/sys", Dev: "../../pkg/rdma/testdata/pci/dev"})
 	if err != nil {
 		t.Fatal(err)

@@ -37,15 +37,29 @@ type fakeKubelet struct {
 func startKubelet(t *testing.T, dir string) *fakeKubelet {
 	t.Helper()
 	k := &fakeKubelet{dir: dir, regs: make(chan *pluginapi.RegisterRequest, 16)}
-	l, err := netListenUnix(filepath.Join(dir, "kubelet.sock"))
+	startKubeletOn(t, k)
+	return k
+}
+
+func startKubeletOn(tb testing.TB, k *fakeKubelet) {
+	tb.Helper()
+	l, err := netListenUnix(filepath.Join(k.dir, "kubelet.sock"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	k.srv = grpc.NewServer()
 	pluginapi.RegisterRegistrationServer(k.srv, k)
 	go func() { _ = k.srv.Serve(l) }()
-	t.Cleanup(k.stop)
-	return k
+	tb.Cleanup(k.stop)
+}
+
+func dialPlugin(tb testing.TB, dir, endpoint string) (*grpc.ClientConn, pluginapi.DevicePluginClient) {
+	tb.Helper()
+	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return conn, pluginapi.NewDevicePluginClient(conn)
 }
 
 func (k *fakeKubelet) Register(_ context.Context, r *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
@@ -102,9 +116,19 @@ type harness struct {
 }
 
 func startHarness(t *testing.T, cfg *Config, mutate func(*Options)) *harness {
+	return startHarnessOn(t, cfg, false, mutate)
+}
+
+// startHarnessOn with real runs the plugin on the machine's own /sys and /dev (VM tests).
+func startHarnessOn(t *testing.T, cfg *Config, real bool, mutate func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: shortTempDir(t), sink: &memSink{}}
-	h.roots = rdma.Roots{Sys: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/sys"), Dev: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/dev")}
+	if real {
+		h.roots = rdma.DefaultRoots
+	} else {
+		hostOnly(t)
+		h.roots = rdma.Roots{Sys: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/sys"), Dev: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/dev")}
+	}
 	h.kubelet = startKubelet(t, h.dir)
 	if cfg == nil {
 		cfg = DefaultConfig()
@@ -145,12 +169,9 @@ func (h *harness) stop() {
 // client dials a registered endpoint.
 func (h *harness) client(r *pluginapi.RegisterRequest) pluginapi.DevicePluginClient {
 	h.t.Helper()
-	conn, err := grpc.NewClient("unix://"+filepath.Join(h.dir, r.Endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	conn, c := dialPlugin(h.t, h.dir, r.Endpoint)
 	h.t.Cleanup(func() { _ = conn.Close() })
-	return pluginapi.NewDevicePluginClient(conn)
+	return c
 }
 
 // watch opens ListAndWatch and returns a function that waits for a response
@@ -454,6 +475,7 @@ func TestShutdownRemovesSockets(t *testing.T) {
 }
 
 func TestRefusesOverlappingExclusivePools(t *testing.T) {
+	hostOnly(t)
 	cfg, err := ParseConfig([]byte("version: v1\npools: [{name: a}, {name: b, selector: {drivers: [mlx5_core]}}]"))
 	if err != nil {
 		t.Fatal(err)
