@@ -260,9 +260,11 @@ func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
 	return n, nil
 }
 
-// EndOfData ends the current observation (ipcio_stop): a block being written becomes the
-// end-of-data block with the bytes it holds; an observation with a header but no data gets
-// one empty block so readers see its start and end. The write lock is kept.
+// EndOfData ends the current observation (ipcio_stop): a block being filled by Write becomes
+// the end-of-data block with the bytes it holds; an observation with a header but no data
+// gets one empty block so readers see its start and end. Blocks from OpenBlock that were not
+// marked filled are discarded (the oldest becomes an empty end-of-data block): block-API
+// writers end with MarkFilled(n < BufSize) or MarkFilledEOD instead. The write lock is kept.
 func (w *Writer) EndOfData() error { return w.EndOfDataContext(context.Background()) }
 
 // EndOfDataContext is EndOfData with a context for the wait for the empty end-of-data
