@@ -191,3 +191,7 @@ type RDMANodeList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []RDMANode `json:"items"`
 }
+
+func init() {
+	SchemeBuilder.Register(&RDMANode{}, &RDMANodeList{})
+}
