@@ -98,6 +98,25 @@ func runChildRole(role string) int {
 			return 2
 		}
 		fmt.Printf("READY seq=%d slot=%d\n", b.Seq, r.Slot())
+	case "writer":
+		// Write RINGCAP_TEST_OBS observations of RINGCAP_TEST_BYTES pattern bytes, then exit.
+		w, err := h.LockWrite(ctx, WriterOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		for i := 0; i < envInt("RINGCAP_TEST_OBS"); i++ {
+			if err := writeObs(w, seed+uint64(i), envInt("RINGCAP_TEST_BYTES"), 100000); err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				return 1
+			}
+		}
+		if err := w.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
+		fmt.Println("READY")
+		return 0
 	case "reader-verify":
 		// Read one observation, verify the pattern and print its size.
 		r, err := h.LockRead(ctx)
@@ -105,11 +124,16 @@ func runChildRole(role string) int {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 2
 		}
-		n, err := readObs(ctx, r, seed)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			return 1
+		total := 0
+		for i := 0; i < max(1, envInt("RINGCAP_TEST_OBS")); i++ {
+			n, err := readObs(ctx, r, seed+uint64(i))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				return 1
+			}
+			total += n
 		}
+		n := total
 		if err := r.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			return 1

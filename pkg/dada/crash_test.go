@@ -172,3 +172,30 @@ func TestReaderKilledMidBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A writer process and two reader processes: both readers get every byte of several
+// observations, the writer gated by whichever is slower.
+func TestWriterAndTwoReaderProcesses(t *testing.T) {
+	h := createTestRing(t, Config{NBufs: 4, BufSize: 256 << 10, Readers: 2})
+	env := []string{"RINGCAP_TEST_SEED=500", "RINGCAP_TEST_OBS=3", fmt.Sprint("RINGCAP_TEST_BYTES=", 3<<20+99)}
+	r0 := startChild(t, "reader-verify", h.Key(), env...)
+	r1 := startChild(t, "reader-verify", h.Key(), env...)
+	w := startChild(t, "writer", h.Key(), env...)
+	w.ready(t)
+	w.wait(t)
+	for i, r := range []*child{r0, r1} {
+		if got := r.ready(t)["bytes"]; got != fmt.Sprint(3*(3<<20+99)) {
+			t.Fatalf("reader process %d read %s bytes", i, got)
+		}
+		r.wait(t)
+	}
+	s, err := h.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.Data.Readers {
+		if r.RXfer != 3 || r.RState != stateDiscon || r.SODAck != 8 || r.EODAck != 8 || r.Full != 0 {
+			t.Errorf("reader slot %d after the run: %+v", i, r)
+		}
+	}
+}
