@@ -277,6 +277,9 @@ func connectRing(key Key, contiguous bool) (r *Ring, err error) {
 	if size < syncSize(nbufs) {
 		return r, fmt.Errorf("sync segment %#x is %d bytes, need %d for %d blocks", uint32(key), size, syncSize(nbufs), nbufs)
 	}
+	if dev := r.sync.onDeviceID(); dev >= 0 {
+		return r, fmt.Errorf("ring %s lives in GPU memory (on_device_id=%d, dada_db -g): not supported", key, dev)
+	}
 	r.nbufs, r.bufsz, r.nreaders = int(nbufs), int(bufsz), nread
 	if r.connSem, err = semGet(r.sync.semkeyConnect(), 2, perm); err != nil {
 		return r, fmt.Errorf("get connection semaphores %#x: %w", uint32(r.sync.semkeyConnect()), err)
