@@ -348,3 +348,29 @@ func TestDeletionRemovesPod(t *testing.T) {
 		t.Errorf("a pod came back after the RingCapture was deleted: %v", err)
 	}
 }
+
+// A pod with the capture pod's name that the RingCapture does not own is left alone,
+// and the conflict shows in the status and in an event.
+func TestPodNameConflict(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "conflict")
+	squatter := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controller.PodName("taken")},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example/app:1"}}},
+	}
+	if err := env.Client.Create(context.Background(), squatter); err != nil {
+		t.Fatal(err)
+	}
+	newCapture(t, ns, "taken", nil)
+	rc := waitCapture(t, ns, "taken", "PodNameConflict", func(rc *ringcapv1.RingCapture) bool {
+		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, controller.ReasonPodNameConflict)
+	})
+	if rc.Status.Phase != ringcapv1.PhasePending || rc.Status.Pod != "" {
+		t.Errorf("status %+v", rc.Status)
+	}
+	waitEvent(t, ns, "taken", controller.ReasonPodNameConflict, corev1.EventTypeWarning)
+	cur := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(squatter), cur); err != nil || len(cur.OwnerReferences) != 0 {
+		t.Errorf("the other pod was touched: %v %+v", err, cur.OwnerReferences)
+	}
+}

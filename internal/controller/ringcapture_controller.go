@@ -27,6 +27,9 @@ import (
 // conflictRetry is how soon a reconcile whose status write met a newer RingCapture runs again.
 const conflictRetry = 100 * time.Millisecond
 
+// conflictRecheck is how often a RingCapture whose pod name is taken looks again.
+const conflictRecheck = 30 * time.Second
+
 // StatusFetcher reads a running receiver's /status.
 type StatusFetcher interface {
 	Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*ReceiverStatus, error)
@@ -87,11 +90,15 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	pod, err := r.reconcilePod(ctx, rc)
-	if err != nil {
+	podProblem := ""
+	switch {
+	case errors.Is(err, ErrPodConflict):
+		podProblem = err.Error() // shown in the status, checked again after conflictRecheck
+	case err != nil:
 		return ctrl.Result{}, err
 	}
 	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
-	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, Now: metav1.NewTime(r.now())})
+	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, Now: metav1.NewTime(r.now())})
 	r.recordTransitions(rc, status)
 	if err := r.updateStatus(ctx, rc, status); err != nil {
 		if apierrors.IsConflict(err) {
@@ -99,6 +106,10 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if podProblem != "" {
+		// The other pod's changes are not watched (it is not ours): look again later.
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(pod, status)}, nil
 }

@@ -54,6 +54,8 @@ type Observed struct {
 	Receiver *ReceiverStatus
 	// ReceiverError says why /status could not be read ("" when it was, or not tried).
 	ReceiverError string
+	// PodProblem says why there is no pod (for example its name is taken), "" if none.
+	PodProblem string
 	// Now is the time of the observation.
 	Now metav1.Time
 }
@@ -87,6 +89,9 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	}
 
 	v := judge(in.Pod)
+	if in.Pod == nil && in.PodProblem != "" {
+		v.scheduledReason, v.schedMsg = ReasonPodNameConflict, in.PodProblem
+	}
 	rs := in.Receiver
 	if rs == nil {
 		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited

@@ -69,20 +69,23 @@ const summaryFailed = `{"version":1,"state":"Failed","message":"register memory 
 func TestComputeStatus(t *testing.T) {
 	type conds map[string]string // type -> "Status/Reason"
 	tests := []struct {
-		name      string
-		old       ringcapv1.RingCaptureStatus
-		pod       *corev1.Pod
-		recv      *ReceiverStatus
-		recvErr   string
-		phase     ringcapv1.RingCapturePhase
-		conds     conds
-		bytes     int64
-		mrMode    string
-		endpoint  string
-		completed bool
+		name       string
+		old        ringcapv1.RingCaptureStatus
+		pod        *corev1.Pod
+		recv       *ReceiverStatus
+		recvErr    string
+		podProblem string
+		phase      ringcapv1.RingCapturePhase
+		conds      conds
+		bytes      int64
+		mrMode     string
+		endpoint   string
+		completed  bool
 	}{
 		{name: "no pod yet", phase: ringcapv1.PhasePending,
 			conds: conds{"Scheduled": "False/PodNotCreated", "Ready": "False/PodNotCreated", "Failed": "False/NotFailed"}},
+		{name: "pod name taken by another owner", podProblem: "pod obs/c-capture for RingCapture c: pod name taken by another owner",
+			phase: ringcapv1.PhasePending, conds: conds{"Scheduled": "False/PodNameConflict", "Ready": "False/PodNameConflict"}},
 		{name: "pod waiting for the scheduler", pod: testPod(nil), phase: ringcapv1.PhasePending,
 			conds: conds{"Scheduled": "False/PodPending", "RingReady": "False/NoReceiverStatus"}},
 		{name: "unschedulable: no node has the RDMA resource", pod: testPod(func(p *corev1.Pod) {
@@ -143,7 +146,7 @@ func TestComputeStatus(t *testing.T) {
 			rc := defaulted("c")
 			rc.Generation = 3
 			rc.Status = tc.old
-			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, ReceiverError: tc.recvErr, Now: t0})
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, ReceiverError: tc.recvErr, PodProblem: tc.podProblem, Now: t0})
 			if st.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
 			}

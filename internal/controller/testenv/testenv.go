@@ -1,6 +1,3 @@
-// Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest)
-// with ringcap's CRDs installed, for the tests with the build tag envtest. The binaries
-// come from KUBEBUILDER_ASSETS, filled by `make envtest-assets` (hack/k8s).
 package testenv
 
 import (
