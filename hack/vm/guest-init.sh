@@ -61,7 +61,7 @@ rxe_setup() {
   for d in rxe0 rxe1; do
     until grep -q ACTIVE /sys/class/infiniband/$d/ports/1/state 2>/dev/null &&
       grep -q ffff:c612 /sys/class/infiniband/$d/ports/1/gids/1 2>/dev/null; do
-      n=$((n + 1)); [ $n -lt 100 ] || { say "$d not ready"; return 1; }
+      n=$((n + 1)); [ $n -lt 300 ] || { say "$d not ready after 30s"; return 1; }
       sleep 0.1
     done
   done
