@@ -64,6 +64,8 @@ func Start() (*Env, error) {
 	}
 	cfg, err := e.env.Start()
 	if err != nil {
+		// Start can fail after etcd and kube-apiserver run (installing the CRDs): stop them.
+		_ = e.env.Stop()
 		return nil, fmt.Errorf("start envtest control plane: %w", err)
 	}
 	e.Config = cfg
