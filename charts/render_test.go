@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ringcap/ringcap/internal/plugin"
 )
 
 const chartDir = "ringcap"
@@ -250,13 +252,10 @@ func TestDefaults(t *testing.T) {
 	}
 	var cm corev1.ConfigMap
 	objs.get(t, "ConfigMap/rc-ringcap-plugin", &cm)
-	var cfg struct {
-		Pools []struct {
-			Name string `json:"name"`
-		} `json:"pools"`
-	}
-	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &cfg); err != nil || len(cfg.Pools) != 1 || cfg.Pools[0].Name != "rdma" {
-		t.Errorf("plugin config %q (%v)", cm.Data["config.yaml"], err)
+	// the plugin itself accepts the rendered configuration
+	cfg, err := plugin.ParseConfig([]byte(cm.Data["config.yaml"]))
+	if err != nil || len(cfg.Pools) != 1 || cfg.Pools[0].Name != "rdma" {
+		t.Errorf("plugin config %q: %+v %v", cm.Data["config.yaml"], cfg, err)
 	}
 	var pcr rbacv1.ClusterRole
 	objs.get(t, "ClusterRole/rc-ringcap-plugin", &pcr)
@@ -286,8 +285,8 @@ plugin:
   config:
     version: v1
     pools:
-      - {name: rdma, devices: [rxe0]}
-      - {name: rdma-ib, drivers: [mlx5_core], gidPolicy: {mode: index, index: 3}}
+      - {name: rdma, selector: {devices: [rxe0]}}
+      - {name: rdma-ib, selector: {drivers: [mlx5_core]}, sharing: {mode: shared, maxPodsPerDevice: 4}, gidPolicy: {mode: index, index: 3}}
   kubeletDir: /var/lib/k0s/kubelet
   nodeSelector: {ringcap.io/rdma: "true"}
 `)
@@ -318,13 +317,12 @@ plugin:
 	}
 	var cm corev1.ConfigMap
 	objs.get(t, "ConfigMap/rc-ringcap-plugin", &cm)
-	var cfg map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &cfg); err != nil {
-		t.Fatal(err)
+	cfg, err := plugin.ParseConfig([]byte(cm.Data["config.yaml"]))
+	if err != nil {
+		t.Fatalf("the plugin refuses the rendered config %q: %v", cm.Data["config.yaml"], err)
 	}
-	pools, _ := cfg["pools"].([]any)
-	if len(pools) != 2 || !strings.Contains(cm.Data["config.yaml"], "mlx5_core") {
-		t.Errorf("plugin config not passed through: %q", cm.Data["config.yaml"])
+	if len(cfg.Pools) != 2 || cfg.Pools[1].Sharing.MaxPodsPerDevice != 4 || !slices.Equal(cfg.Pools[1].Selector.Drivers, []string{"mlx5_core"}) {
+		t.Errorf("plugin config not passed through: %q -> %+v", cm.Data["config.yaml"], cfg)
 	}
 	// a changed pool configuration rolls the DaemonSet
 	def := render(t, "")

@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,10 @@ type Spec struct {
 	Labels     map[string]string
 	Files      []Copy
 	Symlinks   []Symlink
+	// GzipLevel is the layer's gzip level (compress/gzip: 0 = stored, 1 = fastest ... 9).
+	// Stored layers are larger but nearly free to unpack, which matters for a node that
+	// imports them under an emulated CPU.
+	GzipLevel int
 }
 
 // Copy puts the file or directory tree Src at Dest in the image. A Dest ending in "/" with a
@@ -76,9 +81,12 @@ func Build(s Spec) (v1.Hash, error) {
 	if err != nil {
 		return v1.Hash{}, err
 	}
+	if s.GzipLevel < gzip.NoCompression || s.GzipLevel > gzip.BestCompression {
+		return v1.Hash{}, fmt.Errorf("gzip level %d out of range 0..9", s.GzipLevel)
+	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerData)), nil
-	})
+	}, tarball.WithCompressionLevel(s.GzipLevel))
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("make layer: %w", err)
 	}

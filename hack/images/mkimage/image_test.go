@@ -119,7 +119,7 @@ func TestBuildRoundTrip(t *testing.T) {
 
 func TestBuildIsReproducible(t *testing.T) {
 	bin, dir := tree(t)
-	spec := Spec{Tags: []string{"ringcap/test:v1"}, Files: []Copy{{Src: bin, Dest: "/bin/"}, {Src: dir, Dest: "/"}}}
+	spec := Spec{Tags: []string{"ringcap/test:v1"}, Files: []Copy{{Src: bin, Dest: "/bin/"}, {Src: dir, Dest: "/"}}, GzipLevel: 0}
 	spec.Output = filepath.Join(t.TempDir(), "a.tar")
 	d1, err := Build(spec)
 	if err != nil {
@@ -168,6 +168,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"-t", "Bad Ref", "-o", out, bin + ":/x"}, `parse image reference "Bad Ref"`},
 		{[]string{"-t", "a/b:c", "-o", out, "-symlink", "nolink", bin + ":/x"}, "is not LINK=TARGET"},
 		{[]string{"-t", "a/b:c", "-o", out, "-entrypoint", "[oops", bin + ":/x"}, "parse -entrypoint"},
+		{[]string{"-t", "a/b:c", "-o", out, "-gzip-level", "12", bin + ":/x"}, "gzip level 12 out of range"},
 	} {
 		err := run(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

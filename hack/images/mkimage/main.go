@@ -35,6 +35,7 @@ func run(args []string) error {
 	fs.Var(&envs, "env", "KEY=VALUE (repeatable)")
 	fs.Var(&labels, "label", "KEY=VALUE (repeatable)")
 	fs.Var(&links, "symlink", "LINK=TARGET symbolic link to add (repeatable)")
+	fs.IntVar(&spec.GzipLevel, "gzip-level", 1, "gzip level of the layer, 0 (stored: fastest to import) to 9")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ if [ -n "${E2E_PREBUILT_IMAGES:-}" ]; then   # iterate on the harness: reuse the
   TAG=$(cat "$RINGCAP_CACHE/images/TAG" 2>/dev/null || echo none)
   log "using the images already in $RINGCAP_CACHE/images (tag $TAG)"
 else
-  TAG=$("$REPO_ROOT/hack/images/build.sh" 2> "$E2E_WORK/logs/build-images.log" | tail -n1) ||
+  TAG=$(MKIMAGE_GZIP_LEVEL=0 "$REPO_ROOT/hack/images/build.sh" 2> "$E2E_WORK/logs/build-images.log" | tail -n1) ||
     { tail -20 "$E2E_WORK/logs/build-images.log"; die "image build failed (log $E2E_WORK/logs/build-images.log)"; }
   log "images ringcap/{plugin,operator,ringcap}:$TAG built from the working tree"
 fi
