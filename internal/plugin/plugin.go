@@ -34,6 +34,9 @@ type Options struct {
 	Version string
 }
 
+// InventoryResync is how often the inventory is published even when nothing changed.
+const InventoryResync = 5 * time.Minute
+
 // Plugin serves one device-plugin endpoint per pool and keeps them current.
 type Plugin struct {
 	opts    Options
@@ -48,6 +51,7 @@ type Plugin struct {
 	lastSkipped map[string]bool
 	inv         *Inventory // last built inventory
 	invDirty    bool       // inv not yet accepted by the sink
+	published   time.Time  // when the sink last accepted an inventory
 	scanned     chan struct{}
 
 	runMu   sync.Mutex
@@ -255,6 +259,9 @@ func (p *Plugin) publish(ctx context.Context) {
 	}
 	p.mu.Lock()
 	inv, dirty := p.inv, p.invDirty
+	// Republish now and then even without a change: someone may have deleted the
+	// RDMANode or the labels.
+	dirty = dirty || time.Since(p.published) > InventoryResync
 	p.mu.Unlock()
 	if !dirty || inv == nil {
 		return
@@ -270,6 +277,7 @@ func (p *Plugin) publish(ctx context.Context) {
 	if p.inv == inv {
 		p.invDirty = false
 	}
+	p.published = time.Now()
 	p.mu.Unlock()
 	p.log.V(1).Info("Published inventory", "node", p.opts.NodeName)
 }

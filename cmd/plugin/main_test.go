@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+const testdata = "../../pkg/rdma/testdata/pci"
+
+// TestMain lets the test binary act as the plugin binary (for the SIGTERM test).
+func TestMain(m *testing.M) {
+	if os.Getenv("RINGCAP_PLUGIN_MAIN") == "1" {
+		os.Args = append([]string{"plugin"}, strings.Split(os.Getenv("RINGCAP_PLUGIN_ARGS"), " ")...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type kubelet struct {
+	pluginapi.UnimplementedRegistrationServer
+	regs chan string
+}
+
+func (k *kubelet) Register(_ context.Context, r *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
+	k.regs <- r.ResourceName + " " + r.Endpoint
+	return &pluginapi.Empty{}, nil
+}
+
+// TestSIGTERM runs the plugin as a process with a config file, lets it register with
+// a fake kubelet, sends SIGTERM and expects exit status 0 with its socket removed.
+func TestSIGTERM(t *testing.T) {
+	if os.Getenv("RINGCAP_VM") == "1" {
+		t.Skip("testdata-tree test: runs on the host (make test)")
+	}
+	dir, err := os.MkdirTemp("", "rcm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{regs: make(chan string, 4)}
+	srv := grpc.NewServer()
+	pluginapi.RegisterRegistrationServer(srv, k)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("version: v1\npools: [{name: rdma}, {name: rdma-shared, selector: {devices: [mlx5_7]}, sharing: {mode: shared, maxPodsPerDevice: 2}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "RINGCAP_PLUGIN_MAIN=1", "NODE_NAME=",
+		"RINGCAP_PLUGIN_ARGS=--config "+cfg+" --sys-root "+testdata+"/sys --dev-root "+testdata+"/dev --kubelet-dir "+dir+" --metrics-addr 127.0.0.1:0")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case r := <-k.regs:
+			got[r] = true
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("registrations %v; stderr:\n%s", got, stderr.String())
+		}
+	}
+	if !got["ringcap.io/rdma ringcap-rdma.sock"] || !got["ringcap.io/rdma-shared ringcap-rdma-shared.sock"] {
+		t.Errorf("registrations %v", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+	}
+	for _, s := range []string{"ringcap-rdma.sock", "ringcap-rdma-shared.sock"} {
+		if _, err := os.Stat(filepath.Join(dir, s)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after SIGTERM: %v", s, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"msg":"Shut down"`) {
+		t.Errorf("no shutdown log:\n%s", stderr.String())
+	}
+}
+
+func TestBadConfigRefused(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfg, []byte("version: v1\npools: [{name: rdma, sharing: {mode: shard}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), flags{config: cfg, sysRoot: "/nonexistent", devRoot: "/nonexistent", kubeletDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "pools[0].sharing.mode") {
+		t.Fatalf("err = %v", err)
+	}
+}
