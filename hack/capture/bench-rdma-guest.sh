@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Guest half of `make bench-rdma` (runs inside the Soft-RoCE VM, cwd = the share, ringcap in
+# ./bin): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
+# each; prints the medians and the ratio lines.
+set -uo pipefail
+export PATH=$PWD/bin:$PATH
+RUNS=${RUNS:-3} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4}
+SRV_IP=198.18.0.2 PORT=18800
+RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
+declare -A RES M
+
+median() { # values...
+  echo "$@" | awk '{ n = NF; for (i = 1; i <= n; i++) a[i] = $i + 0
+    for (i = 2; i <= n; i++) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j+1] = a[j]; j-- } a[j+1] = v }
+    if (n % 2) print a[(n+1)/2]; else printf "%.4f\n", (a[n/2] + a[n/2+1]) / 2 }'
+}
+
+# perftest TOOL: client on rxe0, server on rxe1, out-of-band TCP on 127.0.0.1. Prints Gb/s.
+# perftest exits 0 even when it moved nothing: the iterations column is checked. Which side
+# reports depends on the test (ib_send_bw: the receiving server; ib_write_bw: the client), so
+# the side with the most iterations counts. Under TCG perftest's clock calibration sometimes
+# prints BW 0 for iterations that did move; the rate is then bytes / duration.
+perftest() {
+  local tool=$1 port=$((PORT++))
+  "$tool" -d rxe1 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" --report_gbits -F >srv.log 2>&1 &
+  local srv=$!
+  sleep 1
+  "$tool" -d rxe0 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" --report_gbits -F 127.0.0.1 >cli.log 2>&1
+  wait "$srv"
+  # data lines: #bytes #iterations BW_peak BW_average MsgRate
+  local line; line=$(cat cli.log srv.log | awk -v m="$MSG" '$1==m && NF>=5 && $2+0 > best { best = $2 + 0; l = $0 } END { print l }')
+  local iters bw; iters=$(echo "$line" | awk '{print $2}'); bw=$(echo "$line" | awk '{print $4}')
+  if [ -z "$line" ] || [ "${iters:-0}" -le 0 ]; then
+    echo "bench-rdma: $tool moved nothing (bytes=$MSG iterations=${iters:-none}):" >&2; cat cli.log srv.log >&2
+    return 1
+  fi
+  if ! awk -v b="$bw" 'BEGIN{exit !(b>0)}'; then
+    bw=$(awk -v n="$iters" -v m="$MSG" -v d="$DUR" 'BEGIN { printf "%.6f", n * m * 8 / d / 1e9 }')
+    echo "bench-rdma: $tool printed BW 0 for $iters iterations (TCG clock calibration); using bytes/duration" >&2
+  fi
+  echo "bench-rdma: $tool bytes=$((MSG*iters)) gbps=$bw" >&2
+  echo "$bw"
+}
+
+# ringcap MODE MR: recv on rxe1 into a fresh ring, a reader, send --no-fill for DUR seconds.
+ringcap_run() {
+  local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
+  ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
+  ringcap recv -k "$key" --mode "$mode" --mr "$mr" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
+    --metrics-addr "" --stop-observations 1 --summary-file summary.json >recv.log 2>&1 &
+  local rx=$!
+  ringcap ring read -k "$key" -s >read.log 2>&1 &
+  local rd=$!
+  for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
+  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --no-fill -q 2>&1)
+  wait "$rx"; local rxrc=$?
+  wait "$rd"
+  ringcap ring destroy -k "$key" >/dev/null 2>&1
+  local line; line=$(echo "$out" | grep '^send: bytes=')
+  local bytes gbps; bytes=$(echo "$line" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p'); gbps=$(echo "$line" | sed -n 's/.*gbps=\([0-9.]*\).*/\1/p')
+  local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
+  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || [ "$rbytes" != "$bytes" ]; then
+    echo "bench-rdma: ringcap $mode/$mr failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
+    echo "$out" >&2; cat recv.log read.log >&2
+    return 1
+  fi
+  echo "bench-rdma: ringcap mode=$mode mr=$mr bytes=$bytes gbps=$gbps" >&2
+  echo "$gbps"
+}
+
+fail=0
+for run in $(seq "$RUNS"); do
+  echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs)" >&2
+  v=$(perftest ib_send_bw) && RES[ib_send_bw]+=" $v" || fail=1
+  v=$(ringcap_run send wholering) && RES[send]+=" $v" || fail=1
+  v=$(perftest ib_write_bw) && RES[ib_write_bw]+=" $v" || fail=1
+  v=$(ringcap_run write wholering) && RES[write]+=" $v" || fail=1
+  v=$(ringcap_run write perblock) && RES[perblock]+=" $v" || fail=1
+done
+[ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
+for k in ib_send_bw send ib_write_bw write perblock; do
+  # shellcheck disable=SC2086
+  M[$k]=$(median ${RES[$k]})
+  echo "bench-rdma: median $k gbps=${M[$k]} runs=[${RES[$k]# }]"
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
+echo "ratio send/ib_send_bw=$(ratio "${M[send]}" "${M[ib_send_bw]}")"
+echo "ratio write/ib_write_bw=$(ratio "${M[write]}" "${M[ib_write_bw]}")"
+echo "ratio perblock/wholering=$(ratio "${M[perblock]}" "${M[write]}")"

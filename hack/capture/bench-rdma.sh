@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make bench-rdma: ringcap recv/send against perftest on the same Soft-RoCE link, in ONE boot
+# of the VM (hack/vm): 64 KiB messages, 4 QPs, the median of RUNS runs of DUR seconds each,
+# interleaved so that load drift hits every contender alike. Prints
+#   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
+# (goals: >= 0.95, >= 0.95, >= 0.98). Settings: RUNS (3), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+. hack/env.sh
+VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
+mkdir -p "$VM_DIR/runs"
+SHARE=$(mktemp -d "$VM_DIR/runs/bench-rdma-$(date +%Y%m%d-%H%M%S)-XXXX")
+chmod 0755 "$SHARE"
+mkdir -p "$SHARE/bin"
+echo "bench-rdma: go build bin/ringcap (cgo)"
+CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
+{
+  echo "export RUNS=${RUNS:-3} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4}"
+  cat hack/capture/bench-rdma-guest.sh
+} > "$SHARE/bench-rdma-guest.sh"
+rc=0
+RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/bench-rdma-guest.sh" | tee "$SHARE/bench.log" || rc=$?
+echo "---- bench-rdma (log: $SHARE/bench.log)"
+grep -E '^(bench-rdma: median|ratio )' "$SHARE/bench.log" | tr -d '\r' || true
+exit "$rc"
