@@ -241,7 +241,7 @@ func TestTwoObservationsAndSlowReader(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// A slow reader: the sender must be held back, nothing may be lost.
-			reads := readObservations(t, ctx, h, 2, 7, 5*time.Millisecond)
+			reads := readObservations(t, ctx, h, 2, 7, 20*time.Millisecond)
 			for i, total := range []uint64{12*bufsz + 3, 2 * bufsz} {
 				res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 4, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 7}, TxDepth: 4})
 				if err != nil || !res.Complete {
