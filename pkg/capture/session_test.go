@@ -491,3 +491,38 @@ func TestDurationAndFileSources(t *testing.T) {
 		t.Fatalf("reader %+v", obs)
 	}
 }
+
+// A queue pair that fails is reported with the work-completion status name,
+// the observation ends on what landed before, and the receiver keeps serving.
+func TestCompletionErrorNamesStatus(t *testing.T) {
+	const bufsz, msg = 8192, 2048
+	h := testRing(t, 4, bufsz)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 1, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 4, 0)
+	ep := hs.net.open(EndpointConfig{QPs: 1, SendDepth: 4, RecvDepth: 1}, nil, make([]byte, 4*msg))
+	defer func() { _ = ep.Close() }()
+	_, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: ModeSend, MsgBytes: msg, QPs: ep.Local()})
+	acc, ok := m.(Accept)
+	if !ok {
+		t.Fatalf("answer %+v", m)
+	}
+	if err := ep.Connect(acc.QPs); err != nil {
+		t.Fatal(err)
+	}
+	// Slice 0 is fine; slice 1 is one byte longer than its receive WR.
+	pattern.Fill(ep.buf[:msg], 4, 0)
+	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1}})
+	if err := hs.wait(); err != nil {
+		t.Fatal(err)
+	}
+	st := hs.rx.Tracker().Snapshot()
+	if st.CompletionErrors != 1 || st.LastObservation == nil || st.LastObservation.Complete ||
+		!strings.Contains(st.LastObservation.Message, "IBV_WC_LOC_LEN_ERR") || st.LastObservation.Bytes != msg {
+		t.Fatalf("status %+v %+v", st, st.LastObservation)
+	}
+	if obs := <-reads; len(obs) != 1 || obs[0].bytes != msg || obs[0].err != nil {
+		t.Fatalf("reader %+v", obs)
+	}
+}
