@@ -172,6 +172,7 @@ func (e *Env) StartGarbageCollector(ctx context.Context) error {
 		return fmt.Errorf("garbage collector log: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return fmt.Errorf("start %s: %w", bin, err)
