@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -462,15 +463,33 @@ func TestReregistersAfterKubeletRestart(t *testing.T) {
 }
 
 func TestShutdownRemovesSockets(t *testing.T) {
+	hostOnly(t)
+	before := runtime.NumGoroutine()
 	h := startHarness(t, nil, nil)
 	r := h.kubelet.registration(t)
 	sock := filepath.Join(h.dir, r.Endpoint)
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatal(err)
 	}
+	conn, c := dialPlugin(t, h.dir, r.Endpoint)
+	h.watch(c)(func(m map[string]*pluginapi.Device) bool { return len(m) == 3 })
 	h.stop()
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket after shutdown: %v", err)
+	}
+	// Nothing of the plugin keeps running (the fake kubelet and the test's client
+	// connection are stopped here too).
+	h.kubelet.stop()
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after shutdown, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
