@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -289,9 +291,35 @@ func TestPluginRegistersAndWatches(t *testing.T) {
 }
 
 func TestAllocateExclusive(t *testing.T) {
-	h := startHarness(t, nil, nil)
+	reg := prometheus.NewRegistry()
+	h := startHarness(t, nil, func(o *Options) { o.Registry = reg })
 	c := h.client(h.kubelet.registration(t))
 	h.watch(c)(func(m map[string]*pluginapi.Device) bool { return len(m) == 3 })
+	t.Cleanup(func() {
+		// Metrics: devices and units by health, the two container allocations, the refusal.
+		want := `
+# HELP ringcap_plugin_allocation_errors_total Allocate requests refused.
+# TYPE ringcap_plugin_allocation_errors_total counter
+ringcap_plugin_allocation_errors_total{resource="ringcap.io/rdma"} 1
+# HELP ringcap_plugin_allocations_total Container allocations answered.
+# TYPE ringcap_plugin_allocations_total counter
+ringcap_plugin_allocations_total{resource="ringcap.io/rdma"} 3
+# HELP ringcap_plugin_devices RDMA devices in the pool.
+# TYPE ringcap_plugin_devices gauge
+ringcap_plugin_devices{resource="ringcap.io/rdma"} 3
+# HELP ringcap_plugin_units Advertised units (device IDs) of the pool, by health.
+# TYPE ringcap_plugin_units gauge
+ringcap_plugin_units{health="Healthy",resource="ringcap.io/rdma"} 2
+ringcap_plugin_units{health="Unhealthy",resource="ringcap.io/rdma"} 1
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ringcap_plugin_allocation_errors_total",
+			"ringcap_plugin_allocations_total", "ringcap_plugin_devices", "ringcap_plugin_units"); err != nil {
+			t.Error(err)
+		}
+		if n := testutil.CollectAndCount(reg, "ringcap_plugin_device_healthy"); n != 3 {
+			t.Errorf("device_healthy series: %d", n)
+		}
+	})
 
 	resp, err := c.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
 		{DevicesIds: []string{"mlx5_0"}}, {DevicesIds: []string{"mlx5_1"}},
