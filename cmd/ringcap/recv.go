@@ -226,6 +226,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if err != nil {
 		return err
 	}
+	req.LocalIPs = localIPs()
 	devs, _, err := rdma.Discover(rdma.DefaultRoots)
 	if err != nil {
 		return fmt.Errorf("discover RDMA devices: %w", err)
@@ -331,4 +332,19 @@ func headerTemplate(file string, kvs []string) (*dada.Header, error) {
 		}
 	}
 	return h, nil
+}
+
+// localIPs lists this host's (pod's) non-loopback addresses.
+func localIPs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			out = append(out, n.IP)
+		}
+	}
+	return out
 }

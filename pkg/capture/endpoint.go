@@ -16,6 +16,9 @@ type EndpointRequest struct {
 	// IP is the address the endpoint serves on; automatic selection prefers the
 	// RoCE v2 GID that carries it. nil or unspecified: any.
 	IP net.IP
+	// LocalIPs are this host's (pod's) addresses; with IP unspecified, a
+	// RoCE v2 GID carrying one of them is preferred.
+	LocalIPs []net.IP
 	// Source says where explicit values came from, for the reason text
 	// ("flags", "device plugin environment").
 	Source string
@@ -34,6 +37,18 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, Endp
 	if req.Device == "" && specificIP {
 		if d, p, g, ok := rdma.FindGIDByIP(devs, req.IP); ok && (req.GIDIndex < 0 || req.GIDIndex == g.Index) {
 			return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev))
+		}
+	}
+	if !specificIP && req.GIDIndex < 0 {
+		for _, ip := range req.LocalIPs {
+			for _, d := range devs {
+				if req.Device != "" && d.Name != req.Device {
+					continue
+				}
+				if d, p, g, ok := rdma.FindGIDByIP([]rdma.Device{d}, ip); ok && (req.Port == 0 || req.Port == p.Num) {
+					return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the local address %s on %s (listening on all addresses)", g.Index, ip, g.Netdev))
+				}
+			}
 		}
 	}
 	var cands []rdma.Device

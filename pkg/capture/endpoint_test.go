@@ -33,6 +33,7 @@ func TestChooseEndpoint(t *testing.T) {
 		{req: EndpointRequest{GIDIndex: -1, IP: net.ParseIP("198.18.0.2")}, dev: "rxe1", gid: 1, reason: "carries the listen address 198.18.0.2"},
 		{req: EndpointRequest{GIDIndex: -1, IP: net.IPv4zero}, dev: "rxe0", gid: 1, reason: "IPv4-mapped"},
 		{req: EndpointRequest{Device: "rxe1", GIDIndex: -1}, dev: "rxe1", gid: 1, reason: "IPv4-mapped"},
+		{req: EndpointRequest{GIDIndex: -1, IP: net.IPv4zero, LocalIPs: []net.IP{net.ParseIP("10.0.0.1"), net.ParseIP("198.18.0.2")}}, dev: "rxe1", gid: 1, reason: "carries the local address 198.18.0.2"},
 		{req: EndpointRequest{Device: "rxe0", GIDIndex: 0, Source: "device plugin environment"}, dev: "rxe0", gid: 0, reason: "GID index 0 from device plugin environment"},
 		{req: EndpointRequest{Device: "rxe0", GIDIndex: 7}, err: "GID index 7"},
 		{req: EndpointRequest{Device: "mlx5_0", GIDIndex: -1}, err: `RDMA device "mlx5_0" not found`},
