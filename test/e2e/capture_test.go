@@ -213,8 +213,12 @@ func stepStream(t *testing.T) {
 	if m == nil {
 		t.Fatalf("reader printed no summary line:\n%s", rlog)
 	}
-	if m[4] != "0" || m[3] != "1" || m[1] != strconv.FormatInt(total, 10) || total == 0 {
-		t.Errorf("reader: bytes=%s observations=%s mismatches=%s; status bytesReceived=%d", m[1], m[3], m[4], total)
+	sm := regexp.MustCompile(`send: bytes=(\d+) .*complete=true`).FindStringSubmatch(slog)
+	if sm == nil {
+		t.Fatalf("sender did not report a complete transfer:\n%s", slog)
+	}
+	if m[4] != "0" || m[3] != "1" || m[1] != sm[1] || strconv.FormatInt(total, 10) != sm[1] {
+		t.Errorf("sender sent %s bytes; reader: bytes=%s observations=%s mismatches=%s; final status bytesReceived=%d", sm[1], m[1], m[3], m[4], total)
 	}
 	t.Logf("%d bytes over RoCE, verified by the reader; rate while running %s B/s", total, str(mid, "status", "rateBytesPerSecond"))
 }
@@ -417,7 +421,7 @@ for d in /sys/class/infiniband_verbs/uverbs*; do echo "MAP $(basename $d) $(cat 
 // semaphore is left in any IPC namespace of the node.
 func stepDelete(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{sample.GetName(), "steady", "after-restart"} {
+	for _, name := range []string{loadSample(t).GetName(), "steady", "after-restart"} {
 		err := s.dyn.Resource(gvrRingCapture).Namespace(testNamespace).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("delete RingCapture %s: %v", name, err)
