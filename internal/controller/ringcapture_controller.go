@@ -134,13 +134,16 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
 	}
-	// No pod. Before creating one, read the RingCapture around the cache: the pod's
-	// deletion can arrive before the status write that finished the capture.
-	fresh := &ringcapv1.RingCapture{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rc), fresh); err != nil {
-		return nil, fmt.Errorf("get RingCapture %s: %w", rc.Name, err)
+	// No pod. If the capture ever had one, read the RingCapture around the cache before
+	// creating another: the pod's deletion can arrive before the status write that
+	// finished the capture. (A new capture, with no status yet, skips the read.)
+	if rc.Status.Phase != "" || rc.Status.Pod != "" {
+		fresh := &ringcapv1.RingCapture{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rc), fresh); err != nil {
+			return nil, fmt.Errorf("get RingCapture %s: %w", rc.Name, err)
+		}
+		*rc = *fresh
 	}
-	*rc = *fresh
 	// A capture that finished with this spec is not run again.
 	if isTerminal(rc.Status.Phase) && rc.Status.ObservedGeneration == rc.Generation {
 		return nil, nil

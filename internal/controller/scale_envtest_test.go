@@ -195,7 +195,8 @@ func BenchmarkOperator(b *testing.B) {
 		b.ReportMetric((r1-r0)/steady.Seconds(), "reconciles/s-create")
 		b.ReportMetric(running.Seconds(), "receiving-200-s")
 		b.ReportMetric((r2-r1)/running.Seconds(), "reconciles/s-running")
-		b.Logf("200 RingCaptures: steady (pods created, status Pending) in %.2f s = %.2f x the anchor (200 plain pod creates, %.2f s), %.0f reconciles (%.1f/s); "+
+		b.Logf("operator API client at its default budget of 50 requests/s (burst 100); "+
+			"200 RingCaptures: steady (pods created, status Pending) in %.2f s = %.2f x the anchor (200 plain pod creates, %.2f s), %.0f reconciles (%.1f/s); "+
 			"all Receiving %.2f s after their pods started, %.0f reconciles (%.1f/s)",
 			steady.Seconds(), steady.Seconds()/anchor.Seconds(), anchor.Seconds(), r1-r0, (r1-r0)/steady.Seconds(),
 			running.Seconds(), r2-r1, (r2-r1)/running.Seconds())
