@@ -80,11 +80,12 @@ func start(t *testing.T, name string, args ...string) *proc {
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
 		select {
-		case <-p.done:
+		case err := <-p.done:
+			p.done <- err
 		default:
 			_ = p.cmd.Process.Kill()
-			<-p.done
-			t.Logf("killed %s %v; output:\n%s", name, args, p.output())
+			err := <-p.done
+			t.Logf("killed %s %v (%v); output:\n%s", name, args, err, p.output())
 		}
 	})
 	return p
@@ -195,9 +196,13 @@ func TestVMEndToEnd(t *testing.T) {
 					port := vmPort()
 					summary := filepath.Join(t.TempDir(), "summary.json")
 					q := strconv.Itoa(qps)
-					recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--mr", mr, "--qps", q,
+					args := []string{"recv", "-k", key, "--mode", mode, "--mr", mr, "--qps", q,
 						"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "2",
-						"--summary-file", summary)
+						"--summary-file", summary}
+					if qps == 4 {
+						args = append(args, "--cq-per-qp") // one completion queue per queue pair
+					}
+					recv := start(t, bin, args...)
 					connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
 					waitListening(t, connect, recv)
 					// Two consecutive observations: one ending on a block boundary, one inside a block.
@@ -438,7 +443,7 @@ func TestVMUnprivilegedMemlock(t *testing.T) {
 		t.Fatalf("unprivileged recv over a 32 MiB ring with 8 MiB memlock: %v\n%s", err, out)
 	}
 	// --create destroyed the ring again on the way out.
-	if _, err := dada.Connect(dada.Key(mustKey(t, key)), dada.ConnectOptions{}); err == nil {
+	if _, err := dada.Connect(mustKey(t, key), dada.ConnectOptions{}); err == nil {
 		t.Fatal("the ring created by the failed recv is still there")
 	}
 }

@@ -552,11 +552,21 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		for _, wc := range wcs[:n] {
 			if err := s.complete(wc); err != nil {
 				var we *WCError
-				if errors.As(err, &we) {
-					r.t.completionError(we.QP, we.Status)
+				if !errors.As(err, &we) {
 					return false, err.Error(), nil
 				}
-				return false, err.Error(), nil
+				r.t.completionError(we.QP, we.Status)
+				// A sender that dies can take the queue pairs down with it
+				// (flushed receives): say so when its connection is gone too.
+				msg := err.Error()
+				select {
+				case e := <-ctrl:
+					if errors.Is(e.err, ErrPeerGone) {
+						msg = "sender disconnected before the end of the stream (" + msg + ")"
+					}
+				case <-time.After(500 * time.Millisecond):
+				}
+				return false, msg, nil
 			}
 		}
 		if n > 0 {

@@ -54,7 +54,7 @@ type SenderConfig struct {
 	Mode     Mode
 	QPs      int
 	MsgBytes uint64
-	TxDepth  int // send WRs in flight per queue pair (default 16)
+	TxDepth  int // send WRs in flight per queue pair (default 64)
 	// Bytes is the stream length (0: until Duration or the end of Source).
 	Bytes    uint64
 	Duration time.Duration
@@ -117,7 +117,7 @@ func (c SenderConfig) Validate() error {
 
 func (c *SenderConfig) defaults() {
 	if c.TxDepth == 0 {
-		c.TxDepth = 16
+		c.TxDepth = 64
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
@@ -192,11 +192,12 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	}
 	_ = c.SetDeadline(time.Time{})
 	cfg.Log.Info("Connected", "receiver", addr, "mode", cfg.Mode, "qps", cfg.QPs, "mr", acc.MRMode, "blocks", acc.NBufs, "blockBytes", acc.BufSize)
-	s := &sendSession{cfg: cfg, k: k, ep: ep, acc: acc, buf: fab.Buffer()}
+	s := &sendSession{ctx: ctx, cfg: cfg, k: k, ep: ep, acc: acc, buf: fab.Buffer()}
 	return s.run(ctx)
 }
 
 type sendSession struct {
+	ctx context.Context
 	cfg SenderConfig
 	k   *conn
 	ep  Endpoint
@@ -405,7 +406,9 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			break // the source ended inside this slice
 		}
 	}
-	// Let every posted WR complete: only then has its data landed.
+	// Let every posted WR complete: only then has its data landed. (Not bound
+	// to ctx: each WR completes, successfully or with an error, on its own.)
+	s.ctx = context.Background()
 	for s.inflight > 0 {
 		if err := s.poll(wcs, true); err != nil {
 			if stopErr == nil {
@@ -469,11 +472,26 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	}
 }
 
-// poll reaps send completions; wait spins (then sleeps briefly) until at
-// least one arrives.
+// waiter is an Endpoint that can sleep until a completion arrives.
+type waiter interface {
+	PollWait(ctx context.Context, wcs []Completion) (n int, ok bool, err error)
+}
+
+// poll reaps send completions; wait blocks until at least one arrives (on the
+// completion channel when the endpoint has one, else spinning briefly).
 func (s *sendSession) poll(wcs []Completion, wait bool) error {
 	for spins := 0; ; spins++ {
-		n, err := s.ep.Poll(wcs)
+		var n int
+		var err error
+		w, canWait := s.ep.(waiter)
+		if wait && spins > 0 && canWait && s.inflight > 0 {
+			var ok bool
+			if n, ok, err = w.PollWait(s.ctx, wcs); !ok {
+				n, err = s.ep.Poll(wcs)
+			}
+		} else {
+			n, err = s.ep.Poll(wcs)
+		}
 		if err != nil {
 			return fmt.Errorf("poll send completions: %w", err)
 		}

@@ -174,20 +174,19 @@ func (v *VerbsSender) Close() error {
 
 // verbsEndpoint is N RC queue pairs on one completion queue (or one each).
 type verbsEndpoint struct {
-	dev     *device
-	recv    bool // receiver side: every completion is a receive
-	cqs     []*verbs.CQ
-	qps     []*verbs.QP
-	psn     []uint32
-	byQPN   map[uint32]int
-	block   func(int) verbs.BlockMR
-	sendMR  *verbs.MR
-	wcs     []verbs.WorkCompletion
-	rwrs    []verbs.RecvWR
-	swrs    []verbs.SendWR
-	closed  bool
-	nextCQ  int
-	connErr error
+	dev    *device
+	recv   bool // receiver side: every completion is a receive
+	cqs    []*verbs.CQ
+	qps    []*verbs.QP
+	psn    []uint32
+	byQPN  map[uint32]int
+	block  func(int) verbs.BlockMR
+	sendMR *verbs.MR
+	wcs    []verbs.WorkCompletion
+	rwrs   []verbs.RecvWR
+	swrs   []verbs.SendWR
+	closed bool
+	nextCQ int
 }
 
 func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
@@ -207,7 +206,10 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 		if !cfg.CQPerQP {
 			entries = per * cfg.QPs
 		}
-		cq, err := d.ctx.CreateCQ(verbs.CQConfig{Entries: entries})
+		// A sender sleeps on its (single) CQ's completion channel while every send
+		// slot is in flight instead of spinning (PollWait).
+		notify := !recv && ncq == 1
+		cq, err := d.ctx.CreateCQ(verbs.CQConfig{Entries: entries, Notify: notify})
 		if err != nil {
 			return nil, fmt.Errorf("create completion queue %d: %w", i, err)
 		}
@@ -336,6 +338,28 @@ func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// PollWait is Poll that sleeps until a completion arrives (sender side, one
+// CQ); it reports false when the endpoint cannot wait.
+func (ep *verbsEndpoint) PollWait(ctx context.Context, wcs []Completion) (int, bool, error) {
+	if ep.recv || len(ep.cqs) != 1 {
+		return 0, false, nil
+	}
+	k, err := ep.cqs[0].PollWait(ctx, ep.wcs[:min(len(ep.wcs), len(wcs))])
+	if err != nil {
+		return 0, true, err
+	}
+	for i, wc := range ep.wcs[:k] {
+		q := ep.byQPN[wc.QPN]
+		c := Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm, Recv: wc.Opcode&0x80 != 0}
+		if err := wc.Err(); err != nil {
+			c.Recv = false
+			c.Err = &WCError{QP: q, Status: "IBV_WC_" + wc.Status.String()}
+		}
+		wcs[i] = c
+	}
+	return k, true, nil
 }
 
 // Close destroys the queue pairs, then the completion queues; idempotent.
