@@ -3,11 +3,13 @@ package capture
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -524,5 +526,32 @@ func TestCompletionErrorNamesStatus(t *testing.T) {
 	}
 	if obs := <-reads; len(obs) != 1 || obs[0].bytes != msg || obs[0].err != nil {
 		t.Fatalf("reader %+v", obs)
+	}
+}
+
+func TestWriteSummaryInPlace(t *testing.T) {
+	tr := NewTracker()
+	tr.Update(func(s *Status) { s.BytesReceived = 42 })
+	tr.SetState(StateFinished, "done")
+	p := filepath.Join(t.TempDir(), "termination-log")
+	if err := os.WriteFile(p, []byte(strings.Repeat("x", 10000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A bind-mounted file keeps its inode: the summary must be written into it.
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.WriteSummary(p); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(p)
+	if !os.SameFile(before, after) {
+		t.Fatal("the summary replaced the file instead of writing into it")
+	}
+	b, _ := os.ReadFile(p)
+	var st Status
+	if err := json.Unmarshal(b, &st); err != nil || st.BytesReceived != 42 || st.State != StateFinished || st.CompletionTime == "" {
+		t.Fatalf("summary %s: %v", b, err)
 	}
 }

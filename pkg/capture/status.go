@@ -2,9 +2,9 @@ package capture
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -233,24 +233,17 @@ func (t *Tracker) Handler() http.Handler {
 	return mux
 }
 
-// WriteSummary writes the status JSON to path atomically.
+// WriteSummary writes the status JSON to path. It writes in place (truncate
+// and write) rather than renaming a temporary file over it, because the usual
+// target in Kubernetes, /dev/termination-log, is a bind-mounted file that
+// cannot be replaced.
 func (t *Tracker) WriteSummary(path string) error {
 	b, err := json.MarshalIndent(t.Snapshot(), "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".summary-*")
-	if err != nil {
-		return err
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
