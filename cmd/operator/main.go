@@ -13,7 +13,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -97,9 +96,7 @@ func run() error {
 		LeaderElectionID:              "ringcap-operator.ringcap.io",
 		LeaderElectionNamespace:       leNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	}
-	if namespace != "" {
-		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}}
+		Cache:                         controller.CacheOptions(namespace),
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

@@ -39,6 +39,10 @@ const (
 	// termination message, so the last numbers reach the operator through the pod's
 	// status even when the pod is gone from the network.
 	summaryFile = "/dev/termination-log"
+	// LabelManagedBy and ManagedByValue mark the pods the operator creates; its pod
+	// cache holds only those.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "ringcap-operator"
 	// EnvRingKey is set in every reader container to the ring's key.
 	EnvRingKey = "RINGCAP_RING_KEY"
 )
@@ -292,10 +296,10 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			Name:      PodName(rc.Name),
 			Namespace: rc.Namespace,
 			Labels: map[string]string{
-				"app.kubernetes.io/name":       "ringcap",
-				"app.kubernetes.io/component":  "capture",
-				"app.kubernetes.io/managed-by": "ringcap-operator",
-				LabelCapture:                   labelValue(rc.Name),
+				"app.kubernetes.io/name":      "ringcap",
+				"app.kubernetes.io/component": "capture",
+				LabelManagedBy:                ManagedByValue,
+				LabelCapture:                  labelValue(rc.Name),
 			},
 			Annotations: annotations,
 		},

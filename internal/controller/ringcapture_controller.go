@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -62,6 +64,19 @@ type poll struct {
 	err    string
 }
 
+// CacheOptions returns the manager's cache settings: RingCaptures (in namespace, or
+// everywhere when it is ""), and only the pods the operator made, so that the operator
+// does not hold every pod of the cluster in memory.
+func CacheOptions(namespace string) cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})},
+	}}
+	if namespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return opts
+}
+
 // SetupWithManager registers the controller: it watches RingCaptures and the pods they own.
 func (r *RingCaptureReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -94,6 +109,8 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	switch {
 	case errors.Is(err, ErrPodConflict):
 		podProblem = err.Error() // shown in the status, checked again after conflictRecheck
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodNameConflict, "CreatePod",
+			"Pod %s exists and is not controlled by this RingCapture", PodName(rc.Name))
 	case err != nil:
 		return ctrl.Result{}, err
 	}
@@ -123,8 +140,6 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 	switch {
 	case err == nil:
 		if !metav1.IsControlledBy(pod, rc) {
-			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodNameConflict, "CreatePod",
-				"Pod %s exists and is not controlled by this RingCapture", key.Name)
 			return nil, fmt.Errorf("pod %s for RingCapture %s: %w", key, rc.Name, ErrPodConflict)
 		}
 		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation {

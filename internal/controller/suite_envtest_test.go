@@ -139,6 +139,7 @@ func startOperator(tb testing.TB) *operator {
 		LeaderElectionID:              "ringcap-operator.ringcap.io",
 		LeaderElectionNamespace:       operatorNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controller.CacheOptions(""),
 		Controller:                    config.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {
