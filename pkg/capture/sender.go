@@ -54,7 +54,7 @@ type SenderConfig struct {
 	Mode     Mode
 	QPs      int
 	MsgBytes uint64
-	TxDepth  int // send WRs in flight per queue pair (default 64)
+	TxDepth  int // send WRs in flight per queue pair (default 16)
 	// Bytes is the stream length (0: until Duration or the end of Source).
 	Bytes    uint64
 	Duration time.Duration
@@ -117,7 +117,7 @@ func (c SenderConfig) Validate() error {
 
 func (c *SenderConfig) defaults() {
 	if c.TxDepth == 0 {
-		c.TxDepth = 64
+		c.TxDepth = 16
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
