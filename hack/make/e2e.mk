@@ -33,4 +33,4 @@ e2e-kind:
 	test/e2e/harness/kind.sh
 
 GENERATE += chart-manifests
-TEST_ALL += test-chart
+TEST_ALL += test-chart e2e
