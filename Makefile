@@ -13,7 +13,7 @@ BENCH :=
 
 include $(sort $(wildcard hack/make/*.mk))
 
-.PHONY: all setup build test test-all lint generate verify-gen bench demo clean
+.PHONY: all setup build test test-all lint generate verify-gen bench demo demo-ring clean
 all: build
 
 ## setup: install apt packages and Go tools (idempotent)
@@ -51,6 +51,11 @@ test-all: setup lint verify-gen test $(TEST_ALL)
 clean:
 	rm -rf bin/
 
-## demo: the main job on a built-in default (see README)
+## demo: the main job on a built-in default: a real cluster whose node runs in the Soft-RoCE VM,
+## ringcap installed with helm, the sample RingCapture applied, data streamed over RoCE (see README)
 demo: setup
+	hack/demo-cluster.sh
+
+## demo-ring: the PSRDADA ring alone on this host (create, write, read+verify, monitor, destroy)
+demo-ring: build
 	hack/demo.sh
