@@ -156,24 +156,18 @@ func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
 // MarkFilled marks the oldest open block as holding nbytes bytes. nbytes < BufSize ends the
 // observation (end-of-data); other blocks still open are then discarded.
 func (w *Writer) MarkFilled(nbytes int) error {
-	if !w.h.enter() {
-		return ErrClosed
-	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
-	if w.cur != nil {
-		return errors.New("mark filled: a streaming Write is in progress")
-	}
-	return w.markFilled(nbytes, false)
+	return w.markFilledGuarded(nbytes, false)
 }
 
 // MarkFilledEOD marks the oldest open block as holding nbytes bytes and ends the
 // observation with it, also when the block is full.
 func (w *Writer) MarkFilledEOD(nbytes int) error {
+	return w.markFilledGuarded(nbytes, true)
+}
+
+// markFilledGuarded is MarkFilled and MarkFilledEOD: it holds the handle and the writer's
+// lock around markFilled and refuses a closed writer or one in the middle of a streaming Write.
+func (w *Writer) markFilledGuarded(nbytes int, eod bool) error {
 	if !w.h.enter() {
 		return ErrClosed
 	}
@@ -186,7 +180,7 @@ func (w *Writer) MarkFilledEOD(nbytes int) error {
 	if w.cur != nil {
 		return errors.New("mark filled: a streaming Write is in progress")
 	}
-	return w.markFilled(nbytes, true)
+	return w.markFilled(nbytes, eod)
 }
 
 func (w *Writer) markFilled(nbytes int, eod bool) error {
