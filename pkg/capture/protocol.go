@@ -590,3 +590,16 @@ func (c *conn) send(m Message) error {
 }
 
 func (c *conn) recv() (Message, error) { return ReadMessage(c.r) }
+
+// validateLink checks the settings a receiver and its senders must agree on.
+func validateLink(mode Mode, qps int, msgBytes uint64) error {
+	switch {
+	case mode != ModeSend && mode != ModeWrite:
+		return fmt.Errorf("unknown transfer mode %d", mode)
+	case qps < 1 || qps > MaxQPs:
+		return fmt.Errorf("--qps %d: want 1..%d", qps, MaxQPs)
+	case msgBytes == 0 || msgBytes > 1<<31:
+		return fmt.Errorf("--msg-bytes %d: want 1..2147483648", msgBytes)
+	}
+	return nil
+}

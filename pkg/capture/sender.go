@@ -98,13 +98,10 @@ func (e *RejectedError) Error() string { return "receiver refused the connection
 
 // Validate checks the configuration.
 func (c SenderConfig) Validate() error {
+	if err := validateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
+		return err
+	}
 	switch {
-	case c.Mode != ModeSend && c.Mode != ModeWrite:
-		return fmt.Errorf("unknown transfer mode %d", c.Mode)
-	case c.QPs < 1 || c.QPs > MaxQPs:
-		return fmt.Errorf("--qps %d: want 1..%d", c.QPs, MaxQPs)
-	case c.MsgBytes == 0 || c.MsgBytes > 1<<31:
-		return fmt.Errorf("--msg-bytes %d: want 1..2147483648", c.MsgBytes)
 	case c.Source == nil:
 		return errors.New("no data source")
 	case c.Bytes == 0 && c.Duration <= 0:
