@@ -5,11 +5,18 @@
 # kernel's full module tree hard-linked in. Idempotent; a second run only re-checks.
 #
 #   test/e2e/harness/build-root.sh   # -> $E2E_WORK/{initramfs.cpio.gz,root}; kernel: hack/vm/fetch-kernel.sh
-# Env: E2E_WORK (default /var/tmp/ringcap/e2e), MIRROR (deb.debian.org).
+# Env: E2E_WORK (default /var/tmp/ringcap/e2e), MIRROR (default: the Debian mirror this host's apt uses).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# The Debian archive this host's apt already uses (deb822 .sources or one-line sources.list).
+host_mirror() {
+  { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+    grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'
+  } | grep -E '/debian/?$' | head -n1
+}
+MIRROR=${MIRROR:-$(host_mirror)}
+[ -n "$MIRROR" ] || die "no Debian mirror found in this host's apt sources: set MIRROR"
 mkdir -p "$E2E_WORK"
 
 # --- kernel: Debian bookworm's own (ships rdma_rxe), fetched and unpacked by the VM harness ---
