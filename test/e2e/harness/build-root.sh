@@ -13,7 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 host_mirror() {
   { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
     grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'
-  } | grep -E '/debian/?$' | head -n1
+  } | grep -E '/debian/?$' | head -n1 || true
 }
 MIRROR=${MIRROR:-$(host_mirror)}
 [ -n "$MIRROR" ] || die "no Debian mirror found in this host's apt sources: set MIRROR"
