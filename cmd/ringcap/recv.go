@@ -136,7 +136,7 @@ func newRecvCmd() *cobra.Command {
 	o.dev.add(c)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
 	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable)")
-	fs.Uint64Var(&o.stopBytes, "stop-bytes", 0, "exit after the observation in which this many bytes were received in total")
+	fs.Var((*byteSize)(&o.stopBytes), "stop-bytes", "exit after the observation in which this many bytes (e.g. 10G) were received in total")
 	fs.DurationVar(&o.stopDur, "stop-duration", 0, "exit after this long (an observation in progress is finished first)")
 	fs.IntVar(&o.stopObs, "stop-observations", 0, "exit after this many observations")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9100", "HTTP address for /metrics and /status (empty: off)")

@@ -51,7 +51,8 @@ func newRingWriteCmd() *cobra.Command {
 	fs := c.Flags()
 	o.key = addKeyFlag(fs)
 	fs.Uint64Var(&o.seed, "seed", 0, "write the test pattern with this seed (verify with ring read --verify SEED)")
-	fs.Uint64Var(&o.bytes, "bytes", 64<<20, "bytes per observation with --seed")
+	o.bytes = 64 << 20
+	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes per observation with --seed (e.g. 67108864 or 64M)")
 	fs.StringVarP(&o.file, "file", "f", "", "write this file's bytes as each observation")
 	fs.IntVar(&o.observations, "observations", 1, "number of observations to write, holding the write lock")
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header to start from (else a minimal one)")

@@ -59,7 +59,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
-	fs.Uint64Var(&o.bytes, "bytes", 0, "bytes to send")
+	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes to send (e.g. 1073741824 or 1G)")
 	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the test pattern (default source)")
 	fs.StringVarP(&o.file, "file", "f", "", "send this file instead of the pattern")
