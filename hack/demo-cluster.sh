@@ -42,12 +42,12 @@ helm upgrade --install ringcap charts/ringcap --namespace "$NS" --create-namespa
   --set image.tag="$TAG" --set image.pullPolicy=Never --wait --timeout 5m || exit 1
 wait_for "node advertises ringcap.io/rdma" 180 \
   sh -c "kubectl get node $E2E_NODE -o jsonpath='{.status.allocatable.ringcap\.io/rdma}' | grep -qx '[1-9][0-9]*'" || exit 1
-kubectl get rdmanode "$E2E_NODE" -o jsonpath='{range .status.devices[*]}{.name}{" ports="}{range .ports[*]}{.port}{" chosenGIDIndex="}{.chosenGIDIndex}{" "}{end}{"\n"}{end}'
+kubectl get rdmanode "$E2E_NODE" -o jsonpath='{range .status.devices[*]}{"RDMANode: "}{.name}{" health="}{.health}{range .ports[*]}{" port="}{.number}{" "}{.state}{" chosenGIDIndex="}{.chosenGIDIndex}{end}{"\n"}{end}'
 
 log "kubectl apply the sample RingCapture"
 kubectl apply -f charts/ringcap/examples/ringcapture.yaml || exit 1
-wait_for "capture ready for senders" 240 \
-  sh -c "kubectl get rcap sample -o jsonpath='{.status.endpoint.address}' | grep -q ." || exit 1
+wait_for "capture ready for senders (ReceiverReady)" 240 \
+  sh -c "kubectl get rcap sample -o jsonpath='{.status.conditions[?(@.type==\"ReceiverReady\")].status}' | grep -qx True" || exit 1
 ADDR=$(kubectl get rcap sample -o jsonpath='{.status.endpoint.address}')
 PORT=$(kubectl get rcap sample -o jsonpath='{.status.endpoint.port}')
 kubectl get rcap sample
@@ -78,6 +78,9 @@ while :; do
   phase=$(kubectl get rcap sample -o jsonpath='{.status.phase}' 2>/dev/null)
   kubectl get rcap sample --no-headers 2>/dev/null
   case $phase in Succeeded|Failed) break ;; esac
+  if [ "$(kubectl get pod demo-sender -o jsonpath='{.status.phase}' 2>/dev/null)" = Failed ]; then
+    log "the sender failed: $(kubectl logs demo-sender 2>&1 | tail -n 3)"; exit 1
+  fi
   [ "$EPOCHSECONDS" -lt "$end" ] || { log "timeout waiting for the capture to finish"; exit 1; }
   sleep 5
 done
