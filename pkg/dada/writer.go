@@ -82,15 +82,11 @@ func (w *Writer) WriteHeader(hdr []byte) error {
 // WriteHeaderContext is WriteHeader with a context for its waits (a header block still
 // held by a reader).
 func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
-	if !w.h.enter() {
-		return ErrClosed
+	release, err := w.acquire()
+	if err != nil {
+		return err
 	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
+	defer release()
 	r := w.h.Header
 	if len(hdr) > r.bufsz {
 		return fmt.Errorf("write header: %d bytes do not fit the %d-byte header block", len(hdr), r.bufsz)
@@ -123,15 +119,11 @@ func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
 // the slowest reader still holds the block; cancelling ctx ends the wait. The first block of
 // an observation raises start-of-data.
 func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
-	if !w.h.enter() {
-		return WriteBlock{}, ErrClosed
+	release, err := w.acquire()
+	if err != nil {
+		return WriteBlock{}, err
 	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return WriteBlock{}, ErrClosed
-	}
+	defer release()
 	if w.cur != nil {
 		return WriteBlock{}, errors.New("open block: a streaming Write is in progress")
 	}
@@ -168,15 +160,11 @@ func (w *Writer) MarkFilledEOD(nbytes int) error {
 // markFilledGuarded is MarkFilled and MarkFilledEOD: it holds the handle and the writer's
 // lock around markFilled and refuses a closed writer or one in the middle of a streaming Write.
 func (w *Writer) markFilledGuarded(nbytes int, eod bool) error {
-	if !w.h.enter() {
-		return ErrClosed
+	release, err := w.acquire()
+	if err != nil {
+		return err
 	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
+	defer release()
 	if w.cur != nil {
 		return errors.New("mark filled: a streaming Write is in progress")
 	}
@@ -219,15 +207,11 @@ func (w *Writer) Write(p []byte) (int, error) { return w.WriteContext(context.Ba
 
 // WriteContext is Write with a context for the waits for free blocks.
 func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
-	if !w.h.enter() {
-		return 0, ErrClosed
+	release, err := w.acquire()
+	if err != nil {
+		return 0, err
 	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return 0, ErrClosed
-	}
+	defer release()
 	if w.cur == nil && len(w.open) > 0 {
 		return 0, errors.New("write: blocks opened with OpenBlock are not marked filled")
 	}
@@ -264,15 +248,11 @@ func (w *Writer) EndOfData() error { return w.EndOfDataContext(context.Backgroun
 // EndOfDataContext is EndOfData with a context for the wait for the empty end-of-data
 // block (only needed when no block is open).
 func (w *Writer) EndOfDataContext(ctx context.Context) error {
-	if !w.h.enter() {
-		return ErrClosed
+	release, err := w.acquire()
+	if err != nil {
+		return err
 	}
-	defer w.h.exit()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return ErrClosed
-	}
+	defer release()
 	return w.endOfData(ctx)
 }
 
@@ -354,4 +334,19 @@ func (w *Writer) closeLocked(ctx context.Context, leaveOpen bool) error {
 	errs = append(errs, w.data.unlockWrite(), w.hdr.unlockWrite())
 	w.closeErr = errors.Join(errs...)
 	return w.closeErr
+}
+
+// acquire holds the HDU open and the writer's lock for one operation; release undoes both.
+// It fails with ErrClosed when the HDU or the writer is closed.
+func (w *Writer) acquire() (release func(), err error) {
+	if !w.h.enter() {
+		return nil, ErrClosed
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		w.h.exit()
+		return nil, ErrClosed
+	}
+	return func() { w.mu.Unlock(); w.h.exit() }, nil
 }
