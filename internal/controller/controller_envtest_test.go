@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,15 +228,17 @@ func TestStatusTransitions(t *testing.T) {
 }
 
 // touch changes the RingCapture's metadata (not its spec, so the generation stays): the
-// operator gets an event and reconciles.
+// operator gets an event and reconciles. It is a merge patch without a resourceVersion
+// precondition, so a status write by the operator in between cannot make it conflict.
 func touch(t *testing.T, rc *ringcapv1.RingCapture) {
 	t.Helper()
 	cur := getCapture(t, rc.Namespace, rc.Name)
+	base := cur.DeepCopy()
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
 	}
-	cur.Annotations["test/touch"] = fmt.Sprint(len(cur.Annotations))
-	if err := env.Client.Update(context.Background(), cur); err != nil {
+	cur.Annotations["test/touch"] = fmt.Sprint(time.Now().UnixNano())
+	if err := env.Client.Patch(context.Background(), cur, client.MergeFrom(base)); err != nil {
 		t.Fatalf("touch %s: %v", rc.Name, err)
 	}
 }
@@ -277,8 +280,9 @@ func TestSpecChangeAfterFinishRunsAgain(t *testing.T) {
 	waitCapture(t, ns, "again", "Succeeded", func(rc *ringcapv1.RingCapture) bool { return rc.Status.Phase == ringcapv1.PhaseSucceeded })
 
 	rc := getCapture(t, ns, "again")
+	base := rc.DeepCopy()
 	rc.Spec.Ring.Blocks = 16
-	if err := env.Client.Update(context.Background(), rc); err != nil {
+	if err := env.Client.Patch(context.Background(), rc, client.MergeFrom(base)); err != nil {
 		t.Fatalf("change the finished capture's ring: %v", err)
 	}
 	var next corev1.Pod
