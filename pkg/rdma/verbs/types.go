@@ -207,7 +207,7 @@ type RTRConfig struct {
 type RTSConfig struct {
 	PSN         uint32 // our initial send PSN
 	Timeout     uint8  // local ACK timeout, 4.096 µs * 2^Timeout
-	RetryCount  uint8  // transport retries (max 7)
+	RetryCount  uint8  // transport retries (0..7; Soft-RoCE treats 7 as "forever")
 	RNRRetry    uint8  // receiver-not-ready retries (7 = infinite)
 	MaxRdAtomic uint8
 }
@@ -217,9 +217,11 @@ func DefaultRTR() RTRConfig {
 	return RTRConfig{PathMTU: MTU4096, Port: 1, HopLimit: 64, MaxDestRdAtomic: 1, MinRNRTimer: 12}
 }
 
-// DefaultRTS returns RTS settings for an RC connection; set PSN.
+// DefaultRTS returns RTS settings for an RC connection; set PSN. The retry
+// count is 6, not 7: rxe retries forever at 7, so a peer that vanished would
+// never fail the queue pair. RNR retries stay unlimited (back-pressure).
 func DefaultRTS() RTSConfig {
-	return RTSConfig{Timeout: 14, RetryCount: 7, RNRRetry: 7, MaxRdAtomic: 1}
+	return RTSConfig{Timeout: 14, RetryCount: 6, RNRRetry: 7, MaxRdAtomic: 1}
 }
 
 // Opcode is a send work-request opcode (enum ibv_wr_opcode).
