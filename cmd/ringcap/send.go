@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,20 +21,22 @@ import (
 func init() { register(newSendCmd) }
 
 type sendOpts struct {
-	connect  string
-	qps      int
-	mode     string
-	msgBytes uint64
-	txDepth  int
-	bytes    uint64
-	duration time.Duration
-	seed     uint64
-	file     string
-	noFill   bool
-	rateGbps float64
-	dev      devFlags
-	progress time.Duration
-	quiet    bool
+	connect    string
+	qps        int
+	mode       string
+	msgBytes   uint64
+	txDepth    int
+	bytes      uint64
+	duration   time.Duration
+	seed       uint64
+	file       string
+	noFill     bool
+	pinCPU     string
+	ackTimeout uint8
+	rateGbps   float64
+	dev        devFlags
+	progress   time.Duration
+	quiet      bool
 }
 
 func newSendCmd() *cobra.Command {
@@ -59,6 +62,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
+	fs.Uint8Var(&o.ackTimeout, "ack-timeout", capture.DefaultAckTimeout, "local ACK timeout exponent: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
 	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes to send (e.g. 1073741824 or 1G)")
 	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the test pattern (default source)")
@@ -67,6 +71,7 @@ func newSendCmd() *cobra.Command {
 	fs.Float64Var(&o.rateGbps, "rate-gbps", 0, "limit the rate to this many Gb/s (0: unlimited)")
 	fs.DurationVar(&o.progress, "progress", 0, "progress interval (default: 200ms on a terminal, 5s otherwise)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
+	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPU for the thread that posts work requests: auto (pinned where it starts on a software RDMA device such as rxe, which keeps each queue pair's packets in order; free otherwise), none, or a CPU number")
 	o.dev.add(c)
 	return c
 }
@@ -89,7 +94,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if o.bytes > 0 && o.duration > 0 {
 		return errors.New("give --bytes or --duration, not both")
 	}
-	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, Bytes: o.bytes,
+	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, Log: log}
 	switch {
 	case o.file != "":
@@ -108,7 +113,11 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 			}
 			cfg.Bytes = uint64(st.Size())
 		}
-		cfg.Source = capture.ReaderSource{R: f}
+		if st.Mode().IsRegular() {
+			cfg.Source = capture.FileSource{R: f}
+		} else {
+			cfg.Source = capture.ReaderSource{R: f}
+		}
 	case o.noFill:
 		cfg.Source = capture.NoFillSource{}
 	default:
@@ -136,6 +145,9 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		return err
 	}
 	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", ep.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
+	if cfg.Pin, err = parsePin(o.pinCPU, driverOf(devs, ep.Device)); err != nil {
+		return err
+	}
 	fab, err := capture.NewVerbsSender(devCfg, capture.SendBufferBytes(cfg))
 	if err != nil {
 		return err
@@ -167,6 +179,33 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	outf(out, "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
 		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, mr, res.HeldBackSeconds, res.Complete && err == nil)
 	return err
+}
+
+// parsePin reads --pin-cpu; auto pins on software RDMA devices (driver).
+func parsePin(v, driver string) (capture.CPUPin, error) {
+	switch v {
+	case "auto":
+		if driver == "rdma_rxe" || driver == "siw" {
+			return capture.PinCurrent, nil
+		}
+		return capture.PinNone, nil
+	case "none":
+		return capture.PinNone, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return capture.PinNone, fmt.Errorf("--pin-cpu %q: want auto, none or a CPU number", v)
+	}
+	return capture.PinTo(n), nil
+}
+
+func driverOf(devs []rdma.Device, name string) string {
+	for _, d := range devs {
+		if d.Name == name {
+			return d.Driver
+		}
+	}
+	return ""
 }
 
 func printProgress(w io.Writer, tty bool, p capture.Progress) {

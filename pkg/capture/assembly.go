@@ -63,6 +63,9 @@ func (g Geometry) StreamOffset(n uint64) uint64 {
 	return block*g.BlockBytes + off
 }
 
+// SliceBlock is the block sequence number of slice n.
+func (g Geometry) SliceBlock(n uint64) uint64 { return n / g.SlicesPerBlock() }
+
 // QP is the queue pair that carries slice n.
 func (g Geometry) QP(n uint64) int { return int(n % uint64(g.QPs)) }
 
@@ -352,13 +355,23 @@ func (c *credits) add(cr Credit) error {
 	return nil
 }
 
-// take returns and consumes the grant for stream block seq, if it has
-// arrived. Blocks are taken in sequence order.
-func (c *credits) take(seq uint64) (Credit, bool) {
-	if len(c.queue) > 0 && c.queue[0].Seq == seq {
-		cr := c.queue[0]
-		c.queue = c.queue[1:]
-		return cr, true
+// lookup returns the grant for stream block seq, if it has arrived and has
+// not been released.
+func (c *credits) lookup(seq uint64) (Credit, bool) {
+	if len(c.queue) == 0 || seq < c.queue[0].Seq || seq-c.queue[0].Seq >= uint64(len(c.queue)) {
+		return Credit{}, false
 	}
-	return Credit{}, false
+	return c.queue[seq-c.queue[0].Seq], true
+}
+
+// release forgets the grants of blocks before seq (every slice of them has
+// been posted).
+func (c *credits) release(seq uint64) {
+	k := 0
+	for k < len(c.queue) && c.queue[k].Seq < seq {
+		k++
+	}
+	if k > 0 {
+		c.queue = append(c.queue[:0], c.queue[k:]...)
+	}
 }

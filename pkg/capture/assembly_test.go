@@ -254,16 +254,30 @@ func TestCredits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := c.take(3); ok {
-		t.Fatal("took a credit that was never granted")
+	if _, ok := c.lookup(3); ok {
+		t.Fatal("found a credit that was never granted")
 	}
-	for i := range 3 {
-		if _, ok := c.take(uint64(i + 1)); ok {
-			t.Fatalf("took credit %d before credit %d", i+1, i)
+	// Queue pairs running ahead use several grants at once, in any order.
+	for _, i := range []int{2, 0, 1, 2} {
+		if cr, ok := c.lookup(uint64(i)); !ok || cr.Index != uint32((i+2)%4) {
+			t.Fatalf("lookup(%d) = %+v, %v", i, cr, ok)
 		}
-		if cr, ok := c.take(uint64(i)); !ok || cr.Index != uint32((i+2)%4) {
-			t.Fatalf("take(%d) = %+v, %v", i, cr, ok)
+	}
+	c.release(2)
+	for i := range 2 {
+		if _, ok := c.lookup(uint64(i)); ok {
+			t.Fatalf("credit %d still there after release(2)", i)
 		}
+	}
+	if cr, ok := c.lookup(2); !ok || cr.Index != 0 {
+		t.Fatalf("lookup(2) after release(2) = %+v, %v", cr, ok)
+	}
+	if err := c.add(Credit{Seq: 3, Index: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.release(10)
+	if _, ok := c.lookup(3); ok || len(c.queue) != 0 {
+		t.Fatalf("release(10) left %+v", c.queue)
 	}
 }
 

@@ -60,7 +60,18 @@ type EndpointConfig struct {
 	SendDepth int  // send WRs per queue pair
 	RecvDepth int  // receive WRs per queue pair
 	CQPerQP   bool // one completion queue per queue pair instead of one shared
+	// AckTimeout is the local ACK timeout exponent of the queue pairs: they
+	// retransmit after 4.096 µs * 2^AckTimeout without an acknowledgement
+	// (0: DefaultAckTimeout).
+	AckTimeout uint8
 }
+
+// DefaultAckTimeout is 18, about 1.07 s (NCCL's default). perftest's 14
+// (67 ms) is exceeded by acknowledgements that are merely late on a busy or
+// emulated host, and every such spurious timeout resends up to 128 packets
+// per queue pair that had already arrived; a real loss on a lossless RoCE
+// fabric, which is rare, takes longer to repair instead.
+const DefaultAckTimeout = 18
 
 // Endpoint is one side of a connection: N RC queue pairs and their
 // completion queue(s). It is used by one goroutine.

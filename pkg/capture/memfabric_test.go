@@ -20,6 +20,14 @@ type memNet struct {
 	qps  map[uint32]*memQP
 	next uint32
 	seed atomic.Uint64
+	// hook, when set, runs before each send WR is delivered, on the goroutine
+	// of the sending queue pair (index qp): blocking in it stalls that queue
+	// pair alone, as a retransmission timeout does on a real link.
+	hook func(qp int, wr SendWR)
+	// blackhole makes send WRs to a closed peer vanish without a completion,
+	// as on rxe with retry count 7 (retry forever); otherwise they fail with
+	// IBV_WC_RETRY_EXC_ERR.
+	blackhole bool
 }
 
 func newMemNet() *memNet { return &memNet{qps: map[uint32]*memQP{}, next: 100} }
@@ -156,6 +164,9 @@ func (e *memEP) complete(wc Completion) {
 func (q *memQP) deliver(rng *rand.Rand) {
 	defer q.ep.wg.Done()
 	for wr := range q.sq {
+		if h := q.ep.n.hook; h != nil {
+			h(q.idx, wr)
+		}
 		if rng.IntN(4) == 0 {
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond) // shuffle queue pairs
 		}
@@ -163,7 +174,9 @@ func (q *memQP) deliver(rng *rand.Rand) {
 		var rwr RecvWR
 		for !q.ep.closed.Load() { // receiver-not-ready: retry until a receive WR is posted
 			if p.ep.closed.Load() {
-				q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
+				if !q.ep.n.blackhole {
+					q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
+				}
 				break
 			}
 			p.mu.Lock()

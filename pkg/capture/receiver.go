@@ -577,7 +577,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		// Blocks that are complete, oldest first.
 		for _, f := range s.a.takeFilled() {
 			if err := s.commit(f); err != nil {
-				return false, "ring failure", err
+				return ringFailure(ctx, err)
 			}
 		}
 		if s.a.hasEnd {
@@ -611,7 +611,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 				return false, e.err.Error(), nil
 			}
 		case err := <-s.rw.errc:
-			return false, "ring failure", err
+			return ringFailure(ctx, err)
 		case <-ctx.Done():
 			return false, "receiver stopped", nil
 		default:
@@ -635,6 +635,15 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
+}
+
+// ringFailure ends a stream whose ring operation failed; while the receiver
+// is stopping that is the ring worker stopping with it, not a failure.
+func ringFailure(ctx context.Context, err error) (bool, string, error) {
+	if ctx.Err() != nil {
+		return false, "receiver stopped", nil //nolint:nilerr // a stop, reported as the message
+	}
+	return false, "ring failure", err
 }
 
 // drain processes completions that are still arriving for a short while.

@@ -6,18 +6,32 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
+	"strings"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
 // Source produces the stream. Fill writes the stream bytes starting at
 // offset into dst and returns how many it wrote; fewer than len(dst) means
-// the stream ends there. Offsets are asked for in increasing order.
+// the stream ends there. A plain Source is asked for offsets in increasing
+// order; a RandomAccessSource in any order.
 type Source interface {
 	Fill(dst []byte, offset uint64) (int, error)
+}
+
+// RandomAccessSource is a Source that can fill any offset at any time. With
+// one the sender lets every queue pair run ahead on its own (a stalled queue
+// pair delays only its own slices); a plain Source keeps strict slice order.
+type RandomAccessSource interface {
+	Source
+	RandomAccess()
 }
 
 // PatternSource is the deterministic test stream of pkg/pattern, which any
@@ -30,7 +44,10 @@ func (p PatternSource) Fill(dst []byte, offset uint64) (int, error) {
 	return len(dst), nil
 }
 
-// ReaderSource streams a file or any reader, in order.
+// RandomAccess implements RandomAccessSource.
+func (PatternSource) RandomAccess() {}
+
+// ReaderSource streams any reader (a pipe, a socket), in order.
 type ReaderSource struct{ R io.Reader }
 
 // Fill implements Source.
@@ -42,6 +59,25 @@ func (f ReaderSource) Fill(dst []byte, _ uint64) (int, error) {
 	return n, err
 }
 
+// FileSource streams a regular file (any io.ReaderAt), stream byte k being
+// byte k of the file.
+type FileSource struct{ R io.ReaderAt }
+
+// Fill implements Source.
+func (f FileSource) Fill(dst []byte, offset uint64) (int, error) {
+	if offset > math.MaxInt64 {
+		return 0, nil
+	}
+	n, err := f.R.ReadAt(dst, int64(offset))
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// RandomAccess implements RandomAccessSource.
+func (FileSource) RandomAccess() {}
+
 // NoFillSource leaves the send buffers as they are (zeros), as perftest does:
 // for benchmarks that measure the transport, not the data generator.
 type NoFillSource struct{}
@@ -49,12 +85,18 @@ type NoFillSource struct{}
 // Fill implements Source.
 func (NoFillSource) Fill(dst []byte, _ uint64) (int, error) { return len(dst), nil }
 
+// RandomAccess implements RandomAccessSource.
+func (NoFillSource) RandomAccess() {}
+
 // SenderConfig configures Send.
 type SenderConfig struct {
 	Mode     Mode
 	QPs      int
 	MsgBytes uint64
 	TxDepth  int // send WRs in flight per queue pair (default 16)
+	// AckTimeout is the queue pairs' local ACK timeout exponent (default
+	// DefaultAckTimeout).
+	AckTimeout uint8
 	// Bytes is the stream length (0: until Duration or the end of Source).
 	Bytes    uint64
 	Duration time.Duration
@@ -67,7 +109,53 @@ type SenderConfig struct {
 	DialTimeout   time.Duration
 	// DoneTimeout bounds the wait for the receiver's final word (default 60 s).
 	DoneTimeout time.Duration
-	Log         *slog.Logger
+	// Pin places the thread that posts work requests on one CPU (default:
+	// anywhere). With a software RDMA device (rxe) the doorbell runs the
+	// device's transmit path on the posting CPU, and doorbells of one queue
+	// pair rung from two CPUs leave through two per-CPU network queues, out of
+	// order: pin there.
+	Pin CPUPin
+	Log *slog.Logger
+}
+
+// CPUPin says where the sender's posting thread runs: PinNone, PinCurrent or
+// PinTo(n).
+type CPUPin int
+
+const (
+	// PinNone leaves the posting thread to the scheduler.
+	PinNone CPUPin = 0
+	// PinCurrent pins it to the CPU it runs on when the stream starts.
+	PinCurrent CPUPin = -1
+)
+
+// PinTo pins the posting thread to CPU n.
+func PinTo(n int) CPUPin { return CPUPin(n + 1) }
+
+// pinThread pins the calling (locked) OS thread as p says; unpin restores
+// its former CPU set before the thread goes back to the Go scheduler.
+func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
+	if p == PinNone {
+		return func() {}, nil
+	}
+	cpu := int(p) - 1
+	if p == PinCurrent {
+		var c uint32
+		if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&c)), 0, 0); e != 0 {
+			return nil, fmt.Errorf("find the current CPU to pin the posting thread to: %w", e)
+		}
+		cpu = int(c)
+	}
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return nil, fmt.Errorf("read the posting thread's CPU set: %w", err)
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("pin the posting thread to CPU %d: %w", cpu, err)
+	}
+	log.Info("Pinned the posting thread", "cpu", cpu)
+	return func() { _ = unix.SchedSetaffinity(0, &old) }, nil
 }
 
 // Progress is a running total of a send.
@@ -109,12 +197,18 @@ func (c SenderConfig) Validate() error {
 			return errors.New("give --bytes or --duration")
 		}
 	}
+	if c.AckTimeout > 30 {
+		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
+	}
 	return nil
 }
 
 func (c *SenderConfig) defaults() {
 	if c.TxDepth == 0 {
 		c.TxDepth = 16
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = DefaultAckTimeout
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
@@ -156,7 +250,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	k := newConn(c)
 	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + 20*time.Second))
 
-	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1})
+	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
 	if err != nil {
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
@@ -202,9 +296,22 @@ type sendSession struct {
 	buf []byte
 	g   Geometry
 
-	free     [][]int // free send slots per queue pair
+	free     [][]int     // free send slots per queue pair
+	inq      []sliceFIFO // slices in flight per queue pair
 	inflight int
 	held     time.Duration
+	start    time.Time
+
+	next    []uint64 // next slice per queue pair
+	limit   uint64   // first slice not to send (noLimit until known)
+	ahead   uint64   // look-ahead: slices past the oldest unfinished one
+	ordered bool     // post in strict slice order (sequential source)
+	rr      int      // queue pair to try first
+	hi      uint64   // 1 + the highest slice posted
+	sent    uint64   // bytes posted
+	extent  uint64   // stream byte just after the furthest slice posted
+	cr      credits
+	wrs     []SendWR // staged work requests of one queue pair
 }
 
 type senderEvent struct {
@@ -214,57 +321,42 @@ type senderEvent struct {
 }
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
+	// One OS thread posts everything: a goroutine that hopped between threads
+	// (and so CPUs) would ring the doorbells of one queue pair from several
+	// CPUs, and a software RDMA device then emits its packets through several
+	// per-CPU network queues, out of order.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unpin, err := pinThread(s.cfg.Pin, s.cfg.Log)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unpin()
 	cfg := s.cfg
 	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs)}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
-	s.free = make([][]int, cfg.QPs)
-	for q := range s.free {
-		for i := range cfg.TxDepth {
-			s.free[q] = append(s.free[q], i)
-		}
-	}
+	s.setup()
 	events := make(chan senderEvent, 64)
 	quit := make(chan struct{})
 	defer close(quit)
-	go func() {
-		for {
-			m, err := s.k.recv()
-			var ev senderEvent
-			switch m := m.(type) {
-			case Credit:
-				ev.credit = &m
-			case Done:
-				ev.done = &m
-			case Reject:
-				ev.err = &RejectedError{Message: m.Message}
-			default:
-				if err == nil {
-					err = fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)
-				}
-				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-					err = fmt.Errorf("receiver closed the connection: %w", ErrPeerGone)
-				}
-				ev.err = err
-			}
-			select {
-			case events <- ev:
-			case <-quit:
-				return
-			}
-			if ev.err != nil || ev.done != nil {
-				return
-			}
-		}
-	}()
+	// peer is cancelled once the receiver has ended the observation or its
+	// connection failed: work requests may then never complete (the queue
+	// pairs on the other side are gone), so no wait for them may outlast it.
+	peer, peerGone := context.WithCancel(context.Background())
+	defer peerGone()
+	go s.readControl(events, quit, peerGone)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	defer context.AfterFunc(peer, wcancel)()
+	s.ctx = wctx
 
-	cr := credits{nbufs: s.acc.NBufs}
 	var early *Done
 	handle := func(ev senderEvent) error {
 		switch {
 		case ev.credit != nil:
-			return cr.add(*ev.credit)
+			return s.cr.add(*ev.credit)
 		case ev.done != nil:
 			early = ev.done
 			return fmt.Errorf("receiver ended the observation early: %s", ev.done.Message)
@@ -272,144 +364,99 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			return ev.err
 		}
 	}
+	drainEvents := func() (bool, error) {
+		got := false
+		for {
+			select {
+			case ev := <-events:
+				got = true
+				if err := handle(ev); err != nil {
+					return got, err
+				}
+			default:
+				return got, nil
+			}
+		}
+	}
+
+	// peerReason replaces a wait cut short by the receiver's departure with
+	// what the receiver said (or how its connection failed).
+	peerReason := func(err error) error {
+		if peer.Err() == nil || ctx.Err() != nil {
+			return err
+		}
+		if _, eerr := drainEvents(); eerr != nil {
+			return eerr
+		}
+		return err
+	}
 
 	start := time.Now()
+	s.start = start
 	nextProgress := start.Add(cfg.ProgressEvery)
-	var sent uint64
 	wcs := make([]Completion, 64)
 	var stopErr error
 	complete := true
-	var cur Credit
-	haveCur := false
-	for sl := uint64(0); ; sl++ {
-		if cfg.Bytes > 0 && sent >= cfg.Bytes {
-			break
-		}
-		if cfg.Duration > 0 && time.Since(start) >= cfg.Duration {
-			break
+	for s.unsent() {
+		if cfg.Duration > 0 && s.limit == noLimit && time.Since(start) >= cfg.Duration {
+			s.limit = s.hi // finish the slices below the furthest one posted, then stop
+			continue
 		}
 		if ctx.Err() != nil {
 			complete, stopErr = false, ctx.Err()
 			break
 		}
-		q := s.g.QP(sl)
-		seq, off, length := s.g.Slice(sl)
-		if cfg.Bytes > 0 {
-			length = min(length, cfg.Bytes-sent)
-		}
-		// A free send slot on queue pair q.
-		for len(s.free[q]) == 0 {
-			if err := s.poll(wcs, true); err != nil {
-				complete, stopErr = false, err
-				break
-			}
-		}
-		if stopErr != nil {
-			break
-		}
-		// Write mode: the grant for this block.
-		var remote uint64
-		var rkey uint32
-		if cfg.Mode == ModeWrite {
-			if !haveCur || cur.Seq != seq {
-				waitStart := time.Now()
-				for {
-					var ok bool
-					if cur, ok = cr.take(seq); ok {
-						break
-					}
-					select {
-					case ev := <-events:
-						if err := handle(ev); err != nil {
-							complete, stopErr = false, err
-						}
-					case <-ctx.Done():
-						complete, stopErr = false, ctx.Err()
-					case <-time.After(time.Millisecond):
-						if err := s.poll(wcs, false); err != nil {
-							complete, stopErr = false, err
-						}
-					}
-					if stopErr != nil {
-						break
-					}
-				}
-				if stopErr != nil {
-					break
-				}
-				haveCur = true
-				s.held += time.Since(waitStart)
-			}
-			base, key, err := s.acc.BlockTarget(cur.Index)
-			if err != nil {
-				complete, stopErr = false, err
-				break
-			}
-			remote, rkey = base+off, key
-		}
-		slot := s.free[q][len(s.free[q])-1]
-		boff := (uint64(q)*uint64(cfg.TxDepth) + uint64(slot)) * cfg.MsgBytes
-		req := length
-		n, err := cfg.Source.Fill(s.buf[boff:boff+length], sent)
+		posted, credit, err := s.postReady()
 		if err != nil {
-			complete, stopErr = false, fmt.Errorf("read source at byte %d: %w", sent, err)
-			break
-		}
-		if n == 0 {
-			break
-		}
-		length = uint64(n)
-		if cfg.RateBytesPerSecond > 0 {
-			due := start.Add(time.Duration(float64(sent) / cfg.RateBytesPerSecond * float64(time.Second)))
-			if w := time.Until(due); w > 0 {
-				time.Sleep(w)
-			}
-		}
-		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpSendImm, Offset: boff, Length: length, Imm: uint32(sl)}
-		if cfg.Mode == ModeWrite {
-			wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, remote, rkey
-		}
-		if err := s.ep.PostSend(q, []SendWR{wr}); err != nil {
-			complete, stopErr = false, fmt.Errorf("post slice %d on queue pair %d: %w", sl, q, err)
-			break
-		}
-		s.free[q] = s.free[q][:len(s.free[q])-1]
-		s.inflight++
-		sent += length
-		if err := s.poll(wcs, false); err != nil {
 			complete, stopErr = false, err
 			break
 		}
-		// Control messages (credits arrive ahead of need).
-		for more := true; more; {
-			select {
-			case ev := <-events:
-				if err := handle(ev); err != nil {
-					complete, stopErr = false, err
-					more = false
-				}
-			default:
-				more = false
-			}
+		reaped, err := s.reap(wcs)
+		if err != nil {
+			complete, stopErr = false, err
+			break
 		}
-		if stopErr != nil {
+		got, err := drainEvents()
+		if err != nil {
+			complete, stopErr = false, err
 			break
 		}
 		if now := time.Now(); cfg.Progress != nil && now.After(nextProgress) {
-			cfg.Progress(Progress{Bytes: sent, Total: cfg.Bytes, Elapsed: now.Sub(start), HeldBack: s.held})
+			cfg.Progress(Progress{Bytes: s.sent, Total: cfg.Bytes, Elapsed: now.Sub(start), HeldBack: s.held})
 			nextProgress = now.Add(cfg.ProgressEvery)
 		}
-		if uint64(n) < req {
-			break // the source ended inside this slice
+		if posted || reaped || got {
+			continue
+		}
+		// Nothing could move: sleep until a completion frees a slot or, with
+		// nothing in flight, until the receiver grants a block.
+		waitStart := time.Now()
+		if s.inflight > 0 {
+			err = s.poll(wcs, true)
+		} else {
+			select {
+			case ev := <-events:
+				err = handle(ev)
+			case <-ctx.Done():
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if credit {
+			s.held += time.Since(waitStart)
+		}
+		if err != nil {
+			complete, stopErr = false, peerReason(err)
+			break
 		}
 	}
 	// Let every posted WR complete: only then has its data landed. (Not bound
-	// to ctx: each WR completes, successfully or with an error, on its own.)
-	s.ctx = context.Background()
+	// to ctx, which may be what stopped the stream: each WR completes on its
+	// own, successfully or with an error, while the receiver is there.)
+	s.ctx = peer
 	for s.inflight > 0 {
 		if err := s.poll(wcs, true); err != nil {
 			if stopErr == nil {
-				stopErr = err
+				stopErr = peerReason(err)
 			}
 			complete = false
 			break
@@ -417,39 +464,293 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	}
 	elapsed := time.Since(start)
 	if cfg.Progress != nil {
-		cfg.Progress(Progress{Bytes: sent, Total: cfg.Bytes, Elapsed: elapsed, HeldBack: s.held})
+		cfg.Progress(Progress{Bytes: s.sent, Total: cfg.Bytes, Elapsed: elapsed, HeldBack: s.held})
 	}
-	res := Result{Bytes: sent, Seconds: elapsed.Seconds(), QPs: cfg.QPs, Mode: cfg.Mode, MRMode: s.acc.MRMode, HeldBackSeconds: s.held.Seconds()}
+	// A stream cut short counts only its gap-free prefix: that is what the
+	// receiver keeps.
+	bytes := s.sent
+	if !complete {
+		bytes = s.prefix()
+	}
+	res := Result{Bytes: bytes, Seconds: elapsed.Seconds(), QPs: cfg.QPs, Mode: cfg.Mode, MRMode: s.acc.MRMode, HeldBackSeconds: s.held.Seconds()}
 	if elapsed > 0 {
-		res.Gbps = float64(sent) * 8 / elapsed.Seconds() / 1e9
+		res.Gbps = float64(s.sent) * 8 / elapsed.Seconds() / 1e9
 	}
 	if early != nil {
 		res.Receiver = *early
-		return res, stopErr
+		return res, withReceiver(stopErr, *early)
 	}
-	if err := s.k.send(End{Bytes: sent, Complete: complete}); err != nil {
+	if err := s.k.send(End{Bytes: s.extent, Complete: complete}); err != nil {
 		if stopErr != nil {
 			return res, stopErr
 		}
 		return res, fmt.Errorf("send end of stream: %w", err)
 	}
-	// The receiver's final word.
-	timeout := time.After(cfg.DoneTimeout)
+	return s.awaitDone(events, res, complete, stopErr)
+}
+
+// noLimit marks a stream whose last slice is not known yet.
+const noLimit = ^uint64(0)
+
+// setup prepares the per-queue-pair state. Queue pair q carries slices q,
+// q+N, q+2N, ... in order; each queue pair moves on as soon as it has a free
+// send slot, so one that stalls (a retransmission timeout on a lossy link)
+// holds back only its own slices while the others run ahead, up to one ring
+// of slices past the oldest unfinished one. A source that can only be read
+// in order keeps the stream in strict slice order instead.
+func (s *sendSession) setup() {
+	cfg := s.cfg
+	nq := cfg.QPs
+	s.free = make([][]int, nq)
+	s.inq = make([]sliceFIFO, nq)
+	s.next = make([]uint64, nq)
+	for q := range nq {
+		for i := range cfg.TxDepth {
+			s.free[q] = append(s.free[q], i)
+		}
+		s.inq[q] = newSliceFIFO(cfg.TxDepth)
+		s.next[q] = uint64(q)
+	}
+	s.limit = noLimit
+	if cfg.Bytes > 0 {
+		s.limit = s.g.Slices(cfg.Bytes)
+	}
+	s.ahead = uint64(s.acc.NBufs) * s.g.SlicesPerBlock()
+	_, random := cfg.Source.(RandomAccessSource)
+	s.ordered = !random
+	s.cr = credits{nbufs: s.acc.NBufs}
+}
+
+// readControl forwards the receiver's control messages until an error or
+// Done, and then calls gone.
+func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{}, gone func()) {
+	defer gone()
+	for {
+		m, err := s.k.recv()
+		var ev senderEvent
+		switch m := m.(type) {
+		case Credit:
+			ev.credit = &m
+		case Done:
+			ev.done = &m
+		case Reject:
+			ev.err = &RejectedError{Message: m.Message}
+		default:
+			if err == nil {
+				err = fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				err = fmt.Errorf("receiver closed the connection: %w", ErrPeerGone)
+			}
+			ev.err = err
+		}
+		select {
+		case events <- ev:
+		case <-quit:
+			return
+		}
+		if ev.err != nil || ev.done != nil {
+			return
+		}
+	}
+}
+
+// unsent reports whether slices below the limit are still to be posted.
+func (s *sendSession) unsent() bool {
+	for _, n := range s.next {
+		if n < s.limit {
+			return true
+		}
+	}
+	return false
+}
+
+// lowest is the lowest slice not yet posted.
+func (s *sendSession) lowest() uint64 {
+	lo := noLimit
+	for _, n := range s.next {
+		lo = min(lo, n)
+	}
+	return lo
+}
+
+// oldest is the lowest slice that has not completed yet.
+func (s *sendSession) oldest() uint64 {
+	lo := noLimit
+	for q, n := range s.next {
+		if f := &s.inq[q]; f.len() > 0 {
+			n = f.front()
+		}
+		lo = min(lo, n)
+	}
+	return lo
+}
+
+// prefix is the number of stream bytes before the first slice not posted.
+func (s *sendSession) prefix() uint64 {
+	lo := s.lowest()
+	if lo >= s.hi {
+		return s.extent
+	}
+	return s.g.StreamOffset(lo)
+}
+
+// postReady posts what every queue pair can take: slices with a free send
+// slot, inside the look-ahead and (write mode) with their block granted, one
+// PostSend per queue pair. credit reports that a slice waited for a grant.
+func (s *sendSession) postReady() (posted, credit bool, err error) {
+	nq := len(s.next)
+	base := s.oldest()
+	if s.ordered {
+		// Strict slice order: the next slice is always on the next queue pair.
+		for {
+			q := s.g.QP(s.lowest())
+			ok, c, err := s.stage(q, base)
+			credit = credit || c
+			if err == nil && ok {
+				err = s.flush(q)
+			}
+			if err != nil || !ok {
+				return posted, credit, err
+			}
+			posted = true
+		}
+	}
+	for i := range nq {
+		q := (s.rr + i) % nq
+		for {
+			ok, c, err := s.stage(q, base)
+			credit = credit || c
+			if err != nil {
+				return posted, credit, err
+			}
+			if !ok {
+				break
+			}
+		}
+		if len(s.wrs) > 0 {
+			if err := s.flush(q); err != nil {
+				return posted, credit, err
+			}
+			posted = true
+		}
+	}
+	s.rr = (s.rr + 1) % nq
+	if s.cfg.Mode == ModeWrite {
+		s.cr.release(s.g.SliceBlock(s.lowest()))
+	}
+	return posted, credit, nil
+}
+
+// stage fills the next slice of queue pair q into a free send slot and adds
+// its work request to the batch; ok is false when q cannot take it now (no
+// slot, beyond the look-ahead or the end, no grant: credit) or the source
+// ended before it.
+func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
+	cfg := s.cfg
+	sl := s.next[q]
+	if sl >= s.limit || sl >= base+s.ahead || len(s.free[q]) == 0 {
+		return false, false, nil
+	}
+	seq, off, length := s.g.Slice(sl)
+	wr := SendWR{Op: OpSendImm, Imm: uint32(sl)}
+	if cfg.Mode == ModeWrite {
+		cr, ok := s.cr.lookup(seq)
+		if !ok {
+			return false, true, nil
+		}
+		remote, rkey, err := s.acc.BlockTarget(cr.Index)
+		if err != nil {
+			return false, false, err
+		}
+		wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, remote+off, rkey
+	}
+	offset := s.g.StreamOffset(sl)
+	if cfg.Bytes > 0 {
+		length = min(length, cfg.Bytes-offset)
+	}
+	slot := s.free[q][len(s.free[q])-1]
+	boff := (uint64(q)*uint64(cfg.TxDepth) + uint64(slot)) * cfg.MsgBytes
+	n, err := cfg.Source.Fill(s.buf[boff:boff+length], offset)
+	if err != nil {
+		return false, false, fmt.Errorf("read source at byte %d: %w", offset, err)
+	}
+	if n == 0 {
+		s.limit = min(s.limit, sl) // the source ended before this slice
+		return false, false, nil
+	}
+	if uint64(n) < length {
+		s.limit = min(s.limit, sl+1) // the source ended inside this slice
+	}
+	if cfg.RateBytesPerSecond > 0 {
+		due := s.start.Add(time.Duration(float64(s.sent) / cfg.RateBytesPerSecond * float64(time.Second)))
+		if w := time.Until(due); w > 0 {
+			if len(s.wrs) > 0 {
+				if err := s.flush(q); err != nil { // what is due goes out before the pause
+					return false, false, err
+				}
+			}
+			time.Sleep(w)
+		}
+	}
+	wr.ID, wr.Offset, wr.Length = uint64(q)<<32|uint64(slot), boff, uint64(n)
+	s.wrs = append(s.wrs, wr)
+	s.free[q] = s.free[q][:len(s.free[q])-1]
+	s.inq[q].push(sl)
+	s.inflight++
+	s.next[q] += uint64(len(s.next))
+	s.sent += uint64(n)
+	s.hi = max(s.hi, sl+1)
+	s.extent = max(s.extent, offset+uint64(n))
+	return true, false, nil
+}
+
+// flush posts the staged work requests of queue pair q in one call.
+func (s *sendSession) flush(q int) error {
+	wrs := s.wrs
+	s.wrs = s.wrs[:0]
+	if err := s.ep.PostSend(q, wrs); err != nil {
+		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
+	}
+	return nil
+}
+
+// reap takes the send completions that are already there.
+func (s *sendSession) reap(wcs []Completion) (bool, error) {
+	before := s.inflight
+	if err := s.poll(wcs, false); err != nil {
+		return false, err
+	}
+	return s.inflight != before, nil
+}
+
+// withReceiver adds the receiver's account to the error that stopped a
+// stream, unless it already is that account.
+func withReceiver(err error, d Done) error {
+	if err == nil || d.OK || d.Message == "" || strings.Contains(err.Error(), d.Message) {
+		return err
+	}
+	return fmt.Errorf("%w (the receiver: %s)", err, d.Message)
+}
+
+// awaitDone waits for the receiver's account of the observation.
+func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete bool, stopErr error) (Result, error) {
+	timeout := time.After(s.cfg.DoneTimeout)
 	for {
 		select {
 		case ev := <-events:
 			switch {
 			case ev.done != nil:
 				res.Receiver = *ev.done
-				res.Complete = complete && ev.done.OK && ev.done.Bytes == sent
+				res.Complete = complete && ev.done.OK && ev.done.Bytes == res.Bytes
 				if stopErr != nil {
-					return res, stopErr
+					return res, withReceiver(stopErr, *ev.done)
 				}
 				if !ev.done.OK {
 					return res, fmt.Errorf("receiver reports the observation incomplete: %s", ev.done.Message)
 				}
-				if ev.done.Bytes != sent {
-					return res, fmt.Errorf("receiver committed %d bytes, %d were sent", ev.done.Bytes, sent)
+				if ev.done.Bytes != res.Bytes {
+					return res, fmt.Errorf("receiver committed %d bytes, %d were sent", ev.done.Bytes, res.Bytes)
 				}
 				return res, nil
 			case ev.credit != nil:
@@ -464,9 +765,28 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			if stopErr != nil {
 				return res, stopErr
 			}
-			return res, fmt.Errorf("no confirmation from the receiver within %s", cfg.DoneTimeout)
+			return res, fmt.Errorf("no confirmation from the receiver within %s", s.cfg.DoneTimeout)
 		}
 	}
+}
+
+// sliceFIFO holds the slices in flight on one queue pair, oldest first (a
+// queue pair completes its work requests in order).
+type sliceFIFO struct {
+	buf        []uint64
+	head, size int
+}
+
+func newSliceFIFO(n int) sliceFIFO { return sliceFIFO{buf: make([]uint64, n)} }
+func (f *sliceFIFO) len() int      { return f.size }
+func (f *sliceFIFO) front() uint64 { return f.buf[f.head] }
+func (f *sliceFIFO) push(v uint64) {
+	f.buf[(f.head+f.size)%len(f.buf)] = v
+	f.size++
+}
+func (f *sliceFIFO) pop() {
+	f.head = (f.head + 1) % len(f.buf)
+	f.size--
 }
 
 // waiter is an Endpoint that can sleep until a completion arrives.
@@ -505,10 +825,14 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 			}
 			q, slot := int(wc.ID>>32), int(uint32(wc.ID))
 			s.free[q] = append(s.free[q], slot)
+			s.inq[q].pop()
 			s.inflight--
 		}
 		if n > 0 || !wait || s.inflight == 0 {
 			return nil
+		}
+		if err := s.ctx.Err(); err != nil {
+			return fmt.Errorf("wait for send completions: %w", err)
 		}
 		if spins < 64 {
 			runtime.Gosched()

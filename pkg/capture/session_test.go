@@ -2,18 +2,24 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
@@ -468,12 +474,64 @@ func TestSenderCancelledEndsIncomplete(t *testing.T) {
 	}
 }
 
+// A queue pair that stalls holds back only its own slices: the others keep
+// going (up to the receiver's window past the stall) instead of waiting for
+// it, and every byte still lands in order.
+func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
+	const nbufs, bufsz, msg, nq, depth = 8, 8192, 2048, 4, 2 // 4 slices per block
+	const stalled, stallSlice = 1, 5
+	// In strict slice order the sender stops at slice 13 (both send slots of
+	// queue pair 1 hold slices 5 and 9), so the other queue pairs could carry at
+	// most 10 slices; running ahead they reach 27 (the 8-block window 1..8).
+	const ahead = 20
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, nbufs, bufsz)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+			var others atomic.Int64
+			reached := make(chan int64, 1)
+			hs.net.hook = func(qp int, wr SendWR) {
+				if qp != stalled {
+					others.Add(1)
+					return
+				}
+				if wr.Imm != stallSlice {
+					return
+				}
+				deadline := time.Now().Add(20 * time.Second) // a guard against a hang, not a timing check
+				for others.Load() < ahead && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				reached <- others.Load()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 1, 21, 0)
+			total := uint64(16*bufsz + 1000)
+			res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: depth, Source: PatternSource{Seed: 21}})
+			if err != nil || !res.Complete || res.Bytes != total {
+				t.Fatalf("send: %+v %v", res, err)
+			}
+			if n := <-reached; n < ahead {
+				t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want >= %d", stalled, stallSlice, n, ahead)
+			}
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			obs := <-reads
+			if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
+				t.Fatalf("reader %+v", obs)
+			}
+		})
+	}
+}
+
 func TestDurationAndFileSources(t *testing.T) {
 	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, StopObservations: 2}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, StopObservations: 3}, MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reads := readObservations(t, ctx, h, 2, 11, 0)
+	reads := readObservations(t, ctx, h, 3, 11, 0)
 	res, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Duration: 50 * time.Millisecond, Source: PatternSource{Seed: 11}, RateBytesPerSecond: 2e6})
 	if err != nil || !res.Complete || res.Bytes == 0 {
 		t.Fatalf("duration send: %+v %v", res, err)
@@ -485,12 +543,50 @@ func TestDurationAndFileSources(t *testing.T) {
 	if err != nil || !res2.Complete || res2.Bytes != uint64(len(data)) {
 		t.Fatalf("file send: %+v %v", res2, err)
 	}
+	res3, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Bytes: uint64(len(data)), Source: FileSource{R: bytes.NewReader(data)}})
+	if err != nil || !res3.Complete || res3.Bytes != uint64(len(data)) {
+		t.Fatalf("file send: %+v %v", res3, err)
+	}
 	if err := hs.wait(); err != nil {
 		t.Fatal(err)
 	}
 	obs := <-reads
-	if len(obs) != 2 || obs[0].bytes != res.Bytes || obs[1].bytes != uint64(len(data)) || obs[0].err != nil || obs[1].err != nil {
+	if len(obs) != 3 || obs[0].bytes != res.Bytes || obs[1].bytes != uint64(len(data)) || obs[2].bytes != uint64(len(data)) {
 		t.Fatalf("reader %+v", obs)
+	}
+	for i, o := range obs {
+		if o.err != nil || o.mismatches != 0 {
+			t.Fatalf("observation %d: %+v", i, o)
+		}
+	}
+}
+
+// A receiver that goes away mid-stream must not leave the sender waiting for
+// work requests that will never complete: the sender returns, naming the
+// receiver's account, whether its in-flight work fails (retries exhausted) or
+// simply never completes (a peer that retries forever).
+func TestSenderReturnsWhenReceiverGoesAway(t *testing.T) {
+	for _, blackhole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blackhole=%v", blackhole), func(t *testing.T) {
+			h := testRing(t, 4, 8192)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048}, MRWholeRing)
+			hs.net.blackhole = blackhole
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			readObservations(t, ctx, h, 1, 9, 0)
+			var once sync.Once
+			cfg := SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 9},
+				ProgressEvery: time.Millisecond, Progress: func(p Progress) {
+					if p.Bytes > 100000 {
+						once.Do(hs.stop)
+					}
+				}}
+			res, err := hs.send(ctx, cfg)
+			if err == nil || res.Complete || ctx.Err() != nil || !strings.Contains(err.Error(), "receiver stopped") {
+				t.Fatalf("send after the receiver left: %+v %v (test context: %v)", res, err, ctx.Err())
+			}
+			t.Logf("sender: %v", err)
+		})
 	}
 }
 
@@ -553,5 +649,55 @@ func TestWriteSummaryInPlace(t *testing.T) {
 	var st Status
 	if err := json.Unmarshal(b, &st); err != nil || st.BytesReceived != 42 || st.State != StateFinished || st.CompletionTime == "" {
 		t.Fatalf("summary %s: %v", b, err)
+	}
+}
+
+// A pinned sender posts from one CPU and gives its thread back with the CPU
+// set it had.
+func TestPinnedSenderRestoresCPUSet(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 13, 0)
+	runtime.LockOSThread() // Send runs on this thread: look at it afterwards
+	defer runtime.UnlockOSThread()
+	var before, after unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		t.Fatal(err)
+	}
+	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 13}, Pin: PinCurrent})
+	if err != nil || !res.Complete {
+		t.Fatalf("pinned send: %+v %v", res, err)
+	}
+	if err := unix.SchedGetaffinity(0, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Fatalf("CPU set after a pinned send: %v CPUs, before: %v", after.Count(), before.Count())
+	}
+	if obs := <-reads; len(obs) != 1 || obs[0].bytes != 50000 || obs[0].mismatches != 0 || obs[0].err != nil {
+		t.Fatalf("reader %+v", obs)
+	}
+	if _, err := pinThread(PinTo(1<<16), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "pin the posting thread to CPU 65536") {
+		t.Fatalf("pin to a CPU that does not exist: %v", err)
+	}
+}
+
+func TestSenderConfigValidate(t *testing.T) {
+	ok := SenderConfig{Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}}
+	ok.defaults()
+	if err := ok.Validate(); err != nil || ok.AckTimeout != DefaultAckTimeout {
+		t.Fatalf("valid config: %v (ACK timeout %d)", err, ok.AckTimeout)
+	}
+	for name, c := range map[string]SenderConfig{
+		"ack timeout": {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, AckTimeout: 31},
+		"no length":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Source: NoFillSource{}},
+		"no source":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
+		"qps":         {Mode: ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: invalid config accepted", name)
+		}
 	}
 }

@@ -187,10 +187,16 @@ type verbsEndpoint struct {
 	swrs   []verbs.SendWR
 	closed bool
 	nextCQ int
+
+	ackTimeout uint8
 }
 
 func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
-	ep = &verbsEndpoint{dev: d, recv: recv, byQPN: map[uint32]int{}, block: block, sendMR: sendMR, wcs: make([]verbs.WorkCompletion, 64)}
+	ep = &verbsEndpoint{dev: d, recv: recv, byQPN: map[uint32]int{}, block: block, sendMR: sendMR, wcs: make([]verbs.WorkCompletion, 64),
+		ackTimeout: cfg.AckTimeout}
+	if ep.ackTimeout == 0 {
+		ep.ackTimeout = DefaultAckTimeout
+	}
 	defer func() {
 		if err != nil {
 			_ = ep.Close()
@@ -274,6 +280,7 @@ func (ep *verbsEndpoint) Connect(remote []QPInfo) error {
 		}
 		rts := verbs.DefaultRTS()
 		rts.PSN = ep.psn[i]
+		rts.Timeout = ep.ackTimeout
 		if err := qp.ToRTS(rts); err != nil {
 			return fmt.Errorf("queue pair %d to RTS: %w", i, err)
 		}
