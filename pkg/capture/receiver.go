@@ -332,13 +332,15 @@ type session struct {
 	hello Hello
 	log   *slog.Logger
 
-	g      Geometry
-	a      *assembler
-	rw     *ringWorker
-	posted []int    // receive WRs outstanding per queue pair
-	cursor []uint64 // send mode: next slice to post per queue pair
-	bytes  uint64
-	blocks uint64
+	g        Geometry
+	a        *assembler
+	rw       *ringWorker
+	posted   []int    // receive WRs outstanding per queue pair
+	consumed []int    // write mode: scatter-less receive WRs used up since the last repost
+	empty    []RecvWR // reused by postEmpty
+	cursor   []uint64 // send mode: next slice to post per queue pair
+	bytes    uint64
+	blocks   uint64
 }
 
 type ctrlEvent struct {
@@ -471,6 +473,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 
 	nq := len(s.hello.QPs)
 	s.posted = make([]int, nq)
+	s.consumed = make([]int, nq)
 	s.cursor = make([]uint64, nq)
 	for q := range s.cursor {
 		s.cursor[q] = uint64(q)
@@ -568,6 +571,9 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		}
 		if n > 0 {
 			progressed = true
+			if err := s.repost(); err != nil {
+				return false, "receive post failed", err
+			}
 			if r.cfg.Mode == ModeSend {
 				if err := s.postSlices(); err != nil {
 					return false, "receive post failed", err
@@ -659,6 +665,9 @@ func (s *session) drain(wcs []Completion, d time.Duration) {
 				return
 			}
 		}
+		if s.repost() != nil {
+			return
+		}
 		if n == 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -669,12 +678,29 @@ func (s *session) openBlock(idx int) uint64 {
 	return s.a.openBlock(idx)
 }
 
+// repost replaces the scatter-less receive WRs that write-mode completions
+// consumed, one post per queue pair.
+func (s *session) repost() error {
+	for q, n := range s.consumed {
+		if n > 0 {
+			s.consumed[q] = 0
+			if err := s.postEmpty(q, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // postEmpty posts n receive WRs without scatter entries on queue pair q.
 func (s *session) postEmpty(q, n int) error {
 	if n <= 0 {
 		return nil
 	}
-	wrs := make([]RecvWR, n)
+	if cap(s.empty) < n {
+		s.empty = make([]RecvWR, n)
+	}
+	wrs := s.empty[:n]
 	for i := range wrs {
 		wrs[i] = RecvWR{ID: uint64(q)}
 	}
@@ -738,9 +764,7 @@ func (s *session) complete(wc Completion) error {
 		if sl, err = s.a.resolve(wc.Imm); err != nil {
 			return err
 		}
-		if err := s.postEmpty(wc.QP, 1); err != nil {
-			return err
-		}
+		s.consumed[wc.QP]++ // reposted after the batch, one call per queue pair
 	}
 	if s.g.QP(sl) != wc.QP {
 		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
