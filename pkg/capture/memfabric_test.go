@@ -41,7 +41,14 @@ type memEP struct {
 	mem    memoryTarget // receiver side: ring blocks
 	buf    []byte       // sender side: send buffer
 	once   sync.Once
+	armed  atomic.Bool
+	events chan struct{}
 }
+
+// Arm and Events make memEP a notifier, as a verbs endpoint with one CQ is.
+func (e *memEP) Arm() error { e.armed.Store(true); return nil }
+
+func (e *memEP) Events() <-chan struct{} { return e.events }
 
 type memoryTarget interface {
 	block(i int) []byte
@@ -59,7 +66,7 @@ type memQP struct {
 }
 
 func (n *memNet) open(cfg EndpointConfig, mem memoryTarget, buf []byte) *memEP {
-	ep := &memEP{n: n, cq: make(chan Completion, cfg.QPs*(cfg.SendDepth+cfg.RecvDepth)+16), mem: mem, buf: buf}
+	ep := &memEP{n: n, cq: make(chan Completion, cfg.QPs*(cfg.SendDepth+cfg.RecvDepth)+16), mem: mem, buf: buf, events: make(chan struct{}, 1)}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i := range cfg.QPs {
@@ -157,6 +164,12 @@ func (e *memEP) complete(wc Completion) {
 		case e.cq <- wc:
 		default:
 			panic("memfabric: completion queue overrun")
+		}
+		if e.armed.CompareAndSwap(true, false) {
+			select {
+			case e.events <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

@@ -516,6 +516,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	}
 
 	wcs := make([]Completion, 64)
+	w := newIdler(s.ep)
 	idle := 0
 	var heldSince time.Time
 	peerGone := false
@@ -523,25 +524,31 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	gotEnd := false // Done answers the sender's End, even when the length was known
 	for {
 		progressed := false
-		// Newly opened blocks.
+		// Newly opened blocks (those a sleep took from the channel first).
 		for more := true; more; {
-			select {
-			case idx := <-s.rw.opened:
-				progressed = true
-				if !heldSince.IsZero() {
-					r.t.addHeldBack(time.Since(heldSince))
-					heldSince = time.Time{}
+			var idx int
+			if len(w.opened) > 0 {
+				idx, w.opened = w.opened[0], w.opened[1:]
+			} else {
+				select {
+				case idx = <-s.rw.opened:
+				default:
+					more = false
+					continue
 				}
-				seq := s.openBlock(idx)
-				if r.cfg.Mode == ModeWrite {
-					if err := s.k.send(Credit{Seq: seq, Index: uint32(idx)}); err != nil {
-						peerGone = true
-					}
-				} else if err := s.postSlices(); err != nil {
-					return false, "receive post failed", err
+			}
+			progressed = true
+			if !heldSince.IsZero() {
+				r.t.addHeldBack(time.Since(heldSince))
+				heldSince = time.Time{}
+			}
+			seq := s.openBlock(idx)
+			if r.cfg.Mode == ModeWrite {
+				if err := s.k.send(Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+					peerGone = true
 				}
-			default:
-				more = false
+			} else if err := s.postSlices(); err != nil {
+				return false, "receive post failed", err
 			}
 		}
 		// Completions.
@@ -592,9 +599,23 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		if s.a.complete() && gotEnd {
 			return true, "", nil
 		}
-		// Control messages and failures.
-		select {
-		case e := <-ctrl:
+		// Control messages (one a sleep took first) and failures.
+		var e ctrlEvent
+		got := false
+		if w.ctrl != nil {
+			e, got, w.ctrl = *w.ctrl, true, nil
+		} else {
+			select {
+			case e = <-ctrl:
+				got = true
+			case err := <-s.rw.errc:
+				return ringFailure(ctx, err)
+			case <-ctx.Done():
+				return false, "receiver stopped", nil
+			default:
+			}
+		}
+		if got {
 			progressed = true
 			switch {
 			case e.end != nil && !e.end.Complete:
@@ -616,11 +637,6 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			default:
 				return false, e.err.Error(), nil
 			}
-		case err := <-s.rw.errc:
-			return ringFailure(ctx, err)
-		case <-ctx.Done():
-			return false, "receiver stopped", nil
-		default:
 		}
 		if peerGone {
 			// The sender vanished without an End: take what already landed.
@@ -635,12 +651,79 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			continue
 		}
 		idle++
-		if idle < 64 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(50 * time.Microsecond)
+		if err := w.idle(ctx, idle, ctrl, s.rw); err != nil {
+			return ringFailure(ctx, err)
 		}
 	}
+}
+
+// notifier is an Endpoint that can sleep until a completion arrives.
+type notifier interface {
+	// Arm requests an event for the next completion (poll again after it);
+	// an error means the endpoint cannot wait this way.
+	Arm() error
+	// Events delivers a value after each completion event Arm requested.
+	Events() <-chan struct{}
+}
+
+// idler is how the receive loop waits when nothing moves: a few yields, then
+// (with a notifier) arming the completion queue, one more pass, and a sleep
+// until a completion, a ring block, a control message or a failure arrives;
+// without one, short sleeps.
+type idler struct {
+	n      notifier
+	armed  bool
+	timer  *time.Timer
+	opened []int      // blocks the sleep took from the ring worker
+	ctrl   *ctrlEvent // a control message the sleep took
+}
+
+func newIdler(ep Endpoint) *idler {
+	w := &idler{}
+	if n, ok := ep.(notifier); ok {
+		w.n = n
+	}
+	return w
+}
+
+// idle waits after the idle-th pass in a row that moved nothing; it returns
+// the ring worker's failure.
+func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *ringWorker) error {
+	const spins = 16
+	switch {
+	case idle < spins:
+		runtime.Gosched()
+		return nil
+	case w.n == nil:
+		time.Sleep(50 * time.Microsecond)
+		return nil
+	case !w.armed:
+		if w.n.Arm() != nil {
+			w.n = nil // cannot sleep on completions: short sleeps from now on
+			return nil
+		}
+		w.armed = true
+		return nil // one more pass: a completion before the arming raises no event
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(50 * time.Millisecond) // a safety net, not a schedule
+	} else {
+		w.timer.Reset(50 * time.Millisecond)
+	}
+	defer w.timer.Stop()
+	w.armed = false
+	select {
+	case <-w.n.Events():
+	case idx := <-rw.opened:
+		w.opened = append(w.opened, idx)
+	case e := <-ctrl:
+		w.ctrl = &e
+	case err := <-rw.errc:
+		return err
+	case <-ctx.Done():
+	case <-w.timer.C:
+	}
+	return nil
 }
 
 // ringFailure ends a stream whose ring operation failed; while the receiver

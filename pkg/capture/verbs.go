@@ -189,6 +189,39 @@ type verbsEndpoint struct {
 	nextCQ int
 
 	ackTimeout uint8
+
+	events   chan struct{} // completion events, once Events started the waiter
+	evCancel context.CancelFunc
+	evDone   chan struct{}
+}
+
+// Arm requests a completion event for the next completion on the (single)
+// completion queue.
+func (ep *verbsEndpoint) Arm() error {
+	if len(ep.cqs) != 1 {
+		return errors.New("arm: one completion queue per queue pair")
+	}
+	return ep.cqs[0].Arm()
+}
+
+// Events delivers a value after each completion event requested by Arm; a
+// goroutine waits on the completion channel until Close.
+func (ep *verbsEndpoint) Events() <-chan struct{} {
+	if ep.events == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		ep.events, ep.evCancel, ep.evDone = make(chan struct{}, 1), cancel, make(chan struct{})
+		cq := ep.cqs[0]
+		go func() {
+			defer close(ep.evDone)
+			for cq.WaitEvent(ctx) == nil {
+				select {
+				case ep.events <- struct{}{}:
+				default: // one pending wake-up is enough
+				}
+			}
+		}()
+	}
+	return ep.events
 }
 
 func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
@@ -212,9 +245,10 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 		if !cfg.CQPerQP {
 			entries = per * cfg.QPs
 		}
-		// A sender sleeps on its (single) CQ's completion channel while every send
-		// slot is in flight instead of spinning (PollWait).
-		notify := !recv && ncq == 1
+		// With a single CQ both sides can sleep on its completion channel: a
+		// sender while every send slot is in flight (PollWait), a receiver while
+		// nothing arrives (Arm, Events).
+		notify := ncq == 1
 		cq, err := d.ctx.CreateCQ(verbs.CQConfig{Entries: entries, Notify: notify})
 		if err != nil {
 			return nil, fmt.Errorf("create completion queue %d: %w", i, err)
@@ -375,6 +409,10 @@ func (ep *verbsEndpoint) Close() error {
 		return nil
 	}
 	ep.closed = true
+	if ep.evCancel != nil {
+		ep.evCancel()
+		<-ep.evDone // the waiter touches the completion channel: stop it first
+	}
 	var errs []error
 	for _, qp := range ep.qps {
 		errs = append(errs, qp.Close())

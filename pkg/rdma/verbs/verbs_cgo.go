@@ -717,6 +717,25 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WorkCompletion) (int, error) {
 	}
 }
 
+// Arm requests one completion event for the next completion (the CQ must be
+// created with Notify). Poll again after arming: a completion that arrived
+// before it raises no event.
+func (cq *CQ) Arm() error {
+	if !cq.notify {
+		return fmt.Errorf("arm completion queue on %s: created without Notify", cq.c.name)
+	}
+	return cq.arm()
+}
+
+// WaitEvent sleeps until the completion event requested by Arm arrives, ctx
+// is done or the CQ is closed.
+func (cq *CQ) WaitEvent(ctx context.Context) error {
+	if !cq.notify {
+		return fmt.Errorf("wait on completion queue on %s: created without Notify", cq.c.name)
+	}
+	return cq.waitEvent(ctx)
+}
+
 func (cq *CQ) arm() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()

@@ -91,6 +91,12 @@ func (cq *CQ) Entries() int { return 0 }
 // Poll polls completions.
 func (cq *CQ) Poll([]WorkCompletion) (int, error) { return 0, ErrNotSupported }
 
+// Arm requests a completion event.
+func (cq *CQ) Arm() error { return ErrNotSupported }
+
+// WaitEvent waits for the completion event requested by Arm.
+func (cq *CQ) WaitEvent(context.Context) error { return ErrNotSupported }
+
 // PollWait polls, sleeping while the CQ is empty.
 func (cq *CQ) PollWait(context.Context, []WorkCompletion) (int, error) { return 0, ErrNotSupported }
 
