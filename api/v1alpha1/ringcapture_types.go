@@ -476,7 +476,9 @@ type RingCaptureStatus struct {
 	// +optional
 	Observations int64 `json:"observations,omitempty"`
 
-	// rateBytesPerSecond is the receive rate over the receiver's last interval.
+	// rateBytesPerSecond is the receive rate over the receiver's last interval
+	// while data arrives; otherwise the average rate of the last observation
+	// (0 before the first).
 	// +optional
 	RateBytesPerSecond int64 `json:"rateBytesPerSecond,omitempty"`
 

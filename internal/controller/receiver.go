@@ -70,6 +70,11 @@ type ReceiverStatus struct {
 	CompletionErrors   int64   `json:"completionErrors"`
 	StartTime          string  `json:"startTime"`
 	CompletionTime     string  `json:"completionTime"`
+	// LastObservation is the most recent observation that ended.
+	LastObservation *struct {
+		Bytes   int64   `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+	} `json:"lastObservation"`
 }
 
 // Receiver states of /status.

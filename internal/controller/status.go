@@ -129,7 +129,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 		v.phase = ringcapv1.PhaseReceiving
 	}
 	if v.ended || !receiving {
-		st.RateBytesPerSecond = 0
+		st.RateBytesPerSecond = idleRate(rs)
 	}
 	st.Received = HumanBytes(st.BytesReceived)
 	st.Rate = HumanRate(st.RateBytesPerSecond)
@@ -418,6 +418,16 @@ func HumanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// idleRate is the rate shown while no data arrives: the average of the
+// receiver's last observation (0 before the first), so that a finished
+// capture still says how fast it went.
+func idleRate(rs *ReceiverStatus) int64 {
+	if rs == nil || rs.LastObservation == nil || rs.LastObservation.Seconds <= 0 {
+		return 0
+	}
+	return int64(float64(rs.LastObservation.Bytes) / rs.LastObservation.Seconds)
 }
 
 // HumanRate formats bytes per second as bits per second, for example "9.60 Gbit/s".

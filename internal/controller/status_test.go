@@ -64,6 +64,7 @@ func recvStatus(state string, bytes int64) *ReceiverStatus {
 }
 
 const summaryOK = `{"version":1,"state":"Finished","ring":{"key":"dada"},"memoryRegistration":{"mode":"PerBlock","regions":4},"bytesReceived":4194304,"blocksFilled":8,"observations":1,"startTime":"2026-11-21T14:59:00Z","completionTime":"2026-11-21T15:00:00Z"}`
+const summaryWithObservation = `{"version":1,"state":"Finished","ring":{"key":"dada"},"bytesReceived":4194304,"observations":1,"lastObservation":{"number":0,"bytes":4194304,"seconds":2,"gbps":0.0168,"complete":true},"completionTime":"2026-11-21T15:00:00Z"}`
 const summaryFailed = `{"version":1,"state":"Failed","message":"register memory region: cannot allocate memory","bytesReceived":0}`
 
 func TestComputeStatus(t *testing.T) {
@@ -81,6 +82,7 @@ func TestComputeStatus(t *testing.T) {
 		mrMode     string
 		endpoint   string
 		completed  bool
+		rate       string // checked when set
 	}{
 		{name: "no pod yet", phase: ringcapv1.PhasePending,
 			conds: conds{"Scheduled": "False/PodNotCreated", "Ready": "False/PodNotCreated", "Failed": "False/NotFailed"}},
@@ -116,6 +118,10 @@ func TestComputeStatus(t *testing.T) {
 		{name: "receiver finished, readers draining", pod: testPod(chain(running, terminated("receiver", 0, summaryOK))),
 			phase: ringcapv1.PhaseReceiving, bytes: 4194304, mrMode: "PerBlock", completed: true,
 			conds: conds{"RingReady": "False/CaptureEnded", "Receiving": "False/ReceiverFinished", "Ready": "False/ReadersDraining"}},
+		{name: "pod succeeded: the rate is the last observation's average", pod: testPod(chain(running, terminated("receiver", 0, summaryWithObservation), terminated("reader", 0, ""),
+			func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })),
+			phase: ringcapv1.PhaseSucceeded, bytes: 4194304, completed: true, rate: "16.78 Mbit/s",
+			conds: conds{"Ready": "False/Succeeded", "Receiving": "False/ReceiverFinished"}},
 		{name: "pod succeeded", pod: testPod(chain(running, terminated("receiver", 0, summaryOK), terminated("reader", 0, ""),
 			func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })),
 			recv:  mustParse(summaryOK),
@@ -168,6 +174,9 @@ func TestComputeStatus(t *testing.T) {
 			}
 			if st.BytesReceived != tc.bytes {
 				t.Errorf("bytesReceived %d, want %d", st.BytesReceived, tc.bytes)
+			}
+			if tc.rate != "" && st.Rate != tc.rate {
+				t.Errorf("rate %q (%d B/s), want %q", st.Rate, st.RateBytesPerSecond, tc.rate)
 			}
 			if tc.mrMode != "" && (st.MemoryRegistration == nil || st.MemoryRegistration.Mode != tc.mrMode) {
 				t.Errorf("memoryRegistration %+v, want mode %s", st.MemoryRegistration, tc.mrMode)
