@@ -288,6 +288,23 @@ type rawSender struct {
 	k *conn
 }
 
+// connectRaw is a hand-driven sender: qps queue pairs with depth send slots
+// of msg bytes, handshaken and connected to the receiver (closed by cleanup).
+func connectRaw(t *testing.T, hs *harness, mode Mode, qps, depth int, msg uint64) (*memEP, *rawSender, Accept) {
+	t.Helper()
+	ep := hs.net.open(EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, nil, make([]byte, uint64(depth)*msg))
+	t.Cleanup(func() { _ = ep.Close() })
+	rs, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
+	acc, ok := m.(Accept)
+	if !ok {
+		t.Fatalf("answer %+v", m)
+	}
+	if err := ep.Connect(acc.QPs); err != nil {
+		t.Fatal(err)
+	}
+	return ep, rs, acc
+}
+
 func dialRaw(t *testing.T, hs *harness, preamble []byte, hello Message) (*rawSender, Message) {
 	t.Helper()
 	c, err := net.Dial("tcp", hs.addr)
@@ -378,16 +395,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 9, 0)
-			ep := hs.net.open(EndpointConfig{QPs: 2, SendDepth: 16, RecvDepth: 1}, nil, make([]byte, 16*msg))
-			defer func() { _ = ep.Close() }()
-			rs, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: mode, MsgBytes: msg, QPs: ep.Local()})
-			acc, ok := m.(Accept)
-			if !ok {
-				t.Fatalf("answer %+v", m)
-			}
-			if err := ep.Connect(acc.QPs); err != nil {
-				t.Fatal(err)
-			}
+			ep, rs, acc := connectRaw(t, hs, mode, 2, 16, msg)
 			// Send slices 0..5 (1.5 blocks) and slice 7, then vanish.
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs}
 			grants := map[uint64]Credit{}
@@ -599,16 +607,7 @@ func TestCompletionErrorNamesStatus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 4, 0)
-	ep := hs.net.open(EndpointConfig{QPs: 1, SendDepth: 4, RecvDepth: 1}, nil, make([]byte, 4*msg))
-	defer func() { _ = ep.Close() }()
-	_, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: ModeSend, MsgBytes: msg, QPs: ep.Local()})
-	acc, ok := m.(Accept)
-	if !ok {
-		t.Fatalf("answer %+v", m)
-	}
-	if err := ep.Connect(acc.QPs); err != nil {
-		t.Fatal(err)
-	}
+	ep, _, _ := connectRaw(t, hs, ModeSend, 1, 4, msg)
 	// Slice 0 is fine; slice 1 is one byte longer than its receive WR.
 	pattern.Fill(ep.buf[:msg], 4, 0)
 	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1}})
