@@ -62,7 +62,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
-	fs.Uint8Var(&o.ackTimeout, "ack-timeout", capture.DefaultAckTimeout, "local ACK timeout exponent: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
+	fs.Uint8Var(&o.ackTimeout, "ack-timeout", capture.DefaultAckTimeout, "local ACK timeout exponent, 1..30: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
 	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes to send (e.g. 1073741824 or 1G)")
 	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the test pattern (default source)")
@@ -93,6 +93,13 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	}
 	if o.bytes > 0 && o.duration > 0 {
 		return errors.New("give --bytes or --duration, not both")
+	}
+	if o.ackTimeout == 0 {
+		// 0 is the verbs value for "no timeout": a queue pair would never retransmit.
+		return errors.New("--ack-timeout 0: want an exponent of 1..30 (0 would never retransmit a lost packet)")
+	}
+	if _, err := parsePin(o.pinCPU, ""); err != nil { // auto is resolved once the device is known
+		return err
 	}
 	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, Log: log}
