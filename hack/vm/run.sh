@@ -41,7 +41,11 @@ SHARE=$(cd "$SHARE" && pwd)
 SRC=${RINGCAP_VM_SRC:-$ROOT}
 rm -f "$SHARE/.exit-status"
 
-APPEND="console=ttyS0 panic=-1 quiet ringcap.src ${RINGCAP_VM_APPEND:-}"
+# tsc=reliable: under TCG (-cpu max: AMD vendor, no constant_tsc) the guest marks its TSC
+# "unsynchronized" on every boot and falls back to the HPET, so each clock read (Go's runtime
+# reads it constantly, perftest uses rdtsc) becomes a syscall plus emulated MMIO. qemu's TCG
+# TSC follows the host's invariant TSC, so it is synchronized; under KVM kvm-clock wins anyway.
+APPEND="console=ttyS0 panic=-1 quiet tsc=reliable ringcap.src ${RINGCAP_VM_APPEND:-}"
 if [ $# -gt 0 ]; then
   script=$(readlink -f "$1"); shift
   [ -f "$script" ] || { echo "run.sh: no such script: $script" >&2; exit 2; }
