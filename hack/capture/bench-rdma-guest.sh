@@ -23,17 +23,20 @@ median() { # values...
 # reports depends on the test (ib_send_bw: the receiving server; ib_write_bw: the client), so
 # the side with the most iterations counts. Under TCG perftest's clock calibration sometimes
 # prints BW 0 for iterations that did move; the rate is then bytes / measured window, the
-# window being DUR minus perftest's margin (DUR/4 whole seconds) at each end.
+# window being DUR minus perftest's margin (DUR/4 whole seconds) at each end. perftest reports
+# in MB/s (2^20 bytes, two decimals: four significant digits, where --report_gbits would give
+# one or two at these rates), converted to Gb/s here.
 perftest() {
   local tool=$1 port=$((PORT++))
-  "$tool" -d rxe1 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" --report_gbits -F >srv.log 2>&1 &
+  "$tool" -d rxe1 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F >srv.log 2>&1 &
   local srv=$!
   sleep 1
-  "$tool" -d rxe0 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" --report_gbits -F 127.0.0.1 >cli.log 2>&1
+  "$tool" -d rxe0 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli.log 2>&1
   wait "$srv"
   # data lines: #bytes #iterations BW_peak BW_average MsgRate
   local line; line=$(cat cli.log srv.log | awk -v m="$MSG" '$1==m && NF>=5 && $2+0 > best { best = $2 + 0; l = $0 } END { print l }')
-  local iters bw; iters=$(echo "$line" | awk '{print $2}'); bw=$(echo "$line" | awk '{print $4}')
+  local iters bw; iters=$(echo "$line" | awk '{print $2}')
+  bw=$(echo "$line" | awk '{ printf "%.4f", $4 * 1048576 * 8 / 1e9 }')
   if [ -z "$line" ] || [ "${iters:-0}" -le 0 ]; then
     echo "bench-rdma: $tool moved nothing (bytes=$MSG iterations=${iters:-none}):" >&2; cat cli.log srv.log >&2
     return 1
@@ -62,7 +65,9 @@ ringcap_run() {
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
   local line; line=$(echo "$out" | grep '^send: bytes=')
-  local bytes gbps; bytes=$(echo "$line" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p'); gbps=$(echo "$line" | sed -n 's/.*gbps=\([0-9.]*\).*/\1/p')
+  # The rate from bytes and seconds: the printed gbps has only three decimals.
+  local bytes secs gbps; bytes=$(echo "$line" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p'); secs=$(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+  gbps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
   local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
   if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || [ "$rbytes" != "$bytes" ]; then
     echo "bench-rdma: ringcap $mode/$mr failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
@@ -73,6 +78,9 @@ ringcap_run() {
   echo "$gbps"
 }
 
+# The clock the guest times with (tsc, thanks to hack/vm/run.sh's tsc=reliable; the HPET would
+# make every clock read an emulated MMIO access, which weighs on Go far more than on perftest).
+echo "bench-rdma: guest clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" >&2
 fail=0
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs)" >&2
