@@ -66,10 +66,11 @@ ringcap_run() {
   ringcap ring destroy -k "$key" >/dev/null 2>&1
   local line; line=$(echo "$out" | grep '^send: bytes=')
   # The rate from bytes and seconds: the printed gbps has only three decimals.
-  local bytes secs gbps; bytes=$(echo "$line" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p'); secs=$(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+  field() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; } # whole fields: not held_back_seconds
+  local bytes secs gbps; bytes=$(field bytes); secs=$(field seconds)
   gbps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
   local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
-  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || [ "$rbytes" != "$bytes" ]; then
+  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || ! awk -v g="$gbps" 'BEGIN { exit !(g > 0) }' || [ "$rbytes" != "$bytes" ]; then
     echo "bench-rdma: ringcap $mode/$mr failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
     echo "$out" >&2; cat recv.log read.log >&2
     return 1
