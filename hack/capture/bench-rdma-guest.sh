@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Guest half of `make bench-rdma` (runs inside the Soft-RoCE VM, cwd = the share, ringcap in
 # ./bin): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
-# each; prints the medians and the ratio lines.
+# each; prints the medians and the ratio lines (medians of the per-run ratios).
 set -uo pipefail
 export PATH=$PWD/bin:$PATH
-RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}
+RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}
 SRV_IP=198.18.0.2 PORT=18800
 RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
 declare -A RES M
@@ -82,28 +82,44 @@ ringcap_run() {
 # The clock the guest times with (tsc, thanks to hack/vm/run.sh's tsc=reliable; the HPET would
 # make every clock read an emulated MMIO access, which weighs on Go far more than on perftest).
 echo "bench-rdma: guest clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" >&2
+measure() { # contender
+  case "$1" in
+    ib_send_bw|ib_write_bw) perftest "$1" ;;
+    send) ringcap_run send wholering ;;
+    write) ringcap_run write wholering ;;
+    perblock) ringcap_run write perblock ;;
+  esac
+}
 fail=0
+ORDER=(ib_send_bw send ib_write_bw write perblock)
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs)" >&2
-  v=$(perftest ib_send_bw) && RES[ib_send_bw]+=" $v" || fail=1
-  v=$(ringcap_run send wholering) && RES[send]+=" $v" || fail=1
-  v=$(perftest ib_write_bw) && RES[ib_write_bw]+=" $v" || fail=1
-  # WholeRing and PerBlock take turns going first, so neither always follows the other.
-  if [ $((run % 2)) = 1 ]; then
-    v=$(ringcap_run write wholering) && RES[write]+=" $v" || fail=1
-    v=$(ringcap_run write perblock) && RES[perblock]+=" $v" || fail=1
-  else
-    v=$(ringcap_run write perblock) && RES[perblock]+=" $v" || fail=1
-    v=$(ringcap_run write wholering) && RES[write]+=" $v" || fail=1
-  fi
+  # Every compared pair runs back to back (write sits between ib_write_bw and perblock), and
+  # every other run goes in reverse, so neither side of a pair always goes first.
+  order=("${ORDER[@]}")
+  [ $((run % 2)) = 1 ] || order=(perblock write ib_write_bw send ib_send_bw)
+  for k in "${order[@]}"; do
+    v=$(measure "$k") && RES[$k]+=" $v" || fail=1
+  done
 done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
-for k in ib_send_bw send ib_write_bw write perblock; do
+for k in "${ORDER[@]}"; do
   # shellcheck disable=SC2086
   M[$k]=$(median ${RES[$k]})
   echo "bench-rdma: median $k gbps=${M[$k]} runs=[${RES[$k]# }]"
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
-echo "ratio send/ib_send_bw=$(ratio "${M[send]}" "${M[ib_send_bw]}")"
-echo "ratio write/ib_write_bw=$(ratio "${M[write]}" "${M[ib_write_bw]}")"
-echo "ratio perblock/wholering=$(ratio "${M[perblock]}" "${M[write]}")"
+# The ratios are medians of per-run ratios: the two sides of a pair ran back to back in the
+# same boot, so slow phases of the emulated machine (which move every contender alike, by up
+# to a factor of two between phases) cancel within a pair instead of landing on one side.
+pratio() { # a b: the median over runs of a_i / b_i
+  local i rs=()
+  for i in $(seq "$RUNS"); do
+    rs+=("$(awk -v a="$(echo "${RES[$1]}" | awk -v i="$i" '{print $i}')" -v b="$(echo "${RES[$2]}" | awk -v i="$i" '{print $i}')" \
+      'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }')")
+  done
+  echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(awk -v a="${M[$1]}" -v b="${M[$2]}" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')" >&2
+  median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
+}
+echo "ratio send/ib_send_bw=$(pratio send ib_send_bw)"
+echo "ratio write/ib_write_bw=$(pratio write ib_write_bw)"
+echo "ratio perblock/wholering=$(pratio perblock write)"

@@ -3,7 +3,7 @@
 # of the VM (hack/vm): 64 KiB messages, 4 QPs, the median of RUNS runs of DUR seconds each,
 # interleaved so that load drift hits every contender alike. Prints
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
-# (goals: >= 0.95, >= 0.95, >= 0.98). Settings: RUNS (5), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4),
+# (goals: >= 0.95, >= 0.95, >= 0.98). Settings: RUNS (7), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4),
 # ACK_TIMEOUT (18, both contenders' local ACK timeout exponent).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,7 +17,7 @@ mkdir -p "$SHARE/bin"
 echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
 {
-  echo "export RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}"
+  echo "export RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}"
   cat hack/capture/bench-rdma-guest.sh
 } > "$SHARE/bench-rdma-guest.sh"
 rc=0
