@@ -657,6 +657,13 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	}
 }
 
+// spinFor is how long an idle receive loop keeps polling before it sleeps on
+// the completion channel: on a hardware link the next message is microseconds
+// away and a sleep would cost more; a count of passes instead would spin for
+// milliseconds on an emulated machine, where every pass is slow, taking CPU
+// from the kernel that moves the data.
+const spinFor = 20 * time.Microsecond
+
 // notifier is an Endpoint that can sleep until a completion arrives.
 type notifier interface {
 	// Arm requests an event for the next completion (poll again after it);
@@ -666,13 +673,14 @@ type notifier interface {
 	Events() <-chan struct{}
 }
 
-// idler is how the receive loop waits when nothing moves: a few yields, then
-// (with a notifier) arming the completion queue, one more pass, and a sleep
-// until a completion, a ring block, a control message or a failure arrives;
-// without one, short sleeps.
+// idler is how the receive loop waits when nothing moves: yields for up to
+// spinFor, then (with a notifier) arming the completion queue, one more pass,
+// and a sleep until a completion, a ring block, a control message or a failure
+// arrives; without one, short sleeps.
 type idler struct {
 	n      notifier
 	armed  bool
+	since  time.Time // when this idle spell began
 	timer  *time.Timer
 	opened []int      // blocks the sleep took from the ring worker
 	ctrl   *ctrlEvent // a control message the sleep took
@@ -689,9 +697,11 @@ func newIdler(ep Endpoint) *idler {
 // idle waits after the idle-th pass in a row that moved nothing; it returns
 // the ring worker's failure.
 func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *ringWorker) error {
-	const spins = 16
+	if idle == 1 {
+		w.since = time.Now()
+	}
 	switch {
-	case idle < spins:
+	case idle < 2 || time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil
 	case w.n == nil:
