@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -269,6 +271,11 @@ func removeStaleTestRings() {
 func TestMain(m *testing.M) {
 	removeStaleTestRings()
 	code := m.Run()
+	// Fail when any goroutine of a command outlives its test.
+	if err := goleak.Find(); err != nil {
+		fmt.Fprintln(os.Stderr, "LEAK:", err)
+		code = 1
+	}
 	// Fail when any shared memory segment or semaphore set of a test key is left.
 	for _, kind := range []string{"shm", "sem"} {
 		b, err := os.ReadFile("/proc/sysvipc/" + kind)
