@@ -97,7 +97,7 @@ for run in $(seq "$RUNS"); do
   # Every compared pair runs back to back (write sits between ib_write_bw and perblock), and
   # every other run goes in reverse, so neither side of a pair always goes first.
   order=("${ORDER[@]}")
-  [ $((run % 2)) = 1 ] || order=(perblock write ib_write_bw send ib_send_bw)
+  [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do
     v=$(measure "$k") && RES[$k]+=" $v" || fail=1
   done
@@ -111,13 +111,12 @@ done
 # The ratios are medians of per-run ratios: the two sides of a pair ran back to back in the
 # same boot, so slow phases of the emulated machine (which move every contender alike, by up
 # to a factor of two between phases) cancel within a pair instead of landing on one side.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }'; }
 pratio() { # a b: the median over runs of a_i / b_i
-  local i rs=()
-  for i in $(seq "$RUNS"); do
-    rs+=("$(awk -v a="$(echo "${RES[$1]}" | awk -v i="$i" '{print $i}')" -v b="$(echo "${RES[$2]}" | awk -v i="$i" '{print $i}')" \
-      'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }')")
-  done
-  echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(awk -v a="${M[$1]}" -v b="${M[$2]}" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }')" >&2
+  local i rs=() as bs
+  read -ra as <<<"${RES[$1]}"; read -ra bs <<<"${RES[$2]}"
+  for i in "${!as[@]}"; do rs+=("$(ratio "${as[i]}" "${bs[i]}")"); done
+  echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(ratio "${M[$1]}" "${M[$2]}")" >&2
   median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
 }
 echo "ratio send/ib_send_bw=$(pratio send ib_send_bw)"
