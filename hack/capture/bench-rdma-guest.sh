@@ -3,7 +3,12 @@
 # ./bin): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
 # each; prints the medians and the ratio lines (medians of the per-run ratios).
 set -uo pipefail
-export PATH=$PWD/bin:$PATH
+# Both contenders run from guest RAM: perftest lives in the initramfs, so ringcap is copied
+# off the 9p share (whose page faults and log writes would otherwise go through qemu's
+# 9p server) into tmpfs, and every log is written there too.
+WORK=/tmp/bench-rdma # the guest's tmpfs, fresh every boot (busybox: no install, mktemp wants XXXXXX)
+mkdir -p "$WORK/bin" && cp bin/ringcap "$WORK/bin/ringcap" && cd "$WORK" || exit 1
+export PATH=$WORK/bin:$PATH
 RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}
 SRV_IP=198.18.0.2 PORT=18800
 RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
@@ -119,6 +124,22 @@ pratio() { # a b: the median over runs of a_i / b_i
   echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(ratio "${M[$1]}" "${M[$2]}")" >&2
   median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
 }
+# interval A B: a distribution-free interval for the median of the per-run ratios A_i/B_i:
+# the k-th smallest and k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %
+# (coverage 1 - 2 P(Binomial < k): at least 95 % from 6 runs on; k = 1, the whole range,
+# below 9 runs). It says whether a goal is met, missed, or not resolved by this many runs.
+interval() {
+  local i rs=() as bs
+  read -ra as <<<"${RES[$1]}"; read -ra bs <<<"${RES[$2]}"
+  for i in "${!as[@]}"; do rs+=("$(ratio "${as[i]}" "${bs[i]}")"); done
+  printf '%s\n' "${rs[@]}" | sort -g | awk '{ x[NR] = $1 } END {
+    n = NR; k = 1; p = 1; for (j = 0; j < n; j++) p /= 2; cdf = p # busybox awk: no ^
+    for (j = 1; j < n; j++) { p = p * (n - j + 1) / j; if (cdf + p > 0.025) break; cdf += p; k = j + 1 }
+    printf "[%.3f, %.3f] (%.1f %% coverage, %d runs)", x[k], x[n - k + 1], 100 * (1 - 2 * cdf), n }'
+}
 echo "ratio send/ib_send_bw=$(pratio send ib_send_bw)"
 echo "ratio write/ib_write_bw=$(pratio write ib_write_bw)"
 echo "ratio perblock/wholering=$(pratio perblock write)"
+echo "bench-rdma: interval send/ib_send_bw $(interval send ib_send_bw) goal 0.95"
+echo "bench-rdma: interval write/ib_write_bw $(interval write ib_write_bw) goal 0.95"
+echo "bench-rdma: interval perblock/wholering $(interval perblock write) goal 0.98"
