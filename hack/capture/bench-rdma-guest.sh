@@ -117,10 +117,13 @@ done
 # same boot, so slow phases of the emulated machine (which move every contender alike, by up
 # to a factor of two between phases) cancel within a pair instead of landing on one side.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }'; }
-pratio() { # a b: the median over runs of a_i / b_i
-  local i rs=() as bs
+ratios() { # a b: the per-run ratios a_i / b_i, one per line
+  local i as bs
   read -ra as <<<"${RES[$1]}"; read -ra bs <<<"${RES[$2]}"
-  for i in "${!as[@]}"; do rs+=("$(ratio "${as[i]}" "${bs[i]}")"); done
+  for i in "${!as[@]}"; do ratio "${as[i]}" "${bs[i]}"; echo; done
+}
+pratio() { # a b: the median over runs of a_i / b_i
+  local rs; mapfile -t rs < <(ratios "$1" "$2")
   echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(ratio "${M[$1]}" "${M[$2]}")" >&2
   median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
 }
@@ -129,10 +132,7 @@ pratio() { # a b: the median over runs of a_i / b_i
 # (coverage 1 - 2 P(Binomial < k): at least 95 % from 6 runs on; k = 1, the whole range,
 # below 9 runs). It says whether a goal is met, missed, or not resolved by this many runs.
 interval() {
-  local i rs=() as bs
-  read -ra as <<<"${RES[$1]}"; read -ra bs <<<"${RES[$2]}"
-  for i in "${!as[@]}"; do rs+=("$(ratio "${as[i]}" "${bs[i]}")"); done
-  printf '%s\n' "${rs[@]}" | sort -g | awk '{ x[NR] = $1 } END {
+  ratios "$1" "$2" | sort -g | awk '{ x[NR] = $1 } END {
     n = NR; k = 1; p = 1; for (j = 0; j < n; j++) p /= 2; cdf = p # busybox awk: no ^
     for (j = 1; j < n; j++) { p = p * (n - j + 1) / j; if (cdf + p > 0.025) break; cdf += p; k = j + 1 }
     printf "[%.3f, %.3f] (%.1f %% coverage, %d runs)", x[k], x[n - k + 1], 100 * (1 - 2 * cdf), n }'
