@@ -123,7 +123,7 @@ ratios() { # a b: the per-run ratios a_i / b_i, one per line
   for i in "${!as[@]}"; do ratio "${as[i]}" "${bs[i]}"; echo; done
 }
 pratio() { # a b: the median over runs of a_i / b_i
-  local rs; mapfile -t rs < <(ratios "$1" "$2")
+  local rs; read -ra rs <<<"$(ratios "$1" "$2" | tr '\n' ' ')" # no <(...): the guest has no /dev/fd
   echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(ratio "${M[$1]}" "${M[$2]}")" >&2
   median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
 }
