@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guest half of `make bench-rdma` (runs inside the Soft-RoCE VM, cwd = the share, ringcap in
-# ./bin): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
+# Guest half of `make bench-rdma` (runs inside the Soft-RoCE VM, started in the share with
+# ringcap in ./bin, then works in tmpfs): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
 # each; prints the medians and the ratio lines (medians of the per-run ratios).
 set -uo pipefail
 # Both contenders run from guest RAM: perftest lives in the initramfs, so ringcap is copied
@@ -15,9 +15,8 @@ RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
 declare -A RES M
 
 median() { # values...
-  echo "$@" | awk '{ n = NF; for (i = 1; i <= n; i++) a[i] = $i + 0
-    for (i = 2; i <= n; i++) { v = a[i]; j = i - 1; while (j > 0 && a[j] > v) { a[j+1] = a[j]; j-- } a[j+1] = v }
-    if (n % 2) print a[(n+1)/2]; else printf "%.4f\n", (a[n/2] + a[n/2+1]) / 2 }'
+  printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1 } END {
+    if (NR % 2) print x[(NR + 1) / 2]; else printf "%.4f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'
 }
 
 # perftest TOOL: client on rxe0, server on rxe1, out-of-band TCP on 127.0.0.1. Prints Gb/s.
@@ -137,9 +136,13 @@ interval() {
     for (j = 1; j < n; j++) { p = p * (n - j + 1) / j; if (cdf + p > 0.025) break; cdf += p; k = j + 1 }
     printf "[%.3f, %.3f] (%.1f %% coverage, %d runs)", x[k], x[n - k + 1], 100 * (1 - 2 * cdf), n }'
 }
-echo "ratio send/ib_send_bw=$(pratio send ib_send_bw)"
-echo "ratio write/ib_write_bw=$(pratio write ib_write_bw)"
-echo "ratio perblock/wholering=$(pratio perblock write)"
-echo "bench-rdma: interval send/ib_send_bw $(interval send ib_send_bw) goal 0.95"
-echo "bench-rdma: interval write/ib_write_bw $(interval write ib_write_bw) goal 0.95"
-echo "bench-rdma: interval perblock/wholering $(interval perblock write) goal 0.98"
+# Compared pairs: contender, anchor, the name printed, the goal.
+PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98")
+for p in "${PAIRS[@]}"; do
+  read -r a b name _ <<<"$p"
+  echo "ratio $name=$(pratio "$a" "$b")"
+done
+for p in "${PAIRS[@]}"; do
+  read -r a b name goal <<<"$p"
+  echo "bench-rdma: interval $name $(interval "$a" "$b") goal $goal"
+done

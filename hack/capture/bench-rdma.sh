@@ -3,8 +3,8 @@
 # of the VM (hack/vm): 64 KiB messages, 4 QPs, the median of RUNS runs of DUR seconds each,
 # interleaved so that load drift hits every contender alike. Prints
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
-# and, for each, a distribution-free interval for that median (does it settle the goal?).
-# (goals: >= 0.95, >= 0.95, >= 0.98). Settings: RUNS (7), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4),
+# (goals: >= 0.95, >= 0.95, >= 0.98) and, for each, a distribution-free interval for that
+# median (does it settle the goal?). Settings: RUNS (7), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4),
 # ACK_TIMEOUT (18, both contenders' local ACK timeout exponent).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
