@@ -33,11 +33,16 @@ type RecvWR struct {
 // SendWR is a send work request whose data lies in the sender's registered
 // buffer at [Offset, Offset+Length).
 type SendWR struct {
-	ID         uint64
-	Op         Op
-	Offset     uint64
-	Length     uint64
-	Imm        uint32
+	ID     uint64
+	Op     Op
+	Offset uint64
+	Length uint64
+	Imm    uint32
+	// Signaled asks for a completion when the WR succeeds. A queue pair
+	// completes its WRs in order, so a signalled WR's completion also
+	// accounts for the unsignalled ones posted before it. A failed (or
+	// flushed) WR always completes.
+	Signaled   bool
 	RemoteAddr uint64 // OpWriteImm only
 	RKey       uint32 // OpWriteImm only
 }
@@ -82,7 +87,7 @@ type Endpoint interface {
 	Connect(remote []QPInfo) error
 	// PostRecv posts receive WRs on queue pair qp, in order.
 	PostRecv(qp int, wrs []RecvWR) error
-	// PostSend posts send WRs on queue pair qp, in order; all are signalled.
+	// PostSend posts send WRs on queue pair qp, in order.
 	PostSend(qp int, wrs []SendWR) error
 	// Poll fills wcs with ready completions without blocking.
 	Poll(wcs []Completion) (int, error)

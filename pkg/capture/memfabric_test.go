@@ -228,7 +228,9 @@ func (q *memQP) deliver(rng *rand.Rand) {
 			}
 		}
 		p.ep.complete(Completion{ID: rwr.ID, QP: p.idx, Recv: true, Bytes: uint32(wr.Length), Imm: wr.Imm})
-		q.ep.complete(Completion{ID: wr.ID, QP: q.idx})
+		if wr.Signaled {
+			q.ep.complete(Completion{ID: wr.ID, QP: q.idx})
+		}
 	}
 }
 

@@ -299,6 +299,8 @@ type sendSession struct {
 	free     [][]int     // free send slots per queue pair
 	inq      []sliceFIFO // slices in flight per queue pair
 	inflight int
+	unsig    []int // unsignalled WRs posted since the last signalled one, per queue pair
+	sigEvery int   // signal at least every sigEvery-th WR of a queue pair
 	held     time.Duration
 	start    time.Time
 
@@ -504,6 +506,10 @@ func (s *sendSession) setup() {
 	s.free = make([][]int, nq)
 	s.inq = make([]sliceFIFO, nq)
 	s.next = make([]uint64, nq)
+	s.unsig = make([]int, nq)
+	// A completion per message costs a wake-up per message; one per quarter
+	// of the send queue still frees slots early enough to keep it full.
+	s.sigEvery = max(1, cfg.TxDepth/4)
 	for q := range nq {
 		for i := range cfg.TxDepth {
 			s.free[q] = append(s.free[q], i)
@@ -694,9 +700,12 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		}
 	}
 	wr.ID, wr.Offset, wr.Length = uint64(q)<<32|uint64(slot), boff, uint64(n)
+	if s.unsig[q]++; s.unsig[q] >= s.sigEvery {
+		wr.Signaled, s.unsig[q] = true, 0
+	}
 	s.wrs = append(s.wrs, wr)
 	s.free[q] = s.free[q][:len(s.free[q])-1]
-	s.inq[q].push(sl)
+	s.inq[q].push(inFlight{slice: sl, slot: slot})
 	s.inflight++
 	s.next[q] += uint64(len(s.next))
 	s.sent += uint64(n)
@@ -705,10 +714,13 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	return true, false, nil
 }
 
-// flush posts the staged work requests of queue pair q in one call.
+// flush posts the staged work requests of queue pair q in one call. The last
+// one is signalled, so every posted WR is followed by a signalled one and its
+// slot comes back even when nothing more is posted on q.
 func (s *sendSession) flush(q int) error {
 	wrs := s.wrs
 	s.wrs = s.wrs[:0]
+	wrs[len(wrs)-1].Signaled, s.unsig[q] = true, 0
 	if err := s.ep.PostSend(q, wrs); err != nil {
 		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 	}
@@ -770,23 +782,31 @@ func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete 
 	}
 }
 
+// inFlight is a posted slice and the send slot holding its data.
+type inFlight struct {
+	slice uint64
+	slot  int
+}
+
 // sliceFIFO holds the slices in flight on one queue pair, oldest first (a
 // queue pair completes its work requests in order).
 type sliceFIFO struct {
-	buf        []uint64
+	buf        []inFlight
 	head, size int
 }
 
-func newSliceFIFO(n int) sliceFIFO { return sliceFIFO{buf: make([]uint64, n)} }
+func newSliceFIFO(n int) sliceFIFO { return sliceFIFO{buf: make([]inFlight, n)} }
 func (f *sliceFIFO) len() int      { return f.size }
-func (f *sliceFIFO) front() uint64 { return f.buf[f.head] }
-func (f *sliceFIFO) push(v uint64) {
+func (f *sliceFIFO) front() uint64 { return f.buf[f.head].slice }
+func (f *sliceFIFO) push(v inFlight) {
 	f.buf[(f.head+f.size)%len(f.buf)] = v
 	f.size++
 }
-func (f *sliceFIFO) pop() {
+func (f *sliceFIFO) pop() inFlight {
+	v := f.buf[f.head]
 	f.head = (f.head + 1) % len(f.buf)
 	f.size--
+	return v
 }
 
 // waiter is an Endpoint that can sleep until a completion arrives.
@@ -823,10 +843,16 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 				}
 				return &WCError{QP: wc.QP, Status: wc.Err.Error()}
 			}
+			// The queue pair completed every WR up to this signalled one.
 			q, slot := int(wc.ID>>32), int(uint32(wc.ID))
-			s.free[q] = append(s.free[q], slot)
-			s.inq[q].pop()
-			s.inflight--
+			for f := &s.inq[q]; f.len() > 0; {
+				e := f.pop()
+				s.free[q] = append(s.free[q], e.slot)
+				s.inflight--
+				if e.slot == slot {
+					break
+				}
+			}
 		}
 		if n > 0 || !wait || s.inflight == 0 {
 			return nil

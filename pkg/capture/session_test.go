@@ -403,7 +403,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 				seq, off, n := g.Slice(sl)
 				boff := sl * msg % uint64(len(ep.buf))
 				pattern.Fill(ep.buf[boff:boff+n], 9, g.StreamOffset(sl))
-				wr := SendWR{ID: sl, Op: OpSendImm, Offset: boff, Length: n, Imm: uint32(sl)}
+				wr := SendWR{ID: sl, Op: OpSendImm, Offset: boff, Length: n, Imm: uint32(sl), Signaled: true}
 				if mode == ModeWrite {
 					for {
 						if c, ok := grants[seq]; ok {
@@ -534,6 +534,51 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 	}
 }
 
+// The sender asks for a completion on at most every TxDepth/4-th work request
+// of a queue pair and on the last one of each post; the stream still ends
+// complete, so the unsignalled slots came back with the signalled ones.
+func TestSenderSignalsSelectively(t *testing.T) {
+	const nq, depth, every = 4, 16, 4
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, 8, 16384)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: 1024, StopObservations: 1}, MRPerBlock)
+			var total, signaled, longest atomic.Int64
+			run := make([]int64, nq) // each queue pair's WRs arrive on one goroutine
+			hs.net.hook = func(qp int, wr SendWR) {
+				total.Add(1)
+				if wr.Signaled {
+					signaled.Add(1)
+					run[qp] = 0
+					return
+				}
+				run[qp]++
+				if run[qp] > longest.Load() {
+					longest.Store(run[qp])
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 1, 5, 0)
+			size := uint64(40*16384 + 333)
+			res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: nq, MsgBytes: 1024, Bytes: size, TxDepth: depth, Source: PatternSource{Seed: 5}})
+			if err != nil || !res.Complete || res.Bytes != size {
+				t.Fatalf("send: %+v %v", res, err)
+			}
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			if obs := <-reads; len(obs) != 1 || obs[0].err != nil || obs[0].bytes != size || obs[0].mismatches != 0 {
+				t.Fatalf("reader: %+v", obs)
+			}
+			n, sig := total.Load(), signaled.Load()
+			if n != int64((size+1023)/1024) || sig == n || longest.Load() >= every {
+				t.Fatalf("%d WRs, %d signalled, longest unsignalled run %d: want fewer signalled than posted and runs below %d", n, sig, longest.Load(), every)
+			}
+		})
+	}
+}
+
 func TestDurationAndFileSources(t *testing.T) {
 	h := testRing(t, 4, 8192)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, StopObservations: 3}, MRWholeRing)
@@ -610,7 +655,7 @@ func TestCompletionErrorNamesStatus(t *testing.T) {
 	ep, _, _ := connectRaw(t, hs, ModeSend, 1, 4, msg)
 	// Slice 0 is fine; slice 1 is one byte longer than its receive WR.
 	pattern.Fill(ep.buf[:msg], 4, 0)
-	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1}})
+	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0, Signaled: true}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1, Signaled: true}})
 	if err := hs.wait(); err != nil {
 		t.Fatal(err)
 	}

@@ -260,7 +260,7 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 		if cfg.CQPerQP {
 			cq = ep.cqs[i]
 		}
-		qp, err := d.pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: cfg.SendDepth, MaxRecvWR: cfg.RecvDepth, SignalAll: true})
+		qp, err := d.pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: cfg.SendDepth, MaxRecvWR: cfg.RecvDepth})
 		if err != nil {
 			return nil, fmt.Errorf("create queue pair %d of %d: %w", i, cfg.QPs, err)
 		}
@@ -339,7 +339,7 @@ func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
 	ep.swrs = ep.swrs[:0]
 	base := uint64(ep.sendMR.Addr())
 	for _, w := range wrs {
-		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: true}
+		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: w.Signaled}
 		switch w.Op {
 		case OpSendImm:
 			v.Opcode = verbs.OpSendWithImm
