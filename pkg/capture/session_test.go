@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -543,8 +544,10 @@ func TestSenderSignalsSelectively(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, 8, 16384)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: 1024, StopObservations: 1}, MRPerBlock)
-			var total, signaled, longest atomic.Int64
-			run := make([]int64, nq) // each queue pair's WRs arrive on one goroutine
+			var total, signaled atomic.Int64
+			// Each queue pair's WRs arrive on one goroutine, which alone
+			// touches its entries of run and longest.
+			run, longest := make([]int64, nq), make([]int64, nq)
 			hs.net.hook = func(qp int, wr SendWR) {
 				total.Add(1)
 				if wr.Signaled {
@@ -553,9 +556,7 @@ func TestSenderSignalsSelectively(t *testing.T) {
 					return
 				}
 				run[qp]++
-				if run[qp] > longest.Load() {
-					longest.Store(run[qp])
-				}
+				longest[qp] = max(longest[qp], run[qp])
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -571,9 +572,9 @@ func TestSenderSignalsSelectively(t *testing.T) {
 			if obs := <-reads; len(obs) != 1 || obs[0].err != nil || obs[0].bytes != size || obs[0].mismatches != 0 {
 				t.Fatalf("reader: %+v", obs)
 			}
-			n, sig := total.Load(), signaled.Load()
-			if n != int64((size+1023)/1024) || sig == n || longest.Load() >= every {
-				t.Fatalf("%d WRs, %d signalled, longest unsignalled run %d: want fewer signalled than posted and runs below %d", n, sig, longest.Load(), every)
+			n, sig, most := total.Load(), signaled.Load(), slices.Max(longest)
+			if n != int64((size+1023)/1024) || sig == n || most >= every {
+				t.Fatalf("%d WRs, %d signalled, longest unsignalled run %d: want fewer signalled than posted and runs below %d", n, sig, most, every)
 			}
 		})
 	}
