@@ -221,7 +221,7 @@ func printProgress(w io.Writer, tty bool, p capture.Progress) {
 		gbps = float64(p.Bytes) * 8 / s / 1e9
 	}
 	if !tty {
-		outf(w, "send: progress bytes=%d seconds=%.1f gbps=%.3f\n", p.Bytes, p.Elapsed.Seconds(), gbps)
+		outf(w, "send: progress bytes=%d acked=%d seconds=%.3f gbps=%.3f\n", p.Bytes, p.Acked, p.Elapsed.Seconds(), gbps)
 		return
 	}
 	const width = 30

@@ -160,7 +160,11 @@ func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
 
 // Progress is a running total of a send.
 type Progress struct {
-	Bytes    uint64
+	Bytes uint64 // posted
+	// Acked is the bytes whose send completions have come back: landed in
+	// the receiver's memory. It trails Bytes by what is in flight, so a rate
+	// over an interval of a running stream is best taken from it.
+	Acked    uint64
 	Total    uint64 // 0 when unknown
 	Elapsed  time.Duration
 	HeldBack time.Duration
@@ -311,6 +315,7 @@ type sendSession struct {
 	rr      int      // queue pair to try first
 	hi      uint64   // 1 + the highest slice posted
 	sent    uint64   // bytes posted
+	acked   uint64   // bytes whose send completions came back
 	extent  uint64   // stream byte just after the furthest slice posted
 	cr      credits
 	wrs     []SendWR // staged work requests of one queue pair
@@ -424,7 +429,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			break
 		}
 		if now := time.Now(); cfg.Progress != nil && now.After(nextProgress) {
-			cfg.Progress(Progress{Bytes: s.sent, Total: cfg.Bytes, Elapsed: now.Sub(start), HeldBack: s.held})
+			cfg.Progress(Progress{Bytes: s.sent, Acked: s.acked, Total: cfg.Bytes, Elapsed: now.Sub(start), HeldBack: s.held})
 			nextProgress = now.Add(cfg.ProgressEvery)
 		}
 		if posted || reaped || got {
@@ -466,7 +471,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	}
 	elapsed := time.Since(start)
 	if cfg.Progress != nil {
-		cfg.Progress(Progress{Bytes: s.sent, Total: cfg.Bytes, Elapsed: elapsed, HeldBack: s.held})
+		cfg.Progress(Progress{Bytes: s.sent, Acked: s.acked, Total: cfg.Bytes, Elapsed: elapsed, HeldBack: s.held})
 	}
 	// A stream cut short counts only its gap-free prefix: that is what the
 	// receiver keeps.
@@ -705,7 +710,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	}
 	s.wrs = append(s.wrs, wr)
 	s.free[q] = s.free[q][:len(s.free[q])-1]
-	s.inq[q].push(inFlight{slice: sl, slot: slot})
+	s.inq[q].push(inFlight{slice: sl, slot: slot, bytes: uint64(n)})
 	s.inflight++
 	s.next[q] += uint64(len(s.next))
 	s.sent += uint64(n)
@@ -786,6 +791,7 @@ func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete 
 type inFlight struct {
 	slice uint64
 	slot  int
+	bytes uint64
 }
 
 // sliceFIFO holds the slices in flight on one queue pair, oldest first (a
@@ -849,6 +855,7 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 				e := f.pop()
 				s.free[q] = append(s.free[q], e.slot)
 				s.inflight--
+				s.acked += e.bytes
 				if e.slot == slot {
 					break
 				}

@@ -562,9 +562,23 @@ func TestSenderSignalsSelectively(t *testing.T) {
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 5, 0)
 			size := uint64(40*16384 + 333)
-			res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: nq, MsgBytes: 1024, Bytes: size, TxDepth: depth, Source: PatternSource{Seed: 5}})
+			// Progress reports on the sender's goroutine: landed bytes never
+			// pass posted ones nor go back, and the last report has them all.
+			var last Progress
+			var progressErr error
+			progress := func(p Progress) {
+				if p.Acked > p.Bytes || p.Acked < last.Acked {
+					progressErr = fmt.Errorf("progress %+v after %+v", p, last)
+				}
+				last = p
+			}
+			res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: nq, MsgBytes: 1024, Bytes: size, TxDepth: depth, Source: PatternSource{Seed: 5},
+				ProgressEvery: time.Microsecond, Progress: progress})
 			if err != nil || !res.Complete || res.Bytes != size {
 				t.Fatalf("send: %+v %v", res, err)
+			}
+			if progressErr != nil || last.Acked != size || last.Bytes != size {
+				t.Fatalf("progress: %v; last %+v, want %d bytes acked", progressErr, last, size)
 			}
 			if err := hs.wait(); err != nil {
 				t.Fatal(err)
