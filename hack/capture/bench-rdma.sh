@@ -4,7 +4,7 @@
 # interleaved so that load drift hits every contender alike. Prints
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
 # (goals: >= 0.95, >= 0.95, >= 0.98) and, for each, a distribution-free interval for that
-# median (does it settle the goal?). Settings: RUNS (7), DUR (6, at least 5: perftest measures inside a 2 s margin), MSG (65536), QPS (4),
+# median (does it settle the goal?). Settings: RUNS (7), DUR (6, at least 5: perftest leaves out DUR/4 whole seconds at each end), MSG (65536), QPS (4),
 # ACK_TIMEOUT (18, both contenders' local ACK timeout exponent).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
