@@ -58,9 +58,12 @@ log "tap $E2E_TAP $E2E_HOST_IP/30"
 # --- the VM (boots while the control plane starts; the kubelet retries until the API answers) ---
 KDIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}/kernel; KVER=$(cat "$KDIR/KVER")
 rm -f "$E2E_WORK/serial.log" "$E2E_WORK/guest-shell.sock" "$E2E_WORK/qemu-monitor.sock"
+# Kernel arguments: tsc=reliable as in hack/vm/run.sh (TCG guests otherwise drop the TSC for the
+# emulated HPET, where every clock read is an MMIO exit); loglevel=5 and all-CPU backtraces so a
+# guest kernel soft lockup leaves its stacks in the serial log rather than one line.
 qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$E2E_MEM" -smp 2 -display none -no-reboot \
   -netdev tap,id=n0,ifname="$E2E_TAP",script=no,downscript=no -device virtio-net-pci,netdev=n0 \
-  -kernel "$KDIR/boot/vmlinuz-$KVER" -initrd "$E2E_WORK/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 quiet" \
+  -kernel "$KDIR/boot/vmlinuz-$KVER" -initrd "$E2E_WORK/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable softlockup_all_cpu_backtrace=1" \
   -virtfs local,path="$E2E_WORK/root",mount_tag=root,security_model=none,id=root \
   -virtfs local,path="$S",mount_tag=host,security_model=none,id=host \
   -virtfs local,path="$K8S_BIN",mount_tag=k8sbin,security_model=none,id=k8sbin,readonly=on \
@@ -104,13 +107,25 @@ start kube-scheduler kube-scheduler --kubeconfig="$C/scheduler.kubeconfig" \
   --bind-address=127.0.0.1 --secure-port=20259 --leader-elect=false
 wait_for "default ServiceAccount" 120 kubectl get sa default
 
+# The checks below run under wait_for, which silences them: their verdicts go to fd 3 (stderr).
+exec 3>&2
 qemu_alive() { kill -0 "$(cat "$E2E_WORK/pids/qemu.pid")" 2>/dev/null; }
+# guest_sane: qemu runs and its kernel is not wedged. A CPU soft-locked for 100 s or more does not
+# come back (seen once under TCG: both vCPUs stuck in the kubelet); say so now, not at the timeout.
+guest_sane() {
+  qemu_alive || die "qemu exited; serial log: $(tail -20 "$E2E_WORK/serial.log")" 2>&3
+  if grep -q 'soft lockup - CPU#[0-9]* stuck for [0-9]\{3,\}s' "$E2E_WORK/serial.log"; then
+    grep -m 1 -A 80 'soft lockup' "$E2E_WORK/serial.log" >&3
+    die "the guest kernel is wedged (soft lockup of 100 s or more; stacks above, serial log $E2E_WORK/serial.log)" 2>&3
+  fi
+}
 node_ready() {
-  qemu_alive || die "qemu exited; serial log: $(tail -20 "$E2E_WORK/serial.log")"
+  guest_sane
   [ "$(kubectl get node "$E2E_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 wait_for "node $E2E_NODE Ready" 600 node_ready || { tail -30 "$E2E_WORK/serial.log" >&2; die "node not Ready"; }
-wait_for "kube-proxy rules in the guest" 300 grep -q 'node up' "$E2E_WORK/serial.log" ||
+proxy_ready() { guest_sane; grep -q 'node up' "$E2E_WORK/serial.log"; }
+wait_for "kube-proxy rules in the guest" 300 proxy_ready ||
   { tail -30 "$E2E_WORK/serial.log" >&2; die "kube-proxy did not program the kubernetes Service"; }
 cat > "$E2E_WORK/e2e.env" <<ENV
 export KUBECONFIG=$E2E_KUBECONFIG
