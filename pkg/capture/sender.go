@@ -436,9 +436,11 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			continue
 		}
 		// Nothing could move: sleep until a completion frees a slot or, with
-		// nothing in flight, until the receiver grants a block.
+		// nothing in flight or a slice waiting for its block's grant, until
+		// the receiver sends one. (Sleeping on completions alone would miss a
+		// grant while a stalled queue pair holds the only WRs in flight.)
 		waitStart := time.Now()
-		if s.inflight > 0 {
+		if s.inflight > 0 && !credit {
 			err = s.poll(wcs, true)
 		} else {
 			select {

@@ -535,6 +535,51 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 	}
 }
 
+// A grant that arrives while a stalled queue pair holds the only work requests
+// in flight still lets the others go on: the sender waits for grants as well as
+// completions. Three ring blocks and a reader that keeps each block 100 ms make
+// the grant for block 3 come after every other WR has completed; then the
+// other queue pairs carry their slices of blocks 0..3 (12), not stop at 9.
+func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
+	const nbufs, bufsz, msg, nq, depth = 3, 8192, 2048, 4, 2 // 4 slices per block
+	const stalled, stallSlice, want = 1, 5, 12
+	h := testRing(t, nbufs, bufsz)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	var others atomic.Int64
+	reached := make(chan int64, 1)
+	hs.net.hook = func(qp int, wr SendWR) {
+		if qp != stalled {
+			others.Add(1)
+			return
+		}
+		if wr.Imm != stallSlice {
+			return
+		}
+		deadline := time.Now().Add(20 * time.Second) // a guard against a hang, not a timing check
+		for others.Load() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		reached <- others.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 23, 100*time.Millisecond)
+	total := uint64(5*bufsz + 1000)
+	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: depth, Source: PatternSource{Seed: 23}})
+	if err != nil || !res.Complete || res.Bytes != total {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if n := <-reached; n < want {
+		t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want %d (the grant for block 3 was missed)", stalled, stallSlice, n, want)
+	}
+	if err := hs.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if obs := <-reads; len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
+		t.Fatalf("reader %+v", obs)
+	}
+}
+
 // The sender asks for a completion on at most every TxDepth/4-th work request
 // of a queue pair and on the last one of each post; the stream still ends
 // complete, so the unsignalled slots came back with the signalled ones.
