@@ -486,6 +486,29 @@ func TestSenderCancelledEndsIncomplete(t *testing.T) {
 // A queue pair that stalls holds back only its own slices: the others keep
 // going (up to the receiver's window past the stall) instead of waiting for
 // it, and every byte still lands in order.
+// stallQueuePair holds queue pair stalled before it delivers slice stallSlice
+// until the other queue pairs have delivered want slices (or 20 s, a guard
+// against a hang, not a timing check); the channel then gets their count.
+func stallQueuePair(hs *harness, stalled int, stallSlice uint32, want int64) <-chan int64 {
+	var others atomic.Int64
+	reached := make(chan int64, 1)
+	hs.net.hook = func(qp int, wr SendWR) {
+		if qp != stalled {
+			others.Add(1)
+			return
+		}
+		if wr.Imm != stallSlice {
+			return
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for others.Load() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		reached <- others.Load()
+	}
+	return reached
+}
+
 func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 	const nbufs, bufsz, msg, nq, depth = 8, 8192, 2048, 4, 2 // 4 slices per block
 	const stalled, stallSlice = 1, 5
@@ -497,22 +520,7 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
-			var others atomic.Int64
-			reached := make(chan int64, 1)
-			hs.net.hook = func(qp int, wr SendWR) {
-				if qp != stalled {
-					others.Add(1)
-					return
-				}
-				if wr.Imm != stallSlice {
-					return
-				}
-				deadline := time.Now().Add(20 * time.Second) // a guard against a hang, not a timing check
-				for others.Load() < ahead && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
-				reached <- others.Load()
-			}
+			reached := stallQueuePair(hs, stalled, stallSlice, ahead)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 21, 0)
@@ -545,22 +553,7 @@ func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 	const stalled, stallSlice, want = 1, 5, 12
 	h := testRing(t, nbufs, bufsz)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
-	var others atomic.Int64
-	reached := make(chan int64, 1)
-	hs.net.hook = func(qp int, wr SendWR) {
-		if qp != stalled {
-			others.Add(1)
-			return
-		}
-		if wr.Imm != stallSlice {
-			return
-		}
-		deadline := time.Now().Add(20 * time.Second) // a guard against a hang, not a timing check
-		for others.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		reached <- others.Load()
-	}
+	reached := stallQueuePair(hs, stalled, stallSlice, want)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 23, 100*time.Millisecond)
