@@ -19,7 +19,6 @@ import (
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
 )
 
 // The pod the operator creates, as stored by the API server (which validated it).
@@ -211,7 +210,7 @@ func TestStatusTransitions(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	if err := waitFor(waitTimeout, func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	}); err != nil {
@@ -286,7 +285,7 @@ func TestSpecChangeAfterFinishRunsAgain(t *testing.T) {
 		t.Fatalf("change the finished capture's ring: %v", err)
 	}
 	var next corev1.Pod
-	if err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	if err := waitFor(waitTimeout, func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &next)
 		return err == nil && next.UID != pod.UID, fmt.Sprint(err)
 	}); err != nil {
@@ -337,7 +336,7 @@ func TestDeletionRemovesPod(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), rc); err != nil {
 		t.Fatal(err)
 	}
-	err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	err := waitFor(waitTimeout, func() (bool, string) {
 		p := &corev1.Pod{}
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p)
 		if apierrors.IsNotFound(err) || (err == nil && p.UID != pod.UID) {

@@ -15,7 +15,6 @@ import (
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
 )
 
 const scaleCaptures = 200
@@ -63,7 +62,7 @@ func createCaptures(ns string, n int) error {
 
 // waitAll waits until every RingCapture in ns satisfies ok; it returns how many do.
 func waitAll(ns string, n int, what string, ok func(rc *ringcapv1.RingCapture) bool) error {
-	return testenv.Eventually(5*time.Minute, func() (bool, string) {
+	return waitFor(5*time.Minute, func() (bool, string) {
 		var list ringcapv1.RingCaptureList
 		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -119,9 +118,10 @@ func startAll(ns string, n int) error {
 }
 
 // 200 RingCaptures created at once all get exactly one pod and reach a steady status;
-// then all their pods start and all reach Receiving.
+// then all their pods start and all reach Receiving. The operator polls receivers at
+// the shipped interval, so the load is what 200 captures put on a real cluster.
 func TestScale200(t *testing.T) {
-	startOperator(t)
+	startOperatorPolling(t, 0)
 	ns := newNamespace(t, "scale")
 	if err := createCaptures(ns, scaleCaptures); err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func BenchmarkOperator(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		op := startOperator(b)
+		op := startOperatorPolling(b, 0)
 		ns = newNamespace(b, fmt.Sprintf("bench-%d", iter))
 		r0 := controller.ReconcilesTotal()
 		start = time.Now()
@@ -195,7 +195,7 @@ func BenchmarkOperator(b *testing.B) {
 		b.ReportMetric((r1-r0)/steady.Seconds(), "reconciles/s-create")
 		b.ReportMetric(running.Seconds(), "receiving-200-s")
 		b.ReportMetric((r2-r1)/running.Seconds(), "reconciles/s-running")
-		b.Logf("operator API client at its default budget of 50 requests/s (burst 100); "+
+		b.Logf("operator API client at its default budget of 50 requests/s (burst 100), receivers polled at the shipped interval; "+
 			"200 RingCaptures: steady (pods created, status Pending) in %.2f s = %.2f x the anchor (200 plain pod creates, %.2f s), %.0f reconciles (%.1f/s); "+
 			"all Receiving %.2f s after their pods started, %.0f reconciles (%.1f/s)",
 			steady.Seconds(), steady.Seconds()/anchor.Seconds(), anchor.Seconds(), r1-r0, (r1-r0)/steady.Seconds(),

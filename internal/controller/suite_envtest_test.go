@@ -5,10 +5,12 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,10 +126,38 @@ func (f *fakeReceivers) Close() { f.srv.Close() }
 // operator is a running operator (manager + RingCapture controller).
 type operator struct {
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when the manager has returned
+	err    error         // the manager's result, set before done is closed
 }
 
+// operators are the operators the running test has started and not stopped (the
+// tests run one at a time).
+var operators []*operator
+
+// testPollInterval is the operator's /status poll in most tests: shorter than the
+// shipped statusPollInterval so that they see receiver progress quickly.
+const testPollInterval = 200 * time.Millisecond
+
+// Leader election as the tests run it: the shipped Lease and RBAC, with a renew
+// deadline that a loaded CI machine (2 cores shared with etcd, kube-apiserver and
+// the garbage collector) cannot miss. Losing the lease is not what these tests are
+// about; if it happens anyway, operatorExited makes every wait fail at once with
+// the cause.
+var (
+	testLeaseDuration = 60 * time.Second
+	testRenewDeadline = 45 * time.Second
+	testRetryPeriod   = 2 * time.Second
+)
+
+// startOperator starts an operator that polls receivers every testPollInterval.
 func startOperator(tb testing.TB) *operator {
+	tb.Helper()
+	return startOperatorPolling(tb, testPollInterval)
+}
+
+// startOperatorPolling starts an operator that polls each running receiver's
+// /status every poll (0: the shipped interval).
+func startOperatorPolling(tb testing.TB, poll time.Duration) *operator {
 	tb.Helper()
 	cfg := rest.CopyConfig(opConfig)
 	cfg.QPS, cfg.Burst = 50, 100 // the operator's defaults (--kube-api-qps, --kube-api-burst)
@@ -139,6 +169,9 @@ func startOperator(tb testing.TB) *operator {
 		LeaderElectionID:              "ringcap-operator.ringcap.io",
 		LeaderElectionNamespace:       operatorNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &testLeaseDuration,
+		RenewDeadline:                 &testRenewDeadline,
+		RetryPeriod:                   &testRetryPeriod,
 		Cache:                         controller.CacheOptions(""),
 		Controller:                    config.Controller{SkipNameValidation: ptr(true)},
 	})
@@ -154,14 +187,18 @@ func startOperator(tb testing.TB) *operator {
 		Recorder:     mgr.GetEventRecorder("ringcap-operator"),
 		Pods:         opts,
 		Fetcher:      &controller.HTTPStatusFetcher{Client: &http.Client{Timeout: 5 * time.Second}, URL: receivers.URL},
-		PollInterval: 200 * time.Millisecond,
+		PollInterval: poll,
 	}
 	if err := r.SetupWithManager(mgr, ctrlcontroller.Options{MaxConcurrentReconciles: 8}); err != nil {
 		tb.Fatalf("set up controller: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
+	op := &operator{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		op.err = mgr.Start(ctx)
+		close(op.done)
+	}()
+	operators = append(operators, op)
 	tb.Cleanup(func() { op.Stop(tb) })
 	return op
 }
@@ -173,9 +210,33 @@ func (o *operator) Stop(tb testing.TB) {
 	}
 	o.cancel()
 	o.cancel = nil
-	if err := <-o.done; err != nil {
-		tb.Errorf("operator exited with %v", err)
+	<-o.done
+	operators = slices.DeleteFunc(operators, func(p *operator) bool { return p == o })
+	if o.err != nil {
+		tb.Errorf("operator exited with %v", o.err)
 	}
+}
+
+// operatorExited returns an error when an operator the test started and did not
+// stop has exited (lost its leader election, say): nothing would then make a wait's
+// condition true.
+func operatorExited() error {
+	for _, o := range operators {
+		select {
+		case <-o.done:
+			if o.err == nil {
+				return errors.New("the operator exited on its own")
+			}
+			return fmt.Errorf("the operator exited on its own: %w", o.err)
+		default:
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond until it holds, timeout passes or the operator exits.
+func waitFor(timeout time.Duration, cond func() (bool, string)) error {
+	return testenv.EventuallyUnless(timeout, operatorExited, cond)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -214,7 +275,7 @@ func getCapture(tb testing.TB, ns, name string) *ringcapv1.RingCapture {
 func waitCapture(tb testing.TB, ns, name, what string, cond func(rc *ringcapv1.RingCapture) bool) *ringcapv1.RingCapture {
 	tb.Helper()
 	var rc *ringcapv1.RingCapture
-	err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	err := waitFor(waitTimeout, func() (bool, string) {
 		rc = &ringcapv1.RingCapture{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rc); err != nil {
 			return false, err.Error()
@@ -230,7 +291,7 @@ func waitCapture(tb testing.TB, ns, name, what string, cond func(rc *ringcapv1.R
 func waitPod(tb testing.TB, ns, rcName string) *corev1.Pod {
 	tb.Helper()
 	pod := &corev1.Pod{}
-	err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	err := waitFor(waitTimeout, func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: controller.PodName(rcName)}, pod)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -353,7 +414,7 @@ func condition(rc *ringcapv1.RingCapture, typ string) metav1.Condition {
 func waitEvent(tb testing.TB, ns, name, reason, typ string) eventsv1.Event {
 	tb.Helper()
 	var found eventsv1.Event
-	err := testenv.Eventually(waitTimeout, func() (bool, string) {
+	err := waitFor(waitTimeout, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()

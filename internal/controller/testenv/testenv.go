@@ -205,16 +205,25 @@ func readYAML(path string, into any) error {
 // Eventually polls cond until it returns true or timeout passes; the timeout only
 // bounds a failing test (nothing here measures speed).
 func Eventually(timeout time.Duration, cond func() (bool, string)) error {
+	return EventuallyUnless(timeout, nil, cond)
+}
+
+// EventuallyUnless is Eventually that gives up at once when abort (if not nil)
+// returns an error, e.g. because the process that would make cond true has exited.
+func EventuallyUnless(timeout time.Duration, abort func() error, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
-	last := ""
 	for {
 		ok, why := cond()
 		if ok {
 			return nil
 		}
-		last = why
+		if abort != nil {
+			if err := abort(); err != nil {
+				return fmt.Errorf("gave up waiting (%s): %w", why, err)
+			}
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("condition not met after %s: %s", timeout, last)
+			return fmt.Errorf("condition not met after %s: %s", timeout, why)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
