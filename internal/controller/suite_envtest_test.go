@@ -236,7 +236,7 @@ func operatorExited() error {
 
 // waitFor polls cond until it holds, timeout passes or the operator exits.
 func waitFor(timeout time.Duration, cond func() (bool, string)) error {
-	return testenv.EventuallyUnless(timeout, operatorExited, cond)
+	return testenv.Eventually(timeout, operatorExited, cond)
 }
 
 func ptr[T any](v T) *T { return &v }

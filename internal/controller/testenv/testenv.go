@@ -203,14 +203,10 @@ func readYAML(path string, into any) error {
 }
 
 // Eventually polls cond until it returns true or timeout passes; the timeout only
-// bounds a failing test (nothing here measures speed).
-func Eventually(timeout time.Duration, cond func() (bool, string)) error {
-	return EventuallyUnless(timeout, nil, cond)
-}
-
-// EventuallyUnless is Eventually that gives up at once when abort (if not nil)
-// returns an error, e.g. because the process that would make cond true has exited.
-func EventuallyUnless(timeout time.Duration, abort func() error, cond func() (bool, string)) error {
+// bounds a failing test (nothing here measures speed). It gives up at once when
+// abort (if not nil) returns an error, e.g. because the process that would make
+// cond true has exited.
+func Eventually(timeout time.Duration, abort func() error, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, why := cond()
