@@ -40,6 +40,7 @@ type recvOpts struct {
 	msgBytes    uint64
 	rxDepth     int
 	cqPerQP     bool
+	busyPoll    bool
 	window      int
 	dev         devFlags
 	headerFile  string
@@ -132,6 +133,7 @@ func newRecvCmd() *cobra.Command {
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
 	fs.BoolVar(&o.cqPerQP, "cq-per-qp", false, "one completion queue per queue pair (default: one shared)")
+	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does)")
 	fs.IntVar(&o.window, "window", 0, "ring blocks held open for incoming data (0: automatic)")
 	o.dev.add(c)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
@@ -263,7 +265,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	}
 	hdrSize := h.Header.BufSize()
 	cfg := capture.ReceiverConfig{
-		Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, Window: o.window,
+		Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
 		StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
 		Header: func(n int) ([]byte, error) {
 			hd, err := dada.ParseHeader([]byte(tmpl.String()))

@@ -32,6 +32,7 @@ type sendOpts struct {
 	file       string
 	noFill     bool
 	pinCPU     string
+	busyPoll   bool
 	ackTimeout uint8
 	rateGbps   float64
 	dev        devFlags
@@ -71,6 +72,7 @@ func newSendCmd() *cobra.Command {
 	fs.Float64Var(&o.rateGbps, "rate-gbps", 0, "limit the rate to this many Gb/s (0: unlimited)")
 	fs.DurationVar(&o.progress, "progress", 0, "progress interval (default: 200ms on a terminal, 5s otherwise)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does)")
 	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPU for the thread that posts work requests: auto (pinned where it starts on a software RDMA device such as rxe, which keeps each queue pair's packets in order; free otherwise), none, or a CPU number")
 	o.dev.add(c)
 	return c
@@ -102,7 +104,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		return err
 	}
 	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, AckTimeout: o.ackTimeout, Bytes: o.bytes,
-		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, Log: log}
+		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
 	switch {
 	case o.file != "":
 		f, err := os.Open(o.file)

@@ -28,6 +28,8 @@ type memNet struct {
 	// as on rxe with retry count 7 (retry forever); otherwise they fail with
 	// IBV_WC_RETRY_EXC_ERR.
 	blackhole bool
+	// arms counts Arm calls: how often a receive loop got ready to sleep.
+	arms atomic.Int64
 }
 
 func newMemNet() *memNet { return &memNet{qps: map[uint32]*memQP{}, next: 100} }
@@ -46,7 +48,7 @@ type memEP struct {
 }
 
 // Arm and Events make memEP a notifier, as a verbs endpoint with one CQ is.
-func (e *memEP) Arm() error { e.armed.Store(true); return nil }
+func (e *memEP) Arm() error { e.n.arms.Add(1); e.armed.Store(true); return nil }
 
 func (e *memEP) Events() <-chan struct{} { return e.events }
 

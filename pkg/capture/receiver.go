@@ -42,6 +42,10 @@ type ReceiverConfig struct {
 	MsgBytes uint64
 	RxDepth  int  // receive WRs per queue pair (default 128)
 	CQPerQP  bool // one completion queue per queue pair
+	// BusyPoll keeps the receive loop polling when nothing arrives instead
+	// of sleeping on completion events: a CPU kept busy for the lowest
+	// latency, as perftest and dedicated capture hosts run.
+	BusyPoll bool
 	// Window is the number of ring blocks held open for incoming data
 	// (0: automatic, enough to keep every receive queue full, at most the
 	// ring size).
@@ -370,7 +374,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	r.obs++
 	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.c.RemoteAddr()))
-	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w)
+	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w, "busyPoll", r.cfg.BusyPoll)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -516,7 +520,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	}
 
 	wcs := make([]Completion, 64)
-	w := newIdler(s.ep)
+	w := newIdler(s.ep, r.cfg.BusyPoll)
 	idle := 0
 	var heldSince time.Time
 	peerGone := false
@@ -676,9 +680,10 @@ type notifier interface {
 // idler is how the receive loop waits when nothing moves: yields for up to
 // spinFor, then (with a notifier) arming the completion queue, one more pass,
 // and a sleep until a completion, a ring block, a control message or a failure
-// arrives; without one, short sleeps.
+// arrives; without one, short sleeps. A busy idler only ever yields.
 type idler struct {
 	n      notifier
+	busy   bool
 	armed  bool
 	since  time.Time // when this idle spell began
 	timer  *time.Timer
@@ -686,8 +691,8 @@ type idler struct {
 	ctrl   *ctrlEvent // a control message the sleep took
 }
 
-func newIdler(ep Endpoint) *idler {
-	w := &idler{}
+func newIdler(ep Endpoint, busy bool) *idler {
+	w := &idler{busy: busy}
 	if n, ok := ep.(notifier); ok {
 		w.n = n
 	}
@@ -701,7 +706,7 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		w.since = time.Now()
 	}
 	switch {
-	case idle < 2 || time.Since(w.since) < spinFor:
+	case w.busy || idle < 2 || time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil
 	case w.n == nil:

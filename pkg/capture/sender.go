@@ -115,7 +115,11 @@ type SenderConfig struct {
 	// pair rung from two CPUs leave through two per-CPU network queues, out of
 	// order: pin there.
 	Pin CPUPin
-	Log *slog.Logger
+	// BusyPoll keeps polling the completion queue while every send slot is
+	// in flight instead of sleeping on completion events (as perftest's
+	// client does): a CPU kept busy for the lowest latency.
+	BusyPoll bool
+	Log      *slog.Logger
 }
 
 // CPUPin says where the sender's posting thread runs: PinNone, PinCurrent or
@@ -823,13 +827,14 @@ type waiter interface {
 }
 
 // poll reaps send completions; wait blocks until at least one arrives (on the
-// completion channel when the endpoint has one, else spinning briefly).
+// completion channel when the endpoint has one and BusyPoll is off, else
+// spinning: yielding, and with BusyPoll off sleeping 20 µs after a while).
 func (s *sendSession) poll(wcs []Completion, wait bool) error {
 	for spins := 0; ; spins++ {
 		var n int
 		var err error
 		w, canWait := s.ep.(waiter)
-		if wait && spins > 0 && canWait && s.inflight > 0 {
+		if wait && spins > 0 && canWait && s.inflight > 0 && !s.cfg.BusyPoll {
 			var ok bool
 			if n, ok, err = w.PollWait(s.ctx, wcs); !ok {
 				n, err = s.ep.Poll(wcs)
@@ -869,7 +874,7 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 		if err := s.ctx.Err(); err != nil {
 			return fmt.Errorf("wait for send completions: %w", err)
 		}
-		if spins < 64 {
+		if spins < 64 || s.cfg.BusyPoll {
 			runtime.Gosched()
 		} else {
 			time.Sleep(20 * time.Microsecond)

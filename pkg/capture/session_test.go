@@ -283,6 +283,43 @@ func TestTwoObservationsAndSlowReader(t *testing.T) {
 	}
 }
 
+// With BusyPoll the receive loop never gets ready to sleep on completion
+// events, even while a slow reader keeps it waiting, and still loses nothing;
+// without it, the same stream does sleep (so the count can tell them apart).
+func TestBusyPollNeverSleeps(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		for _, busy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/busy=%v", mode, busy), func(t *testing.T) {
+				h := testRing(t, nbufs, bufsz)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 1, BusyPoll: busy}, MRWholeRing)
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				reads := readObservations(t, ctx, h, 1, 3, 20*time.Millisecond)
+				const total = 10*bufsz + 5
+				res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 4, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 3}, TxDepth: 4, BusyPoll: busy})
+				if err != nil || !res.Complete {
+					t.Fatalf("send %+v: %v", res, err)
+				}
+				if err := hs.wait(); err != nil {
+					t.Fatal(err)
+				}
+				obs := <-reads
+				if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
+					t.Fatalf("reader: %+v, want %d verified bytes", obs, total)
+				}
+				arms := hs.net.arms.Load()
+				if busy && arms != 0 {
+					t.Fatalf("busy-polling receiver armed its completion queue %d times", arms)
+				}
+				if !busy && arms == 0 {
+					t.Fatal("the receiver never got ready to sleep while the slow reader held it: the test cannot tell busy polling apart")
+				}
+			})
+		}
+	}
+}
+
 // rawSender performs the handshake by hand so tests can misbehave.
 type rawSender struct {
 	c net.Conn
