@@ -199,8 +199,13 @@ func TestVMEndToEnd(t *testing.T) {
 					args := []string{"recv", "-k", key, "--mode", mode, "--mr", mr, "--qps", q,
 						"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "2",
 						"--summary-file", summary}
-					if qps == 4 {
+					sendArgs := []string{"--mode", mode, "--qps", q}
+					switch qps {
+					case 4:
 						args = append(args, "--cq-per-qp") // one completion queue per queue pair
+					case 16:
+						args = append(args, "--busy-poll") // both ends poll instead of sleeping on completion events
+						sendArgs = append(sendArgs, "--busy-poll")
 					}
 					recv := start(t, bin, args...)
 					connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
@@ -208,8 +213,8 @@ func TestVMEndToEnd(t *testing.T) {
 					// Two consecutive observations: one ending on a block boundary, one inside a block.
 					onBoundary := uint64(3 * nbufs * bufsz)
 					offBoundary := uint64(2*bufsz + 12345)
-					verifyObservation(t, bin, key, connect, onBoundary, 11, "--mode", mode, "--qps", q)
-					verifyObservation(t, bin, key, connect, offBoundary, 12, "--mode", mode, "--qps", q)
+					verifyObservation(t, bin, key, connect, onBoundary, 11, sendArgs...)
+					verifyObservation(t, bin, key, connect, offBoundary, 12, sendArgs...)
 					if err := recv.wait(t, time.Minute); err != nil {
 						t.Fatalf("recv: %v\n%s", err, recv.output())
 					}
@@ -222,6 +227,9 @@ func TestVMEndToEnd(t *testing.T) {
 					}
 					if !strings.Contains(recv.output(), "Registered ring key="+key+" mode="+wantMR) {
 						t.Fatalf("no registration log line:\n%s", recv.output())
+					}
+					if want := fmt.Sprintf("busyPoll=%v", qps == 16); !strings.Contains(recv.output(), want) {
+						t.Fatalf("no %s in the observation log line:\n%s", want, recv.output())
 					}
 				})
 			}
@@ -320,11 +328,14 @@ func TestVMSenderKilled(t *testing.T) {
 			waitListening(t, connect, recv)
 			reader := start(t, bin, "ring", "read", "-k", key, "--verify", "31", "-s")
 			sender := start(t, bin, "send", "--connect", connect, "--mode", mode, "--qps", "4", "--duration", "10m", "--seed", "31")
-			// Kill the sender once data flows.
+			// Kill the sender once blocks have been committed to the ring. (Bytes
+			// received alone are not enough: while one queue pair waits out a
+			// retransmission, the others' later slices land past a gap, and a
+			// kill then rightly commits nothing.)
 			deadline := time.Now().Add(time.Minute)
 			for {
 				st, err := fetchStatus(metrics)
-				if err == nil && st.BytesReceived > 1<<20 {
+				if err == nil && st.BlocksFilled >= 2 {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -349,7 +360,7 @@ func TestVMSenderKilled(t *testing.T) {
 				t.Fatalf("observation not marked incomplete: %+v %+v", st, st.LastObservation)
 			}
 			if r.mismatches != 0 || r.bytes != st.LastObservation.Bytes || r.bytes == 0 {
-				t.Fatalf("reader %+v, receiver committed %d bytes", r, st.LastObservation.Bytes)
+				t.Fatalf("reader %+v, receiver committed %d bytes (%s)\nrecv:\n%s", r, st.LastObservation.Bytes, st.LastObservation.Message, recv.output())
 			}
 		})
 	}
