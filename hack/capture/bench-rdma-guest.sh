@@ -9,7 +9,9 @@ set -uo pipefail
 WORK=/tmp/bench-rdma # the guest's tmpfs, fresh every boot (busybox: no install, mktemp wants XXXXXX)
 mkdir -p "$WORK/bin" && cp bin/ringcap "$WORK/bin/ringcap" && cd "$WORK" || exit 1
 export PATH=$WORK/bin:$PATH
-RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}
+RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18} BUSY_POLL=${BUSY_POLL:-0}
+BUSY=() # BUSY_POLL=1: ringcap polls for completions on both ends, as perftest does
+[ "$BUSY_POLL" = 1 ] && BUSY=(--busy-poll)
 SRV_IP=198.18.0.2 PORT=18800
 RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
 declare -A RES M
@@ -59,12 +61,12 @@ ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
   ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
   ringcap recv -k "$key" --mode "$mode" --mr "$mr" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
-    --metrics-addr "" --stop-observations 1 --summary-file summary.json >recv.log 2>&1 &
+    --metrics-addr "" --stop-observations 1 --summary-file summary.json "${BUSY[@]}" >recv.log 2>&1 &
   local rx=$!
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
   for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
-  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill -q 2>&1)
+  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill -q "${BUSY[@]}" 2>&1)
   wait "$rx"; local rxrc=$?
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
@@ -97,7 +99,7 @@ measure() { # contender
 fail=0
 ORDER=(ib_send_bw send ib_write_bw write perblock)
 for run in $(seq "$RUNS"); do
-  echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs)" >&2
+  echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs, ringcap busy-poll=$BUSY_POLL)" >&2
   # Every compared pair runs back to back (write sits between ib_write_bw and perblock), and
   # every other run goes in reverse, so neither side of a pair always goes first.
   order=("${ORDER[@]}")

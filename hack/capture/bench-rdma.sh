@@ -5,7 +5,8 @@
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
 # (goals: >= 0.95, >= 0.95, >= 0.98) and, for each, a distribution-free interval for that
 # median (does it settle the goal?). Settings: RUNS (7), DUR (6, at least 5: perftest leaves out DUR/4 whole seconds at each end), MSG (65536), QPS (4),
-# ACK_TIMEOUT (18, both contenders' local ACK timeout exponent).
+# ACK_TIMEOUT (18, both contenders' local ACK timeout exponent), BUSY_POLL (0; 1 runs ringcap's
+# recv and send with --busy-poll, polling for completions as perftest does).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -18,7 +19,7 @@ mkdir -p "$SHARE/bin"
 echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
 {
-  echo "export RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18}"
+  echo "export RUNS=${RUNS:-7} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18} BUSY_POLL=${BUSY_POLL:-0}"
   cat hack/capture/bench-rdma-guest.sh
 } > "$SHARE/bench-rdma-guest.sh"
 rc=0
