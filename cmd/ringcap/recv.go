@@ -133,7 +133,7 @@ func newRecvCmd() *cobra.Command {
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
 	fs.BoolVar(&o.cqPerQP, "cq-per-qp", false, "one completion queue per queue pair (default: one shared)")
-	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does)")
+	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does; on software RDMA such as rxe it takes CPU from the data path)")
 	fs.IntVar(&o.window, "window", 0, "ring blocks held open for incoming data (0: automatic)")
 	o.dev.add(c)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")

@@ -72,7 +72,7 @@ func newSendCmd() *cobra.Command {
 	fs.Float64Var(&o.rateGbps, "rate-gbps", 0, "limit the rate to this many Gb/s (0: unlimited)")
 	fs.DurationVar(&o.progress, "progress", 0, "progress interval (default: 200ms on a terminal, 5s otherwise)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
-	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does)")
+	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does; on software RDMA such as rxe it takes CPU from the data path)")
 	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPU for the thread that posts work requests: auto (pinned where it starts on a software RDMA device such as rxe, which keeps each queue pair's packets in order; free otherwise), none, or a CPU number")
 	o.dev.add(c)
 	return c
