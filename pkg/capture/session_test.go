@@ -220,15 +220,9 @@ func TestEndToEndMatrix(t *testing.T) {
 						if !res.Complete || res.Bytes != total || res.Receiver.Bytes != total {
 							t.Fatalf("send result %+v, want %d bytes complete", res, total)
 						}
-						if err := hs.wait(); err != nil {
-							t.Fatalf("receiver: %v", err)
-						}
-						obs := <-reads
-						if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
-							t.Fatalf("reader saw %+v, want %d verified bytes", obs, total)
-						}
-						if want := int((total + bufsz - 1) / bufsz); obs[0].blocks != want {
-							t.Fatalf("reader saw %d blocks, want %d (no extra empty block)", obs[0].blocks, want)
+						ob := waitOneObservation(t, hs, reads, total)
+						if want := int((total + bufsz - 1) / bufsz); ob.blocks != want {
+							t.Fatalf("reader saw %d blocks, want %d (no extra empty block)", ob.blocks, want)
 						}
 						st := hs.rx.Tracker().Snapshot()
 						if st.BytesReceived != total || st.Observations != 1 || st.IncompleteObs != 0 || st.LastObservation == nil || !st.LastObservation.Complete {
@@ -301,13 +295,7 @@ func TestBusyPollNeverSleeps(t *testing.T) {
 				if err != nil || !res.Complete {
 					t.Fatalf("send %+v: %v", res, err)
 				}
-				if err := hs.wait(); err != nil {
-					t.Fatal(err)
-				}
-				obs := <-reads
-				if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
-					t.Fatalf("reader: %+v, want %d verified bytes", obs, total)
-				}
+				waitOneObservation(t, hs, reads, total)
 				arms := hs.net.arms.Load()
 				if busy && arms != 0 {
 					t.Fatalf("busy-polling receiver armed its completion queue %d times", arms)
@@ -318,6 +306,20 @@ func TestBusyPollNeverSleeps(t *testing.T) {
 			})
 		}
 	}
+}
+
+// waitOneObservation waits for the receiver to return and for the reader's one
+// observation, which must hold exactly want verified bytes; it returns it.
+func waitOneObservation(t *testing.T, hs *harness, reads <-chan []obsResult, want uint64) obsResult {
+	t.Helper()
+	if err := hs.wait(); err != nil {
+		t.Fatalf("receiver: %v", err)
+	}
+	obs := <-reads
+	if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != want || obs[0].mismatches != 0 {
+		t.Fatalf("reader saw %+v, want %d verified bytes in 1 observation", obs, want)
+	}
+	return obs[0]
 }
 
 // rawSender performs the handshake by hand so tests can misbehave.
@@ -474,14 +476,8 @@ func TestSenderKilledMidStream(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			_ = rs.c.Close()
-			if err := hs.wait(); err != nil {
-				t.Fatal(err)
-			}
-			obs := <-reads
 			// Slices 0..5 are a gap-free prefix: 1.5 blocks; slice 7 lies past the gap.
-			if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != 6*msg || obs[0].mismatches != 0 {
-				t.Fatalf("reader: %+v, want %d bytes", obs, 6*msg)
-			}
+			waitOneObservation(t, hs, reads, 6*msg)
 			st := hs.rx.Tracker().Snapshot()
 			if st.LastObservation == nil || st.LastObservation.Complete || st.IncompleteObs != 1 ||
 				!strings.Contains(st.LastObservation.Message, "disconnected") {
@@ -508,13 +504,7 @@ func TestSenderCancelledEndsIncomplete(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || res.Complete {
 		t.Fatalf("cancelled send: %+v %v", res, err)
 	}
-	if err := hs.wait(); err != nil {
-		t.Fatal(err)
-	}
-	obs := <-reads
-	if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != res.Bytes || obs[0].mismatches != 0 {
-		t.Fatalf("reader %+v, sender sent %d", obs, res.Bytes)
-	}
+	waitOneObservation(t, hs, reads, res.Bytes)
 	if st := hs.rx.Tracker().Snapshot(); st.IncompleteObs != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -569,13 +559,7 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 			if n := <-reached; n < ahead {
 				t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want >= %d", stalled, stallSlice, n, ahead)
 			}
-			if err := hs.wait(); err != nil {
-				t.Fatal(err)
-			}
-			obs := <-reads
-			if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
-				t.Fatalf("reader %+v", obs)
-			}
+			waitOneObservation(t, hs, reads, total)
 		})
 	}
 }
@@ -602,12 +586,7 @@ func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 	if n := <-reached; n < want {
 		t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want %d (the grant for block 3 was missed)", stalled, stallSlice, n, want)
 	}
-	if err := hs.wait(); err != nil {
-		t.Fatal(err)
-	}
-	if obs := <-reads; len(obs) != 1 || obs[0].err != nil || obs[0].bytes != total || obs[0].mismatches != 0 {
-		t.Fatalf("reader %+v", obs)
-	}
+	waitOneObservation(t, hs, reads, total)
 }
 
 // The sender asks for a completion on at most every TxDepth/4-th work request
@@ -655,12 +634,7 @@ func TestSenderSignalsSelectively(t *testing.T) {
 			if progressErr != nil || last.Acked != size || last.Bytes != size {
 				t.Fatalf("progress: %v; last %+v, want %d bytes acked", progressErr, last, size)
 			}
-			if err := hs.wait(); err != nil {
-				t.Fatal(err)
-			}
-			if obs := <-reads; len(obs) != 1 || obs[0].err != nil || obs[0].bytes != size || obs[0].mismatches != 0 {
-				t.Fatalf("reader: %+v", obs)
-			}
+			waitOneObservation(t, hs, reads, size)
 			n, sig, most := total.Load(), signaled.Load(), slices.Max(longest)
 			if n != int64((size+1023)/1024) || sig == n || most >= every {
 				t.Fatalf("%d WRs, %d signalled, longest unsignalled run %d: want fewer signalled than posted and runs below %d", n, sig, most, every)
