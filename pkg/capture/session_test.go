@@ -30,10 +30,10 @@ import (
 // real PSRDADA rings (SysV IPC), real TCP on 127.0.0.1 for the handshake and
 // the in-memory fabric for the data path.
 
-// Test ring keys: PSRDADA places a ring's semaphores at key + k*0x10000, so
-// each test binary gets its own band of 16 high values (0x7000..0x77ff, away
+// Test ring keys: PSRDADA places a ring's objects at key + k*0x10000, so each
+// test binary starts in its own band of 16 high values (0x7000..0x77ff, away
 // from pkg/dada's test keys) and counts the low half up in steps of 2 (K+1 is
-// the header ring).
+// the header ring); testRing skips keys that are taken.
 var (
 	keyMu   sync.Mutex
 	keyNext = uint32(0x7000+(os.Getpid()%0x80)*0x10)<<16 | 0x100
@@ -41,13 +41,24 @@ var (
 
 func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	t.Helper()
-	keyMu.Lock()
-	k := dada.Key(keyNext)
-	keyNext += 2
-	keyMu.Unlock()
 	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.Readers = k, nbufs, bufsz, 1
-	h, err := dada.Create(cfg)
+	cfg.NBufs, cfg.BufSize, cfg.Readers = nbufs, bufsz, 1
+	// A ring's objects reach past its band (key + (10+i)*0x10000), so another
+	// process's ring, or one a killed run left behind, can hold one of its keys:
+	// Create then fails whole, undoing what it made, and the next key is tried.
+	var h *dada.HDU
+	var err error
+	k := dada.Key(0)
+	for range 64 {
+		keyMu.Lock()
+		k = dada.Key(keyNext)
+		keyNext += 2
+		keyMu.Unlock()
+		cfg.Key = k
+		if h, err = dada.Create(cfg); !errors.Is(err, dada.ErrRingExists) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("create ring %s: %v", k, err)
 	}
