@@ -9,12 +9,12 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/ringcap/ringcap/internal/ipctest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -235,35 +235,13 @@ func TestRingCreateInfoMonitorDestroy(t *testing.T) {
 // removeStaleTestRings destroys rings at this file's test keys that a killed earlier run
 // left behind (creator gone, nothing attached).
 func removeStaleTestRings() {
-	b, err := os.ReadFile("/proc/sysvipc/shm")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 7 {
-			continue
-		}
-		var key int64
-		var cpid, nattch int
-		if _, err := fmt.Sscan(f[0], &key); err != nil {
-			continue
-		}
-		if _, err := fmt.Sscan(f[4], &cpid); err != nil {
-			continue
-		}
-		if _, err := fmt.Sscan(f[6], &nattch); err != nil || nattch != 0 {
-			continue
-		}
+	stale := ipctest.StaleSyncSegments(func(key uint32) bool {
 		low, high := key&0xffff, key>>16
-		if low < 0xb000 || low > 0xb0ff || low%2 != 0 || high < 0x3000 || high >= 0x7000 || high%0x100 != 0 {
-			continue
-		}
-		if err := syscall.Kill(cpid, 0); err == nil || errors.Is(err, syscall.EPERM) {
-			continue
-		}
-		if dada.Destroy(dada.Key(key)) == nil {
-			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by dead process %d\n", dada.Key(key), cpid)
+		return low >= 0xb000 && low <= 0xb0ff && low%2 == 0 && high >= 0x3000 && high < 0x7000 && high%0x100 == 0
+	})
+	for _, k := range stale {
+		if dada.Destroy(dada.Key(k)) == nil {
+			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by a dead process\n", dada.Key(k))
 		}
 	}
 }
@@ -277,30 +255,14 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	// Fail when any shared memory segment or semaphore set of a test key is left.
-	for _, kind := range []string{"shm", "sem"} {
-		b, err := os.ReadFile("/proc/sysvipc/" + kind)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				continue
-			}
-			var key int64
-			_, _ = fmt.Sscan(f[0], &key)
-			for _, k := range used {
-				for _, r := range []dada.Key{k, k + 1} {
-					for n := uint32(0); n < 80; n++ { // sync, semaphores, up to 70 blocks
-						if uint32(key) == uint32(r)+n*0x10000 {
-							fmt.Fprintf(os.Stderr, "LEAK: %s key %#x (ring %s) left behind\n", kind, uint32(key), k)
-							code = 1
-						}
-					}
-				}
-			}
-		}
+	keyMu.Lock()
+	rings := make([]uint32, len(used))
+	for i, k := range used {
+		rings[i] = uint32(k)
+	}
+	keyMu.Unlock()
+	if !ipctest.CheckLeaks(rings, 70) {
+		code = 1
 	}
 	os.Exit(code)
 }

@@ -1,14 +1,33 @@
 package capture
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ringcap/ringcap/internal/ipctest"
 )
 
 // TestMain fails the package's tests (host and, with -tags vm, the Soft-RoCE
 // ones) when any goroutine outlives them: receivers, senders, ring workers,
-// control-connection readers and completion-event waiters must all stop.
+// control-connection readers and completion-event waiters must all stop. It
+// also fails them when a ring a host test created (testRing) left a shared
+// memory segment or semaphore set behind.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "LEAK:", err)
+			code = 1
+		}
+	}
+	keyMu.Lock()
+	rings := append([]uint32(nil), usedKeys...)
+	keyMu.Unlock()
+	if !ipctest.CheckLeaks(rings, 256) {
+		code = 1
+	}
+	os.Exit(code)
 }

@@ -37,6 +37,8 @@ import (
 var (
 	keyMu   sync.Mutex
 	keyNext = uint32(0x7000+(os.Getpid()%0x80)*0x10)<<16 | 0x100
+	// usedKeys records every key testRing created a ring at, for TestMain's leak check.
+	usedKeys []uint32
 )
 
 func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
@@ -62,6 +64,9 @@ func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	if err != nil {
 		t.Fatalf("create ring %s: %v", k, err)
 	}
+	keyMu.Lock()
+	usedKeys = append(usedKeys, uint32(k))
+	keyMu.Unlock()
 	t.Cleanup(func() {
 		if err := h.Destroy(); err != nil {
 			t.Errorf("destroy ring %s: %v", k, err)

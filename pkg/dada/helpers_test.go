@@ -1,15 +1,13 @@
 package dada
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/ringcap/ringcap/internal/ipctest"
 )
 
 // Test keys: the high 16 bits derive from the pid (so concurrent test binaries, including
@@ -71,85 +69,12 @@ func createTestRing(t testing.TB, cfg Config) *HDU {
 	return h
 }
 
-type ipcObject struct {
-	kind string
-	key  int32
-	id   int
-}
+// ringKeysInUse reports whether an object exists at a key ring k (or its header ring)
+// can use with up to nbufs blocks.
+func ringKeysInUse(k Key, nbufs int) bool { return ipctest.InUse(uint32(k), nbufs) }
 
 // listIPC lists every SysV shared memory segment and semaphore set on the host.
-func listIPC() ([]ipcObject, error) {
-	var out []ipcObject
-	for _, kind := range []string{"shm", "sem"} {
-		f, err := os.Open("/proc/sysvipc/" + kind)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // header
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) < 2 {
-				continue
-			}
-			k, err1 := strconv.ParseInt(fs[0], 10, 64)
-			id, err2 := strconv.Atoi(fs[1])
-			if err1 != nil || err2 != nil {
-				_ = f.Close()
-				return nil, fmt.Errorf("parse /proc/sysvipc/%s line %q", kind, sc.Text())
-			}
-			out = append(out, ipcObject{kind: kind, key: int32(k), id: id})
-		}
-		_ = f.Close()
-	}
-	return out, nil
-}
-
-// ringKeySet is every key ring k (and its header ring) can use with up to nbufs blocks.
-func ringKeySet(k Key, nbufs int) map[int32]bool {
-	m := map[int32]bool{}
-	for _, r := range []Key{k, k + 1} {
-		for n := 0; n < 10+nbufs; n++ {
-			m[r.plus(uint64(n))] = true
-		}
-	}
-	return m
-}
-
-func ringKeysInUse(k Key, nbufs int) bool {
-	objs, err := listIPC()
-	if err != nil {
-		return true
-	}
-	set := ringKeySet(k, nbufs)
-	for _, o := range objs {
-		if set[o.key] {
-			return true
-		}
-	}
-	return false
-}
-
-// leakedIPC returns the IPC objects left at any key a test of this process used.
-func leakedIPC() ([]ipcObject, error) {
-	objs, err := listIPC()
-	if err != nil {
-		return nil, err
-	}
-	keyMu.Lock()
-	keys := append([]Key(nil), usedKeys...)
-	keyMu.Unlock()
-	var leaked []ipcObject
-	for _, k := range keys {
-		set := ringKeySet(k, 256)
-		for _, o := range objs {
-			if set[o.key] {
-				leaked = append(leaked, o)
-			}
-		}
-	}
-	return leaked, nil
-}
+func listIPC() ([]ipctest.Object, error) { return ipctest.List() }
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv("RINGCAP_TEST_ROLE"); role != "" {
@@ -158,18 +83,13 @@ func TestMain(m *testing.M) {
 	removeStaleTestRings(0xa000)
 	code := m.Run()
 	printRatios()
-	leaked, err := leakedIPC()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "leak check:", err)
-		code = 1
+	keyMu.Lock()
+	rings := make([]uint32, len(usedKeys))
+	for i, k := range usedKeys {
+		rings[i] = uint32(k)
 	}
-	for _, o := range leaked {
-		fmt.Fprintf(os.Stderr, "LEAK: %s key %#x id %d left behind by a test\n", o.kind, uint32(o.key), o.id)
-		if o.kind == "shm" {
-			_ = shmRemove(o.id)
-		} else {
-			_ = semRemove(o.id)
-		}
+	keyMu.Unlock()
+	if !ipctest.CheckLeaks(rings, 256) {
 		code = 1
 	}
 	os.Exit(code)
@@ -180,31 +100,14 @@ var errUnknownRole = errors.New("unknown child role")
 // removeStaleTestRings destroys rings that an earlier, killed run of these tests left
 // behind: sync segments at test keys (low 16 bits lo..lo+0xff, high 16 bits
 // 0x3000+m*0x100) whose creator process is gone and that nobody has attached.
-func removeStaleTestRings(lo int) {
-	b, err := os.ReadFile("/proc/sysvipc/shm")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 7 {
-			continue
-		}
-		key, err1 := strconv.ParseInt(f[0], 10, 64)
-		cpid, err2 := strconv.Atoi(f[4])
-		nattch, err3 := strconv.Atoi(f[6])
-		if err1 != nil || err2 != nil || err3 != nil || nattch != 0 {
-			continue
-		}
-		low, high := int(key&0xffff), int(key>>16)
-		if low < lo || low > lo+0xff || high < 0x3000 || high >= 0x7000 || high%0x100 != 0 {
-			continue
-		}
-		if err := syscall.Kill(cpid, 0); err == nil || errors.Is(err, syscall.EPERM) {
-			continue // creator alive
-		}
-		if err := destroyRing(Key(key)); err == nil {
-			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by dead process %d\n", Key(key), cpid)
+func removeStaleTestRings(lo uint32) {
+	stale := ipctest.StaleSyncSegments(func(key uint32) bool {
+		low, high := key&0xffff, key>>16
+		return low >= lo && low <= lo+0xff && high >= 0x3000 && high < 0x7000 && high%0x100 == 0
+	})
+	for _, k := range stale {
+		if err := destroyRing(Key(k)); err == nil {
+			fmt.Fprintf(os.Stderr, "removed stale test ring %s left by a dead process\n", Key(k))
 		}
 	}
 }

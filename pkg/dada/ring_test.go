@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/ringcap/ringcap/internal/ipctest"
 )
 
 func TestParseKey(t *testing.T) {
@@ -62,7 +64,7 @@ func TestCreateMatchesDadaDB(t *testing.T) {
 	}
 	have := map[string]bool{}
 	for _, o := range objs {
-		have[o.kind+":"+Key(o.key).String()] = true
+		have[o.Kind+":"+Key(o.Key).String()] = true
 	}
 	want := []string{"shm:" + k.String(), "shm:" + (k + 1).String()}
 	for _, r := range []Key{k, k + 1} {
@@ -75,6 +77,10 @@ func TestCreateMatchesDadaDB(t *testing.T) {
 		if !have[w] {
 			t.Errorf("missing IPC object %s", w)
 		}
+	}
+	// The test mains' leak checks (internal/ipctest) see every object of the ring.
+	if at, err := ipctest.Leaked([]uint32{uint32(k)}, 8); err != nil || len(at) != len(want) {
+		t.Errorf("ipctest finds %d objects at the ring's keys (%v), want %d", len(at), err, len(want))
 	}
 	if have["sem:"+Key(k.plus(4)).String()] {
 		t.Errorf("semaphore set for a third reader exists")
