@@ -276,6 +276,14 @@ type ReceiverSpec struct {
 	// +optional
 	GIDIndex *int32 `json:"gidIndex,omitempty"`
 
+	// busyPoll makes the receiver poll its completion queue instead of sleeping until a
+	// completion arrives (`ringcap recv --busy-poll`): lower latency for a CPU kept
+	// busy. Give the receiver a core of its own (a whole-CPU request with the kubelet's
+	// static CPU manager policy); on software RDMA (rxe) the spinning takes CPU from
+	// the kernel's data path and lowers throughput.
+	// +optional
+	BusyPoll bool `json:"busyPoll,omitempty"`
+
 	// resourceName is the extended resource of the device plugin the pod requests one
 	// unit of.
 	// +kubebuilder:default="ringcap.io/rdma"

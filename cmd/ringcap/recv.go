@@ -157,7 +157,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if err != nil {
 		return err
 	}
-	t.Update(func(s *capture.Status) { s.QueuePairs, s.TransferMode = o.qps, mode.String() })
+	t.Update(func(s *capture.Status) { s.QueuePairs, s.TransferMode, s.BusyPoll = o.qps, mode.String(), o.busyPoll })
 
 	if o.metricsAddr != "" {
 		ln, err := net.Listen("tcp", o.metricsAddr)

@@ -124,6 +124,9 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 	if rx.GIDIndex != nil {
 		args = append(args, "--gid-index", i64(int64(*rx.GIDIndex)))
 	}
+	if rx.BusyPoll {
+		args = append(args, "--busy-poll")
+	}
 	if h := r.Header; h != nil {
 		if h.Template != "" || h.ConfigMapRef != nil {
 			args = append(args, "--header-file", headerMountPath+"/"+headerFileName)

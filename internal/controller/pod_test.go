@@ -50,6 +50,7 @@ func TestReceiverArgs(t *testing.T) {
 		}, cat([]string{"recv", "-k", "dada", "--create", "-b", "4194304", "-n", "4", "-a", "4096", "-r", "1", "-l", "--hugepages",
 			"--qps", "8", "--mode", "write", "--mr", "wholering", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128",
 			"--gid-index", "3"}, tail)},
+		{"busy poll", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.BusyPoll = true }, cat(base, rx, []string{"--busy-poll"}, tail)},
 		{"stop after bytes", func(rc *ringcapv1.RingCapture) {
 			rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopBytes, Bytes: ptr(int64(1 << 30))}
 		}, cat(base, rx, []string{"--stop-bytes", "1073741824"}, tail)},

@@ -222,7 +222,8 @@ func TestVMEndToEnd(t *testing.T) {
 					wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[mr]
 					if st.State != StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
 						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
-						st.QueuePairs != qps || st.TransferMode != mode || st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex != 1 {
+						st.QueuePairs != qps || st.TransferMode != mode || st.BusyPoll != (qps == 16) ||
+						st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex != 1 {
 						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
 					}
 					if !strings.Contains(recv.output(), "Registered ring key="+key+" mode="+wantMR) {

@@ -69,6 +69,7 @@ type Status struct {
 	MemoryRegistration MRInfo             `json:"memoryRegistration"`
 	QueuePairs         int                `json:"queuePairs"`
 	TransferMode       string             `json:"transferMode"`
+	BusyPoll           bool               `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
 	BytesReceived      uint64             `json:"bytesReceived"`
 	BlocksFilled       uint64             `json:"blocksFilled"`
 	Observations       int                `json:"observations"`
