@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Guest half of `make bench-rdma` (runs inside the Soft-RoCE VM, started in the share with
-# ringcap in ./bin, then works in tmpfs): perftest and ringcap on the same rxe link in the same boot, interleaved, RUNS times
-# each; prints the medians and the ratio lines (medians of the per-run ratios).
+# ringcap in ./bin, then works in tmpfs): perftest and ringcap on the same rxe link in the same
+# boot, interleaved, RUNS times each; prints every run's rate (`bench-rdma: runs NAME R1 R2 ...`)
+# for the host half to pair and summarise.
 set -uo pipefail
 # Both contenders run from guest RAM: perftest lives in the initramfs, so ringcap is copied
 # off the 9p share (whose page faults and log writes would otherwise go through qemu's
@@ -14,12 +15,7 @@ BUSY=() # BUSY_POLL=1: ringcap polls for completions on both ends, as perftest d
 [ "$BUSY_POLL" = 1 ] && BUSY=(--busy-poll)
 SRV_IP=198.18.0.2 PORT=18800
 RING_NBUFS=${RING_NBUFS:-16} RING_BUFSZ=${RING_BUFSZ:-1048576}
-declare -A RES M
-
-median() { # values...
-  printf '%s\n' "$@" | sort -g | awk '{ x[NR] = $1 } END {
-    if (NR % 2) print x[(NR + 1) / 2]; else printf "%.4f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'
-}
+declare -A RES
 
 # perftest TOOL: client on rxe0, server on rxe1, out-of-band TCP on 127.0.0.1. Prints Gb/s.
 # Both contenders use the same local ACK timeout (ACK_TIMEOUT, ringcap's default 18): with
@@ -109,42 +105,8 @@ for run in $(seq "$RUNS"); do
   done
 done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
+# The rates of every run, in run order (the host pairs them by position, pools the boots and
+# computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
 for k in "${ORDER[@]}"; do
-  # shellcheck disable=SC2086
-  M[$k]=$(median ${RES[$k]})
-  echo "bench-rdma: median $k gbps=${M[$k]} runs=[${RES[$k]# }]"
-done
-# The ratios are medians of per-run ratios: the two sides of a pair ran back to back in the
-# same boot, so slow phases of the emulated machine (which move every contender alike, by up
-# to a factor of two between phases) cancel within a pair instead of landing on one side.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }'; }
-ratios() { # a b: the per-run ratios a_i / b_i, one per line
-  local i as bs
-  read -ra as <<<"${RES[$1]}"; read -ra bs <<<"${RES[$2]}"
-  for i in "${!as[@]}"; do ratio "${as[i]}" "${bs[i]}"; echo; done
-}
-pratio() { # a b: the median over runs of a_i / b_i
-  local rs; read -ra rs <<<"$(ratios "$1" "$2" | tr '\n' ' ')" # no <(...): the guest has no /dev/fd
-  echo "bench-rdma: per-run $1/$2 ratios=[${rs[*]}] ratio of medians=$(ratio "${M[$1]}" "${M[$2]}")" >&2
-  median "${rs[@]}" | awk '{ printf "%.3f", $1 }'
-}
-# interval A B: a distribution-free interval for the median of the per-run ratios A_i/B_i:
-# the k-th smallest and k-th largest, k the largest with P(Binomial(n, 1/2) < k) <= 2.5 %
-# (coverage 1 - 2 P(Binomial < k): at least 95 % from 6 runs on; k = 1, the whole range,
-# below 9 runs). It says whether a goal is met, missed, or not resolved by this many runs.
-interval() {
-  ratios "$1" "$2" | sort -g | awk '{ x[NR] = $1 } END {
-    n = NR; k = 1; p = 1; for (j = 0; j < n; j++) p /= 2; cdf = p # busybox awk: no ^
-    for (j = 1; j < n; j++) { p = p * (n - j + 1) / j; if (cdf + p > 0.025) break; cdf += p; k = j + 1 }
-    printf "[%.3f, %.3f] (%.1f %% coverage, %d runs)", x[k], x[n - k + 1], 100 * (1 - 2 * cdf), n }'
-}
-# Compared pairs: contender, anchor, the name printed, the goal.
-PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98")
-for p in "${PAIRS[@]}"; do
-  read -r a b name _ <<<"$p"
-  echo "ratio $name=$(pratio "$a" "$b")"
-done
-for p in "${PAIRS[@]}"; do
-  read -r a b name goal <<<"$p"
-  echo "bench-rdma: interval $name $(interval "$a" "$b") goal $goal"
+  echo "bench-rdma: runs $k${RES[$k]}"
 done
