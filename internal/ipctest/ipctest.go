@@ -24,7 +24,7 @@ const (
 
 // keyIncrement is the step between a ring's object keys (psrdada-contract.md:
 // the sync segment and semaphore sets, then each block, at key + n*0x10000).
-// TestRingKeysCoverRing in pkg/dada checks it against real rings.
+// pkg/dada's TestCreateMatchesDadaDB checks it against a real ring.
 const keyIncrement = 0x10000
 
 // ringObjects is how many keys a ring uses before its blocks' (key + 10*0x10000
