@@ -255,13 +255,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	// Fail when any shared memory segment or semaphore set of a test key is left.
-	keyMu.Lock()
-	rings := make([]uint32, len(used))
-	for i, k := range used {
-		rings[i] = uint32(k)
-	}
-	keyMu.Unlock()
-	if !ipctest.CheckLeaks(rings, 70) {
+	if !ipctest.CheckLeaks(used, 70) {
 		code = 1
 	}
 	os.Exit(code)

@@ -107,14 +107,15 @@ func RingKeys(k uint32, maxBlocks int) map[uint32]bool {
 }
 
 // Leaked returns the objects at any key of the given rings (see RingKeys).
-func Leaked(rings []uint32, maxBlocks int) ([]Object, error) {
+// K is any 32-bit key type, such as dada.Key (key_t).
+func Leaked[K ~uint32 | ~int32](rings []K, maxBlocks int) ([]Object, error) {
 	objs, err := List()
 	if err != nil {
 		return nil, err
 	}
 	keys := map[uint32]bool{}
 	for _, r := range rings {
-		for k := range RingKeys(r, maxBlocks) {
+		for k := range RingKeys(uint32(r), maxBlocks) {
 			keys[k] = true
 		}
 	}
@@ -156,7 +157,7 @@ func Remove(o Object) error {
 // CheckLeaks removes every object left at a key of the given rings, printing
 // a LEAK line for each, and reports whether there were none (false also when
 // the objects could not be listed). Test mains call it after m.Run.
-func CheckLeaks(rings []uint32, maxBlocks int) bool {
+func CheckLeaks[K ~uint32 | ~int32](rings []K, maxBlocks int) bool {
 	leaked, err := Leaked(rings, maxBlocks)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "leak check:", err)

@@ -83,13 +83,7 @@ func TestMain(m *testing.M) {
 	removeStaleTestRings(0xa000)
 	code := m.Run()
 	printRatios()
-	keyMu.Lock()
-	rings := make([]uint32, len(usedKeys))
-	for i, k := range usedKeys {
-		rings[i] = uint32(k)
-	}
-	keyMu.Unlock()
-	if !ipctest.CheckLeaks(rings, 256) {
+	if !ipctest.CheckLeaks(usedKeys, 256) {
 		code = 1
 	}
 	os.Exit(code)
