@@ -52,7 +52,29 @@ perftest() {
   echo "$bw"
 }
 
+# window OUT: ringcap's rate over perftest's measuring window, from the sender's progress lines
+# (every 100 ms: acked bytes at elapsed seconds), interpolated at its ends. perftest -D counts
+# only the messages completed between DUR/4 and DUR - DUR/4 seconds after its start, leaving
+# out the ramp-up and the drain; ringcap's summary covers its whole run, ramp-up and drain
+# included (at the end, the queue pairs that lag finish their slices while the others idle,
+# so the last 0.2-0.5 s run slower). Like is compared with like here; the whole-run rate is
+# reported besides.
+window() {
+  local margin=$((DUR / 4))
+  echo "$1" | awk -v a="$margin" -v b="$((DUR - margin))" '
+    /^send: progress / {
+      t = ""; x = ""
+      for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "acked") x = kv[2]; if (kv[1] == "seconds") t = kv[2] }
+      if (t == "" || x == "" || t <= pt) next
+      if (pt < a && t >= a) xa = px + (x - px) * (a - pt) / (t - pt)
+      if (pt < b && t >= b) xb = px + (x - px) * (b - pt) / (t - pt)
+      pt = t; px = x
+    }
+    END { if (xa == "" || xb == "") print 0; else printf "%.4f\n", (xb - xa) * 8 / (b - a) / 1e9 }'
+}
+
 # ringcap MODE MR: recv on rxe1 into a fresh ring, a reader, send --no-fill for DUR seconds.
+# Prints two rates in Gb/s: over perftest's window, and over the whole run.
 ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
   ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
@@ -62,7 +84,7 @@ ringcap_run() {
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
   for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
-  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill -q "${BUSY[@]}" 2>&1)
+  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" 2>&1)
   wait "$rx"; local rxrc=$?
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
@@ -71,14 +93,15 @@ ringcap_run() {
   field() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; } # whole fields: not held_back_seconds
   local bytes secs gbps; bytes=$(field bytes); secs=$(field seconds)
   gbps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
+  local wgbps; wgbps=$(window "$out")
   local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
-  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || ! awk -v g="$gbps" 'BEGIN { exit !(g > 0) }' || [ "$rbytes" != "$bytes" ]; then
+  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || ! awk -v g="$gbps" -v w="$wgbps" 'BEGIN { exit !(g > 0 && w > 0) }' || [ "$rbytes" != "$bytes" ]; then
     echo "bench-rdma: ringcap $mode/$mr failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
     echo "$out" >&2; cat recv.log read.log >&2
     return 1
   fi
-  echo "bench-rdma: ringcap mode=$mode mr=$mr bytes=$bytes gbps=$gbps" >&2
-  echo "$gbps"
+  echo "bench-rdma: ringcap mode=$mode mr=$mr bytes=$bytes gbps=$wgbps (window) whole_run_gbps=$gbps" >&2
+  echo "$wgbps $gbps"
 }
 
 # The clock the guest times with (tsc, thanks to hack/vm/run.sh's tsc=reliable; the HPET would
@@ -101,12 +124,19 @@ for run in $(seq "$RUNS"); do
   order=("${ORDER[@]}")
   [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do
-    v=$(measure "$k") && RES[$k]+=" $v" || fail=1
+    # ringcap's contenders print the window's rate and the whole run's, perftest the window's
+    if v=$(measure "$k"); then
+      read -r w whole <<<"$v"
+      RES[$k]+=" $w"
+      [ -z "$whole" ] || RES[$k.whole]+=" $whole"
+    else
+      fail=1
+    fi
   done
 done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
 # The rates of every run, in run order (the host pairs them by position, pools the boots and
 # computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
-for k in "${ORDER[@]}"; do
+for k in "${ORDER[@]}" send.whole write.whole perblock.whole; do
   echo "bench-rdma: runs $k${RES[$k]}"
 done

@@ -5,6 +5,9 @@
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
 # (goals: >= 0.95, >= 0.95, >= 0.98), each the median of the per-run ratios over every boot,
 # and, for each, a distribution-free interval for that median (does it settle the goal?).
+# Every rate is taken over the window perftest -D measures (from DUR/4 to DUR - DUR/4 whole
+# seconds after the start: no ramp-up, no drain), so like is compared with like; the same
+# ratios over ringcap's whole runs follow as `bench-rdma: whole-run …` lines.
 # Settings: RUNS (7), BOOTS (1), DUR (6, at least 5: perftest leaves out DUR/4 whole seconds
 # at each end), MSG (65536), QPS (4), ACK_TIMEOUT (18, both contenders' local ACK timeout
 # exponent), BUSY_POLL (0; 1 runs ringcap's recv and send with --busy-poll, polling for
@@ -28,8 +31,13 @@ echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 
 ORDER=(ib_send_bw send ib_write_bw write perblock)
+# The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
+# run; see window() in the guest half); ringcap's whole-run rates (NAME.whole) are kept too.
+WHOLE=(send.whole write.whole perblock.whole)
 # Compared pairs: contender, anchor, the name printed, the goal.
 PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98")
+# The same over ringcap's whole runs (against perftest's window: perftest has no other figure).
+WHOLE_PAIRS=("send.whole ib_send_bw send/ib_send_bw" "write.whole ib_write_bw write/ib_write_bw" "perblock.whole write.whole perblock/wholering")
 declare -A RES # contender -> the rates of every run so far, in run order (pairs line up by position)
 
 median() { # values...
@@ -76,7 +84,7 @@ for boot in $(seq "$BOOTS"); do
   while read -r _ _ k vals; do
     B[$k]=" $vals"
   done < <(tr -d '\r' <"$SHARE/bench.log" | grep '^bench-rdma: runs ')
-  for k in "${ORDER[@]}"; do
+  for k in "${ORDER[@]}" "${WHOLE[@]}"; do
     n=$(wc -w <<<"${B[$k]:-}")
     [ "$n" = "$RUNS" ] || { echo "bench-rdma: boot $boot reported $n runs of $k, want $RUNS" >&2; rc=1; break 2; }
     RES[$k]+=${B[$k]}
@@ -92,7 +100,7 @@ done
 echo "---- bench-rdma (logs: $OUT/boot-*/bench.log)"
 [ "$rc" = 0 ] || { echo "bench-rdma: failed (rc=$rc)"; exit "$rc"; }
 cat "$OUT/boots.log"
-for k in "${ORDER[@]}"; do
+for k in "${ORDER[@]}" "${WHOLE[@]}"; do
   # shellcheck disable=SC2086
   echo "bench-rdma: median $k gbps=$(median ${RES[$k]}) runs=[${RES[$k]# }]"
 done
@@ -100,6 +108,10 @@ for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
   rs=$(ratios "$a" "$b" RES | tr '\n' ' ')
   echo "bench-rdma: per-run $name ratios=[${rs% }]"
+done
+for p in "${WHOLE_PAIRS[@]}"; do
+  read -r a b name <<<"$p"
+  echo "bench-rdma: whole-run $name=$(pmedian "$a" "$b" RES) (ringcap's whole run, ramp-up and drain included)"
 done
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
