@@ -137,6 +137,6 @@ done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
 # The rates of every run, in run order (the host pairs them by position, pools the boots and
 # computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
-for k in "${ORDER[@]}" send.whole write.whole perblock.whole; do
+for k in "${!RES[@]}"; do # ORDER's contenders, and ringcap's NAME.whole
   echo "bench-rdma: runs $k${RES[$k]}"
 done

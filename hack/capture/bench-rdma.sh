@@ -31,13 +31,18 @@ echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 
 ORDER=(ib_send_bw send ib_write_bw write perblock)
-# The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
-# run; see window() in the guest half); ringcap's whole-run rates (NAME.whole) are kept too.
-WHOLE=(send.whole write.whole perblock.whole)
 # Compared pairs: contender, anchor, the name printed, the goal.
 PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98")
-# The same over ringcap's whole runs (against perftest's window: perftest has no other figure).
-WHOLE_PAIRS=("send.whole ib_send_bw send/ib_send_bw" "write.whole ib_write_bw write/ib_write_bw" "perblock.whole write.whole perblock/wholering")
+# The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
+# run; see window() in the guest half). Each ringcap contender's whole-run rates come as
+# NAME.whole too; the whole-run pairs set them against the same anchors (perftest's window:
+# perftest has no other figure; ringcap's whole runs where the anchor is ringcap).
+WHOLE=() WHOLE_PAIRS=()
+for p in "${PAIRS[@]}"; do
+  read -r a b name _ <<<"$p"
+  [[ $b == ib_* ]] || b=$b.whole
+  WHOLE+=("$a.whole") WHOLE_PAIRS+=("$a.whole $b $name")
+done
 declare -A RES # contender -> the rates of every run so far, in run order (pairs line up by position)
 
 median() { # values...
