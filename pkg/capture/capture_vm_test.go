@@ -367,6 +367,60 @@ func TestVMSenderKilled(t *testing.T) {
 	}
 }
 
+// Streams whose end the sender learns only as it comes: a --duration cutoff
+// and an interrupted sender (SIGINT). With 16 slices per block, in write mode
+// each queue pair's last slices went out as plain RDMA WRITEs expecting more,
+// and zero-length RDMA_WRITE_WITH_IMMs must land them on real rxe: the reader
+// verifies exactly the bytes the sender reports.
+func TestVMStreamsEndedByTheSender(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	for _, mode := range []string{"send", "write"} {
+		for _, end := range []string{"duration", "interrupt"} {
+			t.Run(mode+"/"+end, func(t *testing.T) {
+				key := vmKey()
+				ringCreate(t, bin, key, 8, 256<<10)
+				port := vmPort()
+				summary := filepath.Join(t.TempDir(), "summary.json")
+				recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4", "--msg-bytes", "16384",
+					"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "1", "--summary-file", summary)
+				connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
+				waitListening(t, connect, recv)
+				reader := start(t, bin, "ring", "read", "-k", key, "--verify", "41", "-s")
+				args := []string{"send", "--connect", connect, "--mode", mode, "--qps", "4", "--msg-bytes", "16384", "--seed", "41", "--duration", "2s"}
+				if end == "interrupt" {
+					args[len(args)-1] = "10m"
+				}
+				sender := start(t, bin, args...)
+				if end == "interrupt" {
+					time.Sleep(2 * time.Second)
+					if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
+						t.Fatal(err)
+					}
+				}
+				_ = sender.wait(t, 2*time.Minute) // an interrupted send exits non-zero
+				m := sendLine.FindStringSubmatch(sender.output())
+				if m == nil || m[2] != strconv.FormatBool(end == "duration") || m[1] == "0" {
+					t.Fatalf("send summary (want complete=%v):\n%s", end == "duration", sender.output())
+				}
+				if err := recv.wait(t, time.Minute); err != nil {
+					t.Fatalf("recv: %v\n%s", err, recv.output())
+				}
+				if err := reader.wait(t, time.Minute); err != nil {
+					t.Fatalf("ring read: %v\n%s", err, reader.output())
+				}
+				r := parseRead(t, reader.output())
+				if strconv.FormatUint(r.bytes, 10) != m[1] || r.mismatches != 0 || r.observations != 1 {
+					t.Fatalf("reader %+v, sender sent %s bytes\nsend:\n%s\nrecv:\n%s", r, m[1], sender.output(), recv.output())
+				}
+				if st := readSummary(t, summary); st.LastObservation == nil || st.LastObservation.Complete != (end == "duration") {
+					t.Fatalf("summary %+v", st)
+				}
+			})
+		}
+	}
+}
+
 func TestVMWrongGIDIndex(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
@@ -424,7 +478,7 @@ func TestVMHandshakeMismatchAndGarbage(t *testing.T) {
 	if err == nil || !strings.Contains(out, "sender asked for send mode, this receiver runs write mode") {
 		t.Fatalf("mode mismatch: %v\n%s", err, out)
 	}
-	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "RCAP\x00\x09", "RCAP\x00\x01\x01\xff\xff\xff\xff"} {
+	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "RCAP\x00\x09", string(preamble()) + "\x01\xff\xff\xff\xff"} {
 		c, err := net.DialTimeout("tcp", connect, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ type Op uint8
 const (
 	OpSendImm  Op = 1 // SEND_WITH_IMM into the peer's next receive WR
 	OpWriteImm Op = 2 // RDMA_WRITE_WITH_IMM to RemoteAddr/RKey
+	OpWrite    Op = 3 // RDMA_WRITE to RemoteAddr/RKey: no completion at the peer
 )
 
 // RecvWR is a receive work request. Length 0 posts a WR without a scatter
@@ -43,8 +44,8 @@ type SendWR struct {
 	// accounts for the unsignalled ones posted before it. A failed (or
 	// flushed) WR always completes.
 	Signaled   bool
-	RemoteAddr uint64 // OpWriteImm only
-	RKey       uint32 // OpWriteImm only
+	RemoteAddr uint64 // OpWriteImm and OpWrite only
+	RKey       uint32 // OpWriteImm and OpWrite only
 }
 
 // Completion is one work completion.

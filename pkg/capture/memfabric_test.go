@@ -186,6 +186,27 @@ func (q *memQP) deliver(rng *rand.Rand) {
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond) // shuffle queue pairs
 		}
 		p := q.peer
+		if wr.Op == OpWrite { // lands without a receive WR or a completion at the peer
+			if p.ep.closed.Load() && !q.ep.closed.Load() && !q.ep.n.blackhole {
+				q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
+			}
+			if q.ep.closed.Load() || p.ep.closed.Load() {
+				continue
+			}
+			dsts, err := p.ep.mem.resolve(wr.RemoteAddr, wr.RKey, wr.Length)
+			if err != nil {
+				q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: "IBV_WC_REM_ACCESS_ERR"}})
+				continue
+			}
+			src := q.ep.buf[wr.Offset : wr.Offset+wr.Length]
+			for _, d := range dsts {
+				src = src[copy(d, src):]
+			}
+			if wr.Signaled {
+				q.ep.complete(Completion{ID: wr.ID, QP: q.idx})
+			}
+			continue
+		}
 		var rwr RecvWR
 		for !q.ep.closed.Load() { // receiver-not-ready: retry until a receive WR is posted
 			if p.ep.closed.Load() {

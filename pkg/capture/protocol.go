@@ -13,7 +13,9 @@ import (
 
 // ProtocolVersion is the version of the out-of-band handshake this package
 // speaks. A peer with another version is refused with a message naming both.
-const ProtocolVersion = 1
+// Version 2: in write mode only a queue pair's last slice in a block carries
+// an immediate (version 1: every slice).
+const ProtocolVersion = 2
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
 // is what tells a ringcap peer from anything else that dials the port.

@@ -342,7 +342,7 @@ type session struct {
 	posted   []int    // receive WRs outstanding per queue pair
 	consumed []int    // write mode: scatter-less receive WRs used up since the last repost
 	empty    []RecvWR // reused by postEmpty
-	cursor   []uint64 // send mode: next slice to post per queue pair
+	cursor   []uint64 // per queue pair, its next slice to post (send mode) or to land (write mode)
 	bytes    uint64
 	blocks   uint64
 }
@@ -867,10 +867,37 @@ func (s *session) complete(wc Completion) error {
 	if s.g.QP(sl) != wc.QP {
 		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
 	}
+	if s.r.cfg.Mode == ModeWrite {
+		return s.landWritten(wc.QP, sl, uint64(wc.Bytes))
+	}
 	if err := s.a.land(sl, uint64(wc.Bytes)); err != nil {
 		return err
 	}
 	s.r.t.landed(wc.QP, uint64(wc.Bytes))
+	return nil
+}
+
+// landWritten lands what an immediate on queue pair q accounts for (write
+// mode): RC placed the plain RDMA WRITEs q made since its previous immediate,
+// whole slices, before the one naming slice sl, which wrote n bytes of it, or
+// none (n = 0) when sl itself went out plain and this ends q's stream.
+func (s *session) landWritten(q int, sl, n uint64) error {
+	from := s.cursor[q]
+	if sl < from {
+		return fmt.Errorf("%w: queue pair %d named slice %d, which it had already written", ErrProtocol, q, sl)
+	}
+	nq := uint64(len(s.cursor))
+	for x := from; x <= sl; x += nq {
+		k := n
+		if x < sl || n == 0 {
+			_, _, k = s.g.Slice(x)
+		}
+		if err := s.a.land(x, k); err != nil {
+			return err
+		}
+		s.cursor[q] = x + nq
+		s.r.t.landed(q, k)
+	}
 	return nil
 }
 

@@ -322,7 +322,18 @@ type sendSession struct {
 	acked   uint64   // bytes whose send completions came back
 	extent  uint64   // stream byte just after the furthest slice posted
 	cr      credits
-	wrs     []SendWR // staged work requests of one queue pair
+	wrs     []SendWR    // staged work requests of one queue pair
+	tail    []tailWrite // write mode: per queue pair, a plain write still owed its immediate
+}
+
+// tailWrite is a slice a queue pair wrote as a plain RDMA WRITE, expecting
+// to carry on in the same block; if the stream ends first, a zero-length
+// RDMA_WRITE_WITH_IMM naming it tells the receiver it has landed.
+type tailWrite struct {
+	slice uint64
+	addr  uint64
+	rkey  uint32
+	set   bool
 }
 
 type senderEvent struct {
@@ -465,8 +476,19 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	// Let every posted WR complete: only then has its data landed. (Not bound
 	// to ctx, which may be what stopped the stream: each WR completes on its
 	// own, successfully or with an error, while the receiver is there.)
+	// The queue pairs whose last slice went out as a plain write owe the
+	// receiver its immediate (a stream cut short too: what was written lands).
 	s.ctx = peer
-	for s.inflight > 0 {
+	for {
+		if err := s.postTails(); err != nil {
+			if stopErr == nil {
+				stopErr = err
+			}
+			complete = false
+		}
+		if s.inflight == 0 {
+			break
+		}
 		if err := s.poll(wcs, true); err != nil {
 			if stopErr == nil {
 				stopErr = peerReason(err)
@@ -518,6 +540,7 @@ func (s *sendSession) setup() {
 	s.inq = make([]sliceFIFO, nq)
 	s.next = make([]uint64, nq)
 	s.unsig = make([]int, nq)
+	s.tail = make([]tailWrite, nq)
 	// A completion per message costs a wake-up per message; one per quarter
 	// of the send queue still frees slots early enough to keep it full.
 	s.sigEvery = max(1, cfg.TxDepth/4)
@@ -627,32 +650,36 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 			if err == nil && ok {
 				err = s.flush(q)
 			}
-			if err != nil || !ok {
-				return posted, credit, err
-			}
-			posted = true
-		}
-	}
-	for i := range nq {
-		q := (s.rr + i) % nq
-		for {
-			ok, c, err := s.stage(q, base)
-			credit = credit || c
 			if err != nil {
 				return posted, credit, err
 			}
 			if !ok {
 				break
 			}
-		}
-		if len(s.wrs) > 0 {
-			if err := s.flush(q); err != nil {
-				return posted, credit, err
-			}
 			posted = true
 		}
+	} else {
+		for i := range nq {
+			q := (s.rr + i) % nq
+			for {
+				ok, c, err := s.stage(q, base)
+				credit = credit || c
+				if err != nil {
+					return posted, credit, err
+				}
+				if !ok {
+					break
+				}
+			}
+			if len(s.wrs) > 0 {
+				if err := s.flush(q); err != nil {
+					return posted, credit, err
+				}
+				posted = true
+			}
+		}
+		s.rr = (s.rr + 1) % nq
 	}
-	s.rr = (s.rr + 1) % nq
 	if s.cfg.Mode == ModeWrite {
 		s.cr.release(s.g.SliceBlock(s.lowest()))
 	}
@@ -699,6 +726,18 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	if uint64(n) < length {
 		s.limit = min(s.limit, sl+1) // the source ended inside this slice
 	}
+	if wr.Op == OpWriteImm {
+		// Only a queue pair's last slice in a block carries the immediate:
+		// RC places its plain writes before it, so that one completion at
+		// the receiver accounts for them all (a completion and a receive WR
+		// per block and queue pair instead of per slice).
+		if nxt := sl + uint64(len(s.next)); nxt < s.limit && s.g.SliceBlock(nxt) == seq {
+			wr.Op = OpWrite
+			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
+		} else {
+			s.tail[q].set = false
+		}
+	}
 	if cfg.RateBytesPerSecond > 0 {
 		due := s.start.Add(time.Duration(float64(s.sent) / cfg.RateBytesPerSecond * float64(time.Second)))
 		if w := time.Until(due); w > 0 {
@@ -734,6 +773,34 @@ func (s *sendSession) flush(q int) error {
 	wrs[len(wrs)-1].Signaled, s.unsig[q] = true, 0
 	if err := s.ep.PostSend(q, wrs); err != nil {
 		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
+	}
+	return nil
+}
+
+// postTails posts, on every queue pair whose last slice went out as a plain
+// RDMA WRITE and that has a free send slot, a zero-length
+// RDMA_WRITE_WITH_IMM naming that slice (its completion at the receiver lands
+// it and the plain writes before it). A failed post forgets every tail: the
+// stream is then incomplete.
+func (s *sendSession) postTails() error {
+	for q := range s.tail {
+		t := &s.tail[q]
+		if !t.set || len(s.free[q]) == 0 {
+			continue
+		}
+		t.set = false
+		slot := s.free[q][len(s.free[q])-1]
+		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
+		if err := s.ep.PostSend(q, []SendWR{wr}); err != nil {
+			for k := range s.tail {
+				s.tail[k].set = false
+			}
+			return fmt.Errorf("post the end of queue pair %d's stream (slice %d): %w", q, t.slice, err)
+		}
+		s.free[q] = s.free[q][:len(s.free[q])-1]
+		s.inq[q].push(inFlight{slice: t.slice, slot: slot})
+		s.inflight++
+		s.unsig[q] = 0
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -350,7 +351,7 @@ func connectRaw(t *testing.T, hs *harness, mode Mode, qps, depth int, msg uint64
 	t.Helper()
 	ep := hs.net.open(EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, nil, make([]byte, uint64(depth)*msg))
 	t.Cleanup(func() { _ = ep.Close() })
-	rs, m := dialRaw(t, hs, []byte("RCAP\x00\x01"), Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
+	rs, m := dialRaw(t, hs, preamble(), Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
 	acc, ok := m.(Accept)
 	if !ok {
 		t.Fatalf("answer %+v", m)
@@ -393,7 +394,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 		t.Cleanup(func() { _ = ep.Close() })
 		return Hello{Mode: ModeSend, MsgBytes: 2048, QPs: ep.Local()}
 	}
-	pre := []byte("RCAP\x00\x01")
+	pre := preamble()
 	cases := []struct {
 		name     string
 		preamble []byte
@@ -452,7 +453,9 @@ func TestSenderKilledMidStream(t *testing.T) {
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 9, 0)
 			ep, rs, acc := connectRaw(t, hs, mode, 2, 16, msg)
-			// Send slices 0..5 (1.5 blocks) and slice 7, then vanish.
+			// Send slices 0..5 (1.5 blocks) and slice 7, then vanish. In
+			// write mode slices 0, 1 and 5 go out as plain writes: the
+			// immediates of 2, 3 and 7 on the same queue pairs land them.
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs}
 			grants := map[uint64]Credit{}
 			for _, sl := range []uint64{0, 1, 2, 3, 4, 5, 7} {
@@ -465,6 +468,9 @@ func TestSenderKilledMidStream(t *testing.T) {
 						if c, ok := grants[seq]; ok {
 							a, k, _ := acc.BlockTarget(c.Index)
 							wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, a+off, k
+							if sl == 0 || sl == 1 || sl == 5 {
+								wr.Op = OpWrite
+							}
 							break
 						}
 						m, err := rs.k.recv()
@@ -659,38 +665,108 @@ func TestSenderSignalsSelectively(t *testing.T) {
 	}
 }
 
+// Streams whose length the sender learns only at their end (a --duration
+// cutoff, a reader that runs out) and a file read at any offset. In write
+// mode each queue pair's last slices then went out as plain writes, expecting
+// more in the same block, and a zero-length immediate must still land them.
 func TestDurationAndFileSources(t *testing.T) {
-	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, StopObservations: 3}, MRWholeRing)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	reads := readObservations(t, ctx, h, 3, 11, 0)
-	res, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Duration: 50 * time.Millisecond, Source: PatternSource{Seed: 11}, RateBytesPerSecond: 2e6})
-	if err != nil || !res.Complete || res.Bytes == 0 {
-		t.Fatalf("duration send: %+v %v", res, err)
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, 4, 8192)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 3, MsgBytes: 1000, StopObservations: 3}, MRWholeRing)
+			var tails atomic.Int64
+			hs.net.hook = func(_ int, wr SendWR) {
+				if wr.Op == OpWriteImm && wr.Length == 0 {
+					tails.Add(1)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 3, 11, 0)
+			res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 3, MsgBytes: 1000, Duration: 50 * time.Millisecond, Source: PatternSource{Seed: 11}, RateBytesPerSecond: 2e6})
+			if err != nil || !res.Complete || res.Bytes == 0 {
+				t.Fatalf("duration send: %+v %v", res, err)
+			}
+			data := make([]byte, 30011)
+			pattern.Fill(data, 11, 0)
+			r := bufio.NewReader(strings.NewReader(string(data)))
+			res2, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 3, MsgBytes: 1000, Source: ReaderSource{R: r}})
+			if err != nil || !res2.Complete || res2.Bytes != uint64(len(data)) {
+				t.Fatalf("file send: %+v %v", res2, err)
+			}
+			res3, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 3, MsgBytes: 1000, Bytes: uint64(len(data)), Source: FileSource{R: bytes.NewReader(data)}})
+			if err != nil || !res3.Complete || res3.Bytes != uint64(len(data)) {
+				t.Fatalf("file send: %+v %v", res3, err)
+			}
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			obs := <-reads
+			if len(obs) != 3 || obs[0].bytes != res.Bytes || obs[1].bytes != uint64(len(data)) || obs[2].bytes != uint64(len(data)) {
+				t.Fatalf("reader %+v", obs)
+			}
+			for i, o := range obs {
+				if o.err != nil || o.mismatches != 0 {
+					t.Fatalf("observation %d: %+v", i, o)
+				}
+			}
+			// A block is 9 slices (8 of 1000 bytes, one of 192): the reader's
+			// stream ends in slice 32 of block 3 (slices 27..35), on queue
+			// pair 2, after slices 30 and 31 went out plain on queue pairs 0
+			// and 1 expecting 33 and 34: both owe a zero-length immediate.
+			if n := tails.Load(); mode == ModeWrite && n < 2 || mode == ModeSend && n != 0 {
+				t.Fatalf("%d zero-length immediates in %s mode", n, mode)
+			}
+		})
 	}
-	data := make([]byte, 30011)
-	pattern.Fill(data, 11, 0)
-	r := bufio.NewReader(strings.NewReader(string(data)))
-	res2, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Source: ReaderSource{R: r}})
-	if err != nil || !res2.Complete || res2.Bytes != uint64(len(data)) {
-		t.Fatalf("file send: %+v %v", res2, err)
-	}
-	res3, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 3, MsgBytes: 1000, Bytes: uint64(len(data)), Source: FileSource{R: bytes.NewReader(data)}})
-	if err != nil || !res3.Complete || res3.Bytes != uint64(len(data)) {
-		t.Fatalf("file send: %+v %v", res3, err)
-	}
-	if err := hs.wait(); err != nil {
-		t.Fatal(err)
-	}
-	obs := <-reads
-	if len(obs) != 3 || obs[0].bytes != res.Bytes || obs[1].bytes != uint64(len(data)) || obs[2].bytes != uint64(len(data)) {
-		t.Fatalf("reader %+v", obs)
-	}
-	for i, o := range obs {
-		if o.err != nil || o.mismatches != 0 {
-			t.Fatalf("observation %d: %+v", i, o)
-		}
+}
+
+// In write mode a queue pair's slices of a block go out as plain RDMA WRITEs
+// but for the last, which carries the immediate: one receive completion per
+// block and queue pair. A stream of known length ends on immediates of its
+// own, with no zero-length ones.
+func TestWriteModeOneImmediatePerBlockAndQueuePair(t *testing.T) {
+	const nbufs, bufsz, msg, nq = 4, 16384, 1024, 3 // 16 slices per block
+	for _, total := range []uint64{10 * bufsz, 10*bufsz + 5000} {
+		t.Run(fmt.Sprint(total), func(t *testing.T) {
+			h := testRing(t, nbufs, bufsz)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRPerBlock)
+			var mu sync.Mutex
+			imms, plain := map[[2]uint64]int{}, 0
+			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs}
+			hs.net.hook = func(qp int, wr SendWR) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case wr.Op == OpWrite:
+					plain++
+				case wr.Op == OpWriteImm && wr.Length > 0:
+					imms[[2]uint64{uint64(qp), g.SliceBlock(uint64(wr.Imm))}]++
+				default:
+					t.Errorf("queue pair %d: op %d of %d bytes", qp, wr.Op, wr.Length)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 1, 13, 0)
+			res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 13}, TxDepth: 8})
+			if err != nil || !res.Complete || res.Bytes != total {
+				t.Fatalf("send: %+v %v", res, err)
+			}
+			waitOneObservation(t, hs, reads, total)
+			mu.Lock()
+			defer mu.Unlock()
+			want := map[[2]uint64]int{}
+			for sl := range g.Slices(total) {
+				want[[2]uint64{uint64(g.QP(sl)), g.SliceBlock(sl)}] = 1
+			}
+			if !maps.Equal(imms, want) || plain+len(imms) != int(g.Slices(total)) {
+				t.Fatalf("immediates per (queue pair, block) %v, plain writes %d; want %v and %d in all", imms, plain, want, g.Slices(total))
+			}
+			if st := hs.rx.Tracker().Snapshot(); st.BytesReceived != total {
+				t.Fatalf("status %+v", st)
+			}
+		})
 	}
 }
 

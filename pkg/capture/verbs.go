@@ -345,6 +345,8 @@ func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
 			v.Opcode = verbs.OpSendWithImm
 		case OpWriteImm:
 			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWriteWithImm, w.RemoteAddr, w.RKey
+		case OpWrite:
+			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWrite, w.RemoteAddr, w.RKey
 		default:
 			return fmt.Errorf("post send: unknown op %d", w.Op)
 		}
