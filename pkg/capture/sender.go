@@ -473,11 +473,11 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			break
 		}
 	}
-	// Let every posted WR complete: only then has its data landed. (Not bound
-	// to ctx, which may be what stopped the stream: each WR completes on its
-	// own, successfully or with an error, while the receiver is there.)
-	// The queue pairs whose last slice went out as a plain write owe the
-	// receiver its immediate (a stream cut short too: what was written lands).
+	// Post the immediates still owed (queue pairs whose last slice went out as
+	// a plain write; a stream cut short too, so that what was written lands)
+	// and let every posted WR complete: only then has its data landed. (Not
+	// bound to ctx, which may be what stopped the stream: each WR completes on
+	// its own, successfully or with an error, while the receiver is there.)
 	s.ctx = peer
 	for {
 		if err := s.postTails(); err != nil {
