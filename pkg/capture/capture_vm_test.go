@@ -256,19 +256,33 @@ func waitListening(t *testing.T, addr string, recv *proc) {
 	t.Fatalf("recv not listening on %s:\n%s", addr, recv.output())
 }
 
+// oneObservation is a fresh ring and a listening `ringcap recv` that serves one
+// observation into it, with 4 queue pairs and a JSON summary.
+type oneObservation struct {
+	key, connect, summary string
+	recv                  *proc
+}
+
+// startOneObservation creates an nbufs x bufsz ring and starts recv on it in
+// mode; args add or override recv flags (the last --metrics-addr wins).
+func startOneObservation(t *testing.T, bin, mode string, nbufs, bufsz int, args ...string) oneObservation {
+	t.Helper()
+	o := oneObservation{key: vmKey(), connect: net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort())),
+		summary: filepath.Join(t.TempDir(), "summary.json")}
+	ringCreate(t, bin, o.key, nbufs, bufsz)
+	o.recv = start(t, bin, append([]string{"recv", "-k", o.key, "--mode", mode, "--qps", "4", "--listen", o.connect,
+		"--metrics-addr", "", "--stop-observations", "1", "--summary-file", o.summary}, args...)...)
+	waitListening(t, o.connect, o.recv)
+	return o
+}
+
 func TestVMSlowReaderBackPressure(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
 	for _, mode := range []string{"send", "write"} {
 		t.Run(mode, func(t *testing.T) {
-			key := vmKey()
-			ringCreate(t, bin, key, 4, 128<<10)
-			port := vmPort()
-			summary := filepath.Join(t.TempDir(), "summary.json")
-			recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4", "--msg-bytes", "32768",
-				"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "1", "--summary-file", summary)
-			connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
-			waitListening(t, connect, recv)
+			o := startOneObservation(t, bin, mode, 4, 128<<10, "--msg-bytes", "32768")
+			key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
 			// A reader that sleeps on every block: the ring (4 blocks) fills and the
 			// sender must be held back without losing a byte.
 			k, _ := dada.ParseKey(key)
@@ -318,15 +332,9 @@ func TestVMSenderKilled(t *testing.T) {
 	bin := vmtest.Binary(t, "ringcap")
 	for _, mode := range []string{"send", "write"} {
 		t.Run(mode, func(t *testing.T) {
-			key := vmKey()
-			ringCreate(t, bin, key, 8, 256<<10)
-			port := vmPort()
 			metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(vmPort()))
-			summary := filepath.Join(t.TempDir(), "summary.json")
-			recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4",
-				"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", metrics, "--stop-observations", "1", "--summary-file", summary)
-			connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
-			waitListening(t, connect, recv)
+			o := startOneObservation(t, bin, mode, 8, 256<<10, "--metrics-addr", metrics)
+			key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
 			reader := start(t, bin, "ring", "read", "-k", key, "--verify", "31", "-s")
 			sender := start(t, bin, "send", "--connect", connect, "--mode", mode, "--qps", "4", "--duration", "10m", "--seed", "31")
 			// Kill the sender once blocks have been committed to the ring. (Bytes
@@ -378,14 +386,8 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 	for _, mode := range []string{"send", "write"} {
 		for _, end := range []string{"duration", "interrupt"} {
 			t.Run(mode+"/"+end, func(t *testing.T) {
-				key := vmKey()
-				ringCreate(t, bin, key, 8, 256<<10)
-				port := vmPort()
-				summary := filepath.Join(t.TempDir(), "summary.json")
-				recv := start(t, bin, "recv", "-k", key, "--mode", mode, "--qps", "4", "--msg-bytes", "16384",
-					"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "1", "--summary-file", summary)
-				connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
-				waitListening(t, connect, recv)
+				o := startOneObservation(t, bin, mode, 8, 256<<10, "--msg-bytes", "16384")
+				key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
 				reader := start(t, bin, "ring", "read", "-k", key, "--verify", "41", "-s")
 				args := []string{"send", "--connect", connect, "--mode", mode, "--qps", "4", "--msg-bytes", "16384", "--seed", "41", "--duration", "2s"}
 				if end == "interrupt" {
