@@ -176,6 +176,20 @@ func (e *memEP) complete(wc Completion) {
 	}
 }
 
+// writeRemote copies an RDMA WRITE's bytes to where its remote address and
+// rkey point in the peer's memory.
+func (q *memQP) writeRemote(wr SendWR) error {
+	dsts, err := q.peer.ep.mem.resolve(wr.RemoteAddr, wr.RKey, wr.Length)
+	if err != nil {
+		return err
+	}
+	src := q.ep.buf[wr.Offset : wr.Offset+wr.Length]
+	for _, d := range dsts {
+		src = src[copy(d, src):]
+	}
+	return nil
+}
+
 func (q *memQP) deliver(rng *rand.Rand) {
 	defer q.ep.wg.Done()
 	for wr := range q.sq {
@@ -193,14 +207,9 @@ func (q *memQP) deliver(rng *rand.Rand) {
 			if q.ep.closed.Load() || p.ep.closed.Load() {
 				continue
 			}
-			dsts, err := p.ep.mem.resolve(wr.RemoteAddr, wr.RKey, wr.Length)
-			if err != nil {
+			if err := q.writeRemote(wr); err != nil {
 				q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: "IBV_WC_REM_ACCESS_ERR"}})
 				continue
-			}
-			src := q.ep.buf[wr.Offset : wr.Offset+wr.Length]
-			for _, d := range dsts {
-				src = src[copy(d, src):]
 			}
 			if wr.Signaled {
 				q.ep.complete(Completion{ID: wr.ID, QP: q.idx})
@@ -228,7 +237,6 @@ func (q *memQP) deliver(rng *rand.Rand) {
 		if q.ep.closed.Load() || p.ep.closed.Load() {
 			continue
 		}
-		src := q.ep.buf[wr.Offset : wr.Offset+wr.Length]
 		fail := func(local, remote string) {
 			p.ep.complete(Completion{ID: rwr.ID, QP: p.idx, Recv: true, Err: &WCError{QP: p.idx, Status: remote, Recv: true}})
 			q.ep.complete(Completion{ID: wr.ID, QP: q.idx, Err: &WCError{QP: q.idx, Status: local}})
@@ -239,15 +247,11 @@ func (q *memQP) deliver(rng *rand.Rand) {
 				fail("IBV_WC_REM_INV_REQ_ERR", "IBV_WC_LOC_LEN_ERR")
 				continue
 			}
-			copy(p.ep.mem.block(rwr.Block)[rwr.Offset:rwr.Offset+rwr.Length], src)
+			copy(p.ep.mem.block(rwr.Block)[rwr.Offset:rwr.Offset+rwr.Length], q.ep.buf[wr.Offset:wr.Offset+wr.Length])
 		case OpWriteImm:
-			dsts, err := p.ep.mem.resolve(wr.RemoteAddr, wr.RKey, wr.Length)
-			if err != nil {
+			if err := q.writeRemote(wr); err != nil {
 				fail("IBV_WC_REM_ACCESS_ERR", "IBV_WC_REM_ACCESS_ERR")
 				continue
-			}
-			for _, d := range dsts {
-				src = src[copy(d, src):]
 			}
 		}
 		p.ep.complete(Completion{ID: rwr.ID, QP: p.idx, Recv: true, Bytes: uint32(wr.Length), Imm: wr.Imm})
