@@ -26,6 +26,7 @@ type sendOpts struct {
 	mode       string
 	msgBytes   uint64
 	txDepth    int
+	postList   int
 	bytes      uint64
 	duration   time.Duration
 	seed       uint64
@@ -63,6 +64,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
+	fs.IntVar(&o.postList, "post-list", 0, "work requests per post at most (0: all a queue pair can take; 1: one by one, as perftest does, which on software RDMA such as rxe keeps the kernel's network path from batching)")
 	fs.Uint8Var(&o.ackTimeout, "ack-timeout", capture.DefaultAckTimeout, "local ACK timeout exponent, 1..30: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
 	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes to send (e.g. 1073741824 or 1G)")
 	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
@@ -103,7 +105,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if _, err := parsePin(o.pinCPU, ""); err != nil { // auto is resolved once the device is known
 		return err
 	}
-	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, AckTimeout: o.ackTimeout, Bytes: o.bytes,
+	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
 	switch {
 	case o.file != "":

@@ -384,14 +384,18 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
 	for _, mode := range []string{"send", "write"} {
-		for _, end := range []string{"duration", "interrupt"} {
+		// post-list: a --duration stream posted one work request at a time
+		for _, end := range []string{"duration", "interrupt", "post-list"} {
 			t.Run(mode+"/"+end, func(t *testing.T) {
 				o := startOneObservation(t, bin, mode, 8, 256<<10, "--msg-bytes", "16384")
 				key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
 				reader := start(t, bin, "ring", "read", "-k", key, "--verify", "41", "-s")
 				args := []string{"send", "--connect", connect, "--mode", mode, "--qps", "4", "--msg-bytes", "16384", "--seed", "41", "--duration", "2s"}
-				if end == "interrupt" {
+				switch end {
+				case "interrupt":
 					args[len(args)-1] = "10m"
+				case "post-list":
+					args = append(args, "--post-list", "1")
 				}
 				sender := start(t, bin, args...)
 				if end == "interrupt" {
@@ -402,8 +406,9 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 				}
 				_ = sender.wait(t, 2*time.Minute) // an interrupted send exits non-zero
 				m := sendLine.FindStringSubmatch(sender.output())
-				if m == nil || m[2] != strconv.FormatBool(end == "duration") || m[1] == "0" {
-					t.Fatalf("send summary (want complete=%v):\n%s", end == "duration", sender.output())
+				complete := end != "interrupt"
+				if m == nil || m[2] != strconv.FormatBool(complete) || m[1] == "0" {
+					t.Fatalf("send summary (want complete=%v):\n%s", complete, sender.output())
 				}
 				if err := recv.wait(t, time.Minute); err != nil {
 					t.Fatalf("recv: %v\n%s", err, recv.output())
@@ -415,7 +420,7 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 				if strconv.FormatUint(r.bytes, 10) != m[1] || r.mismatches != 0 || r.observations != 1 {
 					t.Fatalf("reader %+v, sender sent %s bytes\nsend:\n%s\nrecv:\n%s", r, m[1], sender.output(), recv.output())
 				}
-				if st := readSummary(t, summary); st.LastObservation == nil || st.LastObservation.Complete != (end == "duration") {
+				if st := readSummary(t, summary); st.LastObservation == nil || st.LastObservation.Complete != complete {
 					t.Fatalf("summary %+v", st)
 				}
 			})

@@ -30,6 +30,9 @@ type memNet struct {
 	blackhole bool
 	// arms counts Arm calls: how often a receive loop got ready to sleep.
 	arms atomic.Int64
+	// posted, when set, learns the size of each PostSend, on the poster's
+	// goroutine.
+	posted func(qp, n int)
 }
 
 func newMemNet() *memNet { return &memNet{qps: map[uint32]*memQP{}, next: 100} }
@@ -123,6 +126,9 @@ func (e *memEP) PostRecv(qp int, wrs []RecvWR) error {
 func (e *memEP) PostSend(qp int, wrs []SendWR) error {
 	if e.closed.Load() {
 		return errors.New("post send: endpoint closed")
+	}
+	if e.n.posted != nil {
+		e.n.posted(qp, len(wrs))
 	}
 	for _, wr := range wrs {
 		e.qps[qp].sq <- wr

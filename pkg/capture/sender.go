@@ -94,6 +94,12 @@ type SenderConfig struct {
 	QPs      int
 	MsgBytes uint64
 	TxDepth  int // send WRs in flight per queue pair (default 16)
+	// PostList caps the work requests handed to the device in one post
+	// (default 0: all a queue pair can take at once). 1 posts them one by
+	// one, as perftest does by default: on a software device (rxe) each
+	// post then moves one message through the kernel's network path before
+	// the next, instead of queueing a queue pair's whole batch there.
+	PostList int
 	// AckTimeout is the queue pairs' local ACK timeout exponent (default
 	// DefaultAckTimeout).
 	AckTimeout uint8
@@ -207,6 +213,9 @@ func (c SenderConfig) Validate() error {
 	}
 	if c.AckTimeout > 30 {
 		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
+	}
+	if c.PostList < 0 {
+		return fmt.Errorf("--post-list %d: want 0 (no cap) or more", c.PostList)
 	}
 	return nil
 }
@@ -670,6 +679,17 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 				if !ok {
 					break
 				}
+				// Over PostList: post all but the newest WR. The newest
+				// stays, so the batch that ends the round (flushed below,
+				// signalled) is never empty.
+				if pl := s.cfg.PostList; pl > 0 && len(s.wrs) > pl {
+					n := len(s.wrs) - 1
+					if err := s.post(q, s.wrs[:n]); err != nil {
+						return posted, credit, err
+					}
+					s.wrs = append(s.wrs[:0], s.wrs[n])
+					posted = true
+				}
 			}
 			if len(s.wrs) > 0 {
 				if err := s.flush(q); err != nil {
@@ -771,6 +791,11 @@ func (s *sendSession) flush(q int) error {
 	wrs := s.wrs
 	s.wrs = s.wrs[:0]
 	wrs[len(wrs)-1].Signaled, s.unsig[q] = true, 0
+	return s.post(q, wrs)
+}
+
+// post hands work requests of queue pair q to the device as they are.
+func (s *sendSession) post(q int, wrs []SendWR) error {
 	if err := s.ep.PostSend(q, wrs); err != nil {
 		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 	}

@@ -665,6 +665,55 @@ func TestSenderSignalsSelectively(t *testing.T) {
 	}
 }
 
+// PostList caps every post at that many work requests, and a queue pair's
+// posts still end on a signalled one: streams of known length and those a
+// --duration cutoff ends arrive whole.
+func TestPostListCapsEachPost(t *testing.T) {
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		for _, list := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s/list%d", mode, list), func(t *testing.T) {
+				h := testRing(t, 8, 16384)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, MRPerBlock)
+				var posts, most atomic.Int64
+				hs.net.posted = func(_, n int) {
+					posts.Add(1)
+					if int64(n) > most.Load() {
+						most.Store(int64(n))
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				reads := readObservations(t, ctx, h, 2, 9, 0)
+				size := uint64(40*16384 + 777)
+				res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 4, MsgBytes: 1024, Bytes: size, TxDepth: 16, PostList: list, Source: PatternSource{Seed: 9}})
+				if err != nil || !res.Complete || res.Bytes != size {
+					t.Fatalf("send: %+v %v", res, err)
+				}
+				res2, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 4, MsgBytes: 1024, Duration: 50 * time.Millisecond, TxDepth: 16, PostList: list,
+					Source: PatternSource{Seed: 9}, RateBytesPerSecond: 4e6})
+				if err != nil || !res2.Complete || res2.Bytes == 0 {
+					t.Fatalf("duration send: %+v %v", res2, err)
+				}
+				if err := hs.wait(); err != nil {
+					t.Fatal(err)
+				}
+				obs := <-reads
+				if len(obs) != 2 || obs[0].bytes != size || obs[1].bytes != res2.Bytes {
+					t.Fatalf("reader %+v, want %d and %d bytes", obs, size, res2.Bytes)
+				}
+				for i, o := range obs {
+					if o.err != nil || o.mismatches != 0 {
+						t.Fatalf("observation %d: %+v", i, o)
+					}
+				}
+				if most.Load() > int64(list) || posts.Load() < int64(size/1024/uint64(list)) {
+					t.Fatalf("%d posts of at most %d WRs: want at most %d per post", posts.Load(), most.Load(), list)
+				}
+			})
+		}
+	}
+}
+
 // Streams whose length the sender learns only at their end (a --duration
 // cutoff, a reader that runs out) and a file read at any offset. In write
 // mode each queue pair's last slices then went out as plain writes, expecting
