@@ -214,6 +214,9 @@ func (c SenderConfig) Validate() error {
 	if c.AckTimeout > 30 {
 		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
 	}
+	if c.TxDepth < 0 {
+		return fmt.Errorf("--tx-depth %d: want 1 or more (0: the default, 16)", c.TxDepth)
+	}
 	if c.PostList < 0 {
 		return fmt.Errorf("--post-list %d: want 0 (no cap) or more", c.PostList)
 	}

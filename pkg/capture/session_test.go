@@ -945,6 +945,7 @@ func TestSenderConfigValidate(t *testing.T) {
 		"no source":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
 		"qps":         {Mode: ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
 		"post list":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostList: -1},
+		"tx depth":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, TxDepth: -1},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: invalid config accepted", name)
