@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/ringcap/ringcap/pkg/capture"
@@ -33,6 +34,7 @@ type sendOpts struct {
 	file       string
 	noFill     bool
 	pinCPU     string
+	threads    int
 	busyPoll   bool
 	ackTimeout uint8
 	rateGbps   float64
@@ -75,7 +77,8 @@ func newSendCmd() *cobra.Command {
 	fs.DurationVar(&o.progress, "progress", 0, "progress interval (default: 200ms on a terminal, 5s otherwise)")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress output")
 	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does; on software RDMA such as rxe it takes CPU from the data path)")
-	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPU for the thread that posts work requests: auto (pinned where it starts on a software RDMA device such as rxe, which keeps each queue pair's packets in order; free otherwise), none, or a CPU number")
+	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPUs for the threads that post work requests: auto (on a software RDMA device such as rxe, which needs each queue pair's doorbells rung from one CPU to keep its packets in order: one thread pinned where it starts, or with several threads the first CPUs the process may use; free otherwise), none (one unpinned thread), or CPU numbers, one per thread (e.g. 0,1)")
+	fs.IntVar(&o.threads, "post-threads", 0, "threads that post work requests, each pinned to its own CPU and posting its own queue pairs (queue pair q from thread q mod N) (0: auto, one per CPU the process may use, up to --qps, on a software RDMA device such as rxe, where the posting CPU also carries the packets' receive and acknowledgement paths; 1 otherwise)")
 	o.dev.add(c)
 	return c
 }
@@ -102,7 +105,11 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		// 0 is the verbs value for "no timeout": a queue pair would never retransmit.
 		return errors.New("--ack-timeout 0: want an exponent of 1..30 (0 would never retransmit a lost packet)")
 	}
-	if _, err := parsePin(o.pinCPU, ""); err != nil { // auto is resolved once the device is known
+	allowed, err := allowedCPUs()
+	if err != nil {
+		return err
+	}
+	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, o.qps); err != nil { // auto is resolved once the device is known
 		return err
 	}
 	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
@@ -156,7 +163,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		return err
 	}
 	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", ep.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
-	if cfg.Pin, err = parsePin(o.pinCPU, driverOf(devs, ep.Device)); err != nil {
+	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
 		return err
 	}
 	fab, err := capture.NewVerbsSender(devCfg, capture.SendBufferBytes(cfg))
@@ -192,22 +199,75 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	return err
 }
 
-// parsePin reads --pin-cpu; auto pins on software RDMA devices (driver).
-func parsePin(v, driver string) (capture.CPUPin, error) {
+// resolvePosting reads --pin-cpu and --post-threads for a device driven by
+// driver, a process allowed to run on the CPUs allowed, and qps queue pairs:
+// either one posting thread (pinned as pin says) or one per CPU in cpus.
+// auto spreads the posting over the allowed CPUs on software RDMA devices.
+func resolvePosting(v string, threads int, driver string, allowed []int, qps int) (pin capture.CPUPin, cpus []int, err error) {
+	soft := driver == "rdma_rxe" || driver == "siw"
+	if threads < 0 {
+		return 0, nil, fmt.Errorf("--post-threads %d: want 1 or more (0: auto)", threads)
+	}
+	if threads > qps {
+		return 0, nil, fmt.Errorf("--post-threads %d: more than the %d queue pairs (--qps)", threads, qps)
+	}
 	switch v {
-	case "auto":
-		if driver == "rdma_rxe" || driver == "siw" {
-			return capture.PinCurrent, nil
-		}
-		return capture.PinNone, nil
 	case "none":
-		return capture.PinNone, nil
+		if threads > 1 {
+			return 0, nil, fmt.Errorf("--post-threads %d posts from pinned threads: give --pin-cpu auto or one CPU per thread, not none", threads)
+		}
+		return capture.PinNone, nil, nil
+	case "auto":
+		n := threads
+		if n == 0 {
+			n = 1
+			if soft {
+				n = max(1, min(len(allowed), qps))
+			}
+		}
+		if n == 1 {
+			if soft {
+				return capture.PinCurrent, nil, nil
+			}
+			return capture.PinNone, nil, nil
+		}
+		if n > len(allowed) {
+			return 0, nil, fmt.Errorf("--post-threads %d: this process may run on %d CPUs (%v); give --pin-cpu a CPU per thread to share them", n, len(allowed), allowed)
+		}
+		return capture.PinNone, allowed[:n], nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return capture.PinNone, fmt.Errorf("--pin-cpu %q: want auto, none or a CPU number", v)
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return 0, nil, fmt.Errorf("--pin-cpu %q: want auto, none or CPU numbers (e.g. 3 or 0,1)", v)
+		}
+		cpus = append(cpus, n)
 	}
-	return capture.PinTo(n), nil
+	if threads != 0 && threads != len(cpus) {
+		return 0, nil, fmt.Errorf("--pin-cpu %s lists %d CPUs for --post-threads %d: want one per thread", v, len(cpus), threads)
+	}
+	if len(cpus) > qps {
+		return 0, nil, fmt.Errorf("--pin-cpu %s: %d posting threads for %d queue pairs (--qps): want at most one per queue pair", v, len(cpus), qps)
+	}
+	if len(cpus) == 1 {
+		return capture.PinTo(cpus[0]), nil, nil
+	}
+	return capture.PinNone, cpus, nil
+}
+
+// allowedCPUs lists the CPUs this process may run on.
+func allowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read the CPUs this process may run on: %w", err)
+	}
+	var cpus []int
+	for i := range len(set) * 64 {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus, nil
 }
 
 func driverOf(devs []rdma.Device, name string) string {

@@ -2,30 +2,62 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ringcap/ringcap/pkg/capture"
 )
 
-func TestParsePin(t *testing.T) {
+func TestResolvePosting(t *testing.T) {
+	two := []int{0, 1}
 	for _, c := range []struct {
-		v, driver string
-		want      capture.CPUPin
-		bad       bool
+		v       string
+		threads int
+		driver  string
+		allowed []int
+		qps     int
+		pin     capture.CPUPin
+		cpus    []int
+		bad     string
 	}{
-		{"auto", "rdma_rxe", capture.PinCurrent, false},
-		{"auto", "siw", capture.PinCurrent, false},
-		{"auto", "mlx5_core", capture.PinNone, false},
-		{"none", "rdma_rxe", capture.PinNone, false},
-		{"3", "mlx5_core", capture.PinTo(3), false},
-		{"0", "", capture.PinTo(0), false},
-		{"-1", "", 0, true},
-		{"first", "", 0, true},
+		// auto: on software RDMA, one thread per allowed CPU, up to the queue pairs
+		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 4, cpus: two},
+		{v: "auto", driver: "siw", allowed: []int{2, 5, 7}, qps: 4, cpus: []int{2, 5, 7}},
+		{v: "auto", driver: "rdma_rxe", allowed: []int{2, 5, 7}, qps: 2, cpus: []int{2, 5}},
+		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 1, pin: capture.PinCurrent},
+		{v: "auto", driver: "rdma_rxe", allowed: []int{3}, qps: 4, pin: capture.PinCurrent},
+		{v: "auto", threads: 1, driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinCurrent},
+		// auto on a hardware NIC: one free thread, unless threads are asked for
+		{v: "auto", driver: "mlx5_core", allowed: two, qps: 4, pin: capture.PinNone},
+		{v: "auto", threads: 2, driver: "mlx5_core", allowed: two, qps: 4, cpus: two},
+		{v: "auto", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "may run on 2 CPUs"},
+		{v: "none", driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinNone},
+		{v: "none", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, bad: "not none"},
+		// explicit CPUs: one per thread
+		{v: "3", driver: "mlx5_core", allowed: two, qps: 4, pin: capture.PinTo(3)},
+		{v: "0", driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinTo(0)},
+		{v: "1,0", driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{1, 0}},
+		{v: "0,0", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{0, 0}},
+		{v: "0,1", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "2 CPUs for --post-threads 3"},
+		{v: "0,1,0", driver: "rdma_rxe", allowed: two, qps: 2, bad: "at most one per queue pair"},
+		{v: "auto", threads: 5, driver: "rdma_rxe", allowed: two, qps: 4, bad: "more than the 4 queue pairs"},
+		{v: "auto", threads: -1, allowed: two, qps: 4, bad: "--post-threads -1"},
+		{v: "-1", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
+		{v: "0,", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
+		{v: "first", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
 	} {
-		got, err := parsePin(c.v, c.driver)
-		if (err != nil) != c.bad || (!c.bad && got != c.want) {
-			t.Errorf("parsePin(%q, %q) = %v, %v", c.v, c.driver, got, err)
+		pin, cpus, err := resolvePosting(c.v, c.threads, c.driver, c.allowed, c.qps)
+		name := fmt.Sprintf("resolvePosting(%q, %d, %q, %v, %d)", c.v, c.threads, c.driver, c.allowed, c.qps)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%s: error %v, want one containing %q", name, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || pin != c.pin || !slices.Equal(cpus, c.cpus) {
+			t.Errorf("%s = %v, %v, %v; want %v, %v", name, pin, cpus, err, c.pin, c.cpus)
 		}
 	}
 }
@@ -40,6 +72,8 @@ func TestSendRejectsBadFlags(t *testing.T) {
 		{[]string{"--bytes", "1M", "--ack-timeout", "31"}, "ACK timeout exponent 31"},
 		{[]string{"--bytes", "1M", "--duration", "1s"}, "not both"},
 		{[]string{"--bytes", "1M", "--pin-cpu", "first"}, "--pin-cpu"},
+		{[]string{"--bytes", "1M", "--post-threads", "-2"}, "--post-threads -2"},
+		{[]string{"--bytes", "1M", "--qps", "2", "--pin-cpu", "0,1,2"}, "at most one per queue pair"},
 	} {
 		// Port 1 on loopback: nothing listens, so a flag check that let this through would
 		// fail with a connection error instead of the expected message.

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,13 +380,15 @@ func TestVMSenderKilled(t *testing.T) {
 // and an interrupted sender (SIGINT). With 16 slices per block, in write mode
 // each queue pair's last slices went out as plain RDMA WRITEs expecting more,
 // and zero-length RDMA_WRITE_WITH_IMMs must land them on real rxe: the reader
-// verifies exactly the bytes the sender reports.
+// verifies exactly the bytes the sender reports. By default (on rxe, in a VM
+// of two CPUs) the sender posts from two threads, one pinned to each CPU;
+// one-thread posts from a single one.
 func TestVMStreamsEndedByTheSender(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
 	for _, mode := range []string{"send", "write"} {
 		// post-list: a --duration stream posted one work request at a time
-		for _, end := range []string{"duration", "interrupt", "post-list"} {
+		for _, end := range []string{"duration", "interrupt", "post-list", "one-thread"} {
 			t.Run(mode+"/"+end, func(t *testing.T) {
 				o := startOneObservation(t, bin, mode, 8, 256<<10, "--msg-bytes", "16384")
 				key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
@@ -396,6 +399,8 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 					args[len(args)-1] = "10m"
 				case "post-list":
 					args = append(args, "--post-list", "1")
+				case "one-thread":
+					args = append(args, "--post-threads", "1")
 				}
 				sender := start(t, bin, args...)
 				if end == "interrupt" {
@@ -422,6 +427,16 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 				}
 				if st := readSummary(t, summary); st.LastObservation == nil || st.LastObservation.Complete != complete {
 					t.Fatalf("summary %+v", st)
+				}
+				// The threads start together: their lines come in any order.
+				threads := regexp.MustCompile(`Pinned the posting thread"( thread=\d+)? cpu=\d+`).FindAllString(sender.output(), -1)
+				slices.Sort(threads)
+				want := []string{`Pinned the posting thread" thread=0 cpu=0`, `Pinned the posting thread" thread=1 cpu=1`}
+				if end == "one-thread" && len(threads) == 1 && !strings.Contains(threads[0], "thread=") {
+					want = threads // one thread, pinned where it started
+				}
+				if !slices.Equal(threads, want) {
+					t.Fatalf("posting threads %q, want %q\n%s", threads, want, sender.output())
 				}
 			})
 		}

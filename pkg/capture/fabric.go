@@ -80,7 +80,8 @@ type EndpointConfig struct {
 const DefaultAckTimeout = 18
 
 // Endpoint is one side of a connection: N RC queue pairs and their
-// completion queue(s). It is used by one goroutine.
+// completion queue(s). It is used by one goroutine, except that PostSend may
+// run concurrently for different queue pairs (the sender's posting threads).
 type Endpoint interface {
 	// Local describes this side's queue pairs for the handshake.
 	Local() []QPInfo

@@ -33,6 +33,9 @@ type memNet struct {
 	// posted, when set, learns the size of each PostSend, on the poster's
 	// goroutine.
 	posted func(qp, n int)
+	// postErr, when set, is asked before each PostSend (on the poster's
+	// goroutine) and fails it, posting nothing, when it returns an error.
+	postErr func(qp, n int) error
 }
 
 func newMemNet() *memNet { return &memNet{qps: map[uint32]*memQP{}, next: 100} }
@@ -126,6 +129,11 @@ func (e *memEP) PostRecv(qp int, wrs []RecvWR) error {
 func (e *memEP) PostSend(qp int, wrs []SendWR) error {
 	if e.closed.Load() {
 		return errors.New("post send: endpoint closed")
+	}
+	if e.n.postErr != nil {
+		if err := e.n.postErr(qp, len(wrs)); err != nil {
+			return err
+		}
 	}
 	if e.n.posted != nil {
 		e.n.posted(qp, len(wrs))

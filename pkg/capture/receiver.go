@@ -623,8 +623,12 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			progressed = true
 			switch {
 			case e.end != nil && !e.end.Complete:
-				if err := s.a.setEnd(e.end.Bytes); err != nil {
-					return false, err.Error(), nil
+				// A stream cut short ends where the sender stopped, whatever
+				// length it had announced: what landed gap-free is kept.
+				if !s.a.hasEnd {
+					if err := s.a.setEnd(e.end.Bytes); err != nil {
+						return false, err.Error(), nil
+					}
 				}
 				s.drain(wcs, 200*time.Millisecond)
 				return false, fmt.Sprintf("sender stopped early after %d bytes", e.end.Bytes), nil

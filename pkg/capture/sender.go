@@ -121,6 +121,13 @@ type SenderConfig struct {
 	// pair rung from two CPUs leave through two per-CPU network queues, out of
 	// order: pin there.
 	Pin CPUPin
+	// PostCPUs, with two or more CPUs, posts from one OS thread per CPU
+	// listed, pinned there (Pin must then be PinNone); queue pair q is posted
+	// from thread q mod len(PostCPUs). On a software RDMA device the posting
+	// CPU carries its queue pairs' whole data path (the transmit path, and
+	// the receive, acknowledgement and completion paths that follow), so one
+	// posting thread per CPU spreads that work. One CPU listed is PinTo it.
+	PostCPUs []int
 	// BusyPoll keeps polling the completion queue while every send slot is
 	// in flight instead of sleeping on completion events (as perftest's
 	// client does): a CPU kept busy for the lowest latency.
@@ -220,6 +227,17 @@ func (c SenderConfig) Validate() error {
 	if c.PostList < 0 {
 		return fmt.Errorf("--post-list %d: want 0 (no cap) or more", c.PostList)
 	}
+	if len(c.PostCPUs) > 0 && c.Pin != PinNone {
+		return errors.New("give either one CPU to pin the posting thread to or a list of CPUs for posting threads, not both")
+	}
+	if len(c.PostCPUs) > c.QPs {
+		return fmt.Errorf("%d posting threads for %d queue pairs: want at most one per queue pair", len(c.PostCPUs), c.QPs)
+	}
+	for _, cpu := range c.PostCPUs {
+		if cpu < 0 {
+			return fmt.Errorf("posting thread CPU %d: want 0 or more", cpu)
+		}
+	}
 	return nil
 }
 
@@ -241,6 +259,9 @@ func (c *SenderConfig) defaults() {
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if len(c.PostCPUs) == 1 && c.Pin == PinNone {
+		c.Pin, c.PostCPUs = PinTo(c.PostCPUs[0]), nil
 	}
 }
 
@@ -303,18 +324,20 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	}
 	_ = c.SetDeadline(time.Time{})
 	cfg.Log.Info("Connected", "receiver", addr, "mode", cfg.Mode, "qps", cfg.QPs, "mr", acc.MRMode, "blocks", acc.NBufs, "blockBytes", acc.BufSize)
-	s := &sendSession{ctx: ctx, cfg: cfg, k: k, ep: ep, acc: acc, buf: fab.Buffer()}
+	s := &sendSession{ctx: ctx, base: ctx, cfg: cfg, k: k, ep: ep, acc: acc, buf: fab.Buffer()}
 	return s.run(ctx)
 }
 
 type sendSession struct {
-	ctx context.Context
-	cfg SenderConfig
-	k   *conn
-	ep  Endpoint
-	acc Accept
-	buf []byte
-	g   Geometry
+	ctx   context.Context // bounds waits for completions: base, or base and a failed post
+	base  context.Context
+	lanes *posters // posting threads (PostCPUs), or nil: this thread posts
+	cfg   SenderConfig
+	k     *conn
+	ep    Endpoint
+	acc   Accept
+	buf   []byte
+	g     Geometry
 
 	free     [][]int     // free send slots per queue pair
 	inq      []sliceFIFO // slices in flight per queue pair
@@ -355,21 +378,31 @@ type senderEvent struct {
 }
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
-	// One OS thread posts everything: a goroutine that hopped between threads
-	// (and so CPUs) would ring the doorbells of one queue pair from several
-	// CPUs, and a software RDMA device then emits its packets through several
-	// per-CPU network queues, out of order.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	unpin, err := pinThread(s.cfg.Pin, s.cfg.Log)
-	if err != nil {
-		return Result{}, err
-	}
-	defer unpin()
 	cfg := s.cfg
 	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs)}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
+	}
+	if len(cfg.PostCPUs) > 0 {
+		// Every send slot can be a batch of its own, plus a tail per queue pair.
+		lanes, err := startPosters(s.ep, cfg.PostCPUs, cfg.QPs*(cfg.TxDepth+1), cfg.Log)
+		if err != nil {
+			return Result{}, err
+		}
+		s.lanes = lanes
+		defer lanes.stop()
+	} else {
+		// One OS thread posts everything: a goroutine that hopped between
+		// threads (and so CPUs) would ring the doorbells of one queue pair
+		// from several CPUs, and a software RDMA device then emits its
+		// packets through several per-CPU network queues, out of order.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		unpin, err := pinThread(s.cfg.Pin, s.cfg.Log)
+		if err != nil {
+			return Result{}, err
+		}
+		defer unpin()
 	}
 	s.setup()
 	events := make(chan senderEvent, 64)
@@ -384,7 +417,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	defer context.AfterFunc(peer, wcancel)()
-	s.ctx = wctx
+	defer s.waitWithin(wctx)()
 
 	var early *Done
 	handle := func(ev senderEvent) error {
@@ -441,6 +474,9 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			break
 		}
 		posted, credit, err := s.postReady()
+		if err == nil {
+			err = s.laneFailure()
+		}
 		if err != nil {
 			complete, stopErr = false, err
 			break
@@ -481,32 +517,51 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			s.held += time.Since(waitStart)
 		}
 		if err != nil {
+			if lerr := s.laneFailure(); lerr != nil {
+				err = lerr
+			}
 			complete, stopErr = false, peerReason(err)
 			break
 		}
 	}
 	// Post the immediates still owed (queue pairs whose last slice went out as
 	// a plain write; a stream cut short too, so that what was written lands)
-	// and let every posted WR complete: only then has its data landed. (Not
-	// bound to ctx, which may be what stopped the stream: each WR completes on
-	// its own, successfully or with an error, while the receiver is there.)
-	s.ctx = peer
+	// and let every posted WR below the first slice not posted complete: only
+	// then has its data landed. (Not bound to ctx, which may be what stopped
+	// the stream: each WR completes on its own, successfully or with an
+	// error, while the receiver is there.) A stream cut short is kept up to
+	// that slice; WRs past it are not waited for: the receiver discards them,
+	// and those beyond the blocks it has open would wait for it forever.
+	defer s.waitWithin(peer)()
+	fail := func(err error) {
+		if stopErr == nil {
+			stopErr = err
+		}
+		complete = false
+	}
 	for {
 		if err := s.postTails(); err != nil {
-			if stopErr == nil {
-				stopErr = err
-			}
-			complete = false
+			fail(err)
 		}
-		if s.inflight == 0 {
+		if err := s.laneFailure(); err != nil {
+			fail(err) // and wait for what was posted
+		}
+		if !s.landing() {
 			break
 		}
 		if err := s.poll(wcs, true); err != nil {
-			if stopErr == nil {
-				stopErr = peerReason(err)
+			if lerr := s.laneFailure(); lerr != nil {
+				fail(lerr)
+				continue
 			}
-			complete = false
+			fail(peerReason(err))
 			break
+		}
+	}
+	if s.lanes != nil {
+		s.lanes.stop() // everything handed over is posted (or failed)
+		if err := s.laneFailure(); err != nil {
+			fail(err)
 		}
 	}
 	elapsed := time.Since(start)
@@ -638,6 +693,12 @@ func (s *sendSession) oldest() uint64 {
 	return lo
 }
 
+// landing reports whether a slice below the first one not posted is still in
+// flight (every slice in flight, once the whole stream is posted).
+func (s *sendSession) landing() bool {
+	return s.inflight > 0 && s.oldest() < s.lowest()
+}
+
 // prefix is the number of stream bytes before the first slice not posted.
 func (s *sendSession) prefix() uint64 {
 	lo := s.lowest()
@@ -651,6 +712,11 @@ func (s *sendSession) prefix() uint64 {
 // slot, inside the look-ahead and (write mode) with their block granted, one
 // PostSend per queue pair. credit reports that a slice waited for a grant.
 func (s *sendSession) postReady() (posted, credit bool, err error) {
+	defer func() {
+		if err != nil {
+			s.unstage()
+		}
+	}()
 	nq := len(s.next)
 	base := s.oldest()
 	if s.ordered {
@@ -791,18 +857,101 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 // one is signalled, so every posted WR is followed by a signalled one and its
 // slot comes back even when nothing more is posted on q.
 func (s *sendSession) flush(q int) error {
-	wrs := s.wrs
+	s.wrs[len(s.wrs)-1].Signaled, s.unsig[q] = true, 0
+	if err := s.post(q, s.wrs); err != nil {
+		return err // still staged: postReady takes them out of flight
+	}
 	s.wrs = s.wrs[:0]
-	wrs[len(wrs)-1].Signaled, s.unsig[q] = true, 0
-	return s.post(q, wrs)
+	return nil
 }
 
-// post hands work requests of queue pair q to the device as they are.
+// post hands work requests of queue pair q to the device as they are, or to
+// q's posting thread.
 func (s *sendSession) post(q int, wrs []SendWR) error {
+	if s.lanes != nil {
+		s.lanes.post(q, wrs)
+		return nil
+	}
 	if err := s.ep.PostSend(q, wrs); err != nil {
 		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 	}
 	return nil
+}
+
+// unstage takes the work requests staged and not posted (or in a post that
+// failed: some may have been posted, but none is waited for) out of flight.
+func (s *sendSession) unstage() {
+	if len(s.wrs) > 0 {
+		s.unpost(int(s.wrs[0].ID>>32), len(s.wrs))
+		s.wrs = s.wrs[:0]
+	}
+}
+
+// unpost takes queue pair q's n newest work requests out of flight: their
+// slots are free again and their slices count as not sent.
+func (s *sendSession) unpost(q, n int) {
+	for f := &s.inq[q]; n > 0 && f.len() > 0; n-- {
+		e := f.popBack()
+		s.free[q] = append(s.free[q], e.slot)
+		s.inflight--
+		s.sent -= e.bytes
+		s.unsend(q, e.slice)
+	}
+}
+
+// unsend counts queue pair q's slice sl, and every later one, as not sent.
+// In write mode q's earlier slices in the same block too: they went out as
+// plain writes that only the immediate of q's last slice in the block lands
+// at the receiver, and that immediate is now never posted.
+func (s *sendSession) unsend(q int, sl uint64) {
+	if s.cfg.Mode == ModeWrite {
+		nq := uint64(len(s.next))
+		first := s.g.SliceBlock(sl) * s.g.SlicesPerBlock()
+		sl = first + (uint64(q)+nq-first%nq)%nq
+		s.tail[q].set = false
+	}
+	s.next[q] = min(s.next[q], sl)
+}
+
+// waitWithin bounds waits for completions by base and, with posting
+// threads, by their first failure (whose work requests would never
+// complete); the returned func releases what it set up.
+func (s *sendSession) waitWithin(base context.Context) func() {
+	s.base, s.ctx = base, base
+	if s.lanes == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(base)
+	stop := context.AfterFunc(s.lanes.failed, cancel)
+	s.ctx = ctx
+	return func() { stop(); cancel() }
+}
+
+// laneFailure reports the first post a posting thread failed, once: it stops
+// the threads, takes every work request they did not post out of flight,
+// forgets the immediates the failed threads' queue pairs still owe, and from
+// then on posts from this thread and waits within the base context alone.
+func (s *sendSession) laneFailure() error {
+	if s.lanes == nil || s.lanes.failed.Err() == nil {
+		return nil
+	}
+	s.lanes.stop()
+	var first error
+	broken := map[int]bool{}
+	for _, f := range s.lanes.takeFailures() {
+		s.unpost(f.q, f.n)
+		broken[f.q%len(s.lanes.lanes)] = true
+		if first == nil {
+			first = f.err
+		}
+	}
+	for q, t := range s.tail {
+		if t.set && broken[q%len(s.lanes.lanes)] {
+			s.unsend(q, t.slice)
+		}
+	}
+	s.lanes, s.ctx = nil, s.base
+	return first
 }
 
 // postTails posts, on every queue pair whose last slice went out as a plain
@@ -819,9 +968,14 @@ func (s *sendSession) postTails() error {
 		t.set = false
 		slot := s.free[q][len(s.free[q])-1]
 		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
-		if err := s.ep.PostSend(q, []SendWR{wr}); err != nil {
-			for k := range s.tail {
-				s.tail[k].set = false
+		if s.lanes != nil {
+			s.lanes.post(q, []SendWR{wr})
+		} else if err := s.ep.PostSend(q, []SendWR{wr}); err != nil {
+			s.unsend(q, t.slice) // and every other immediate still owed
+			for k, o := range s.tail {
+				if o.set {
+					s.unsend(k, o.slice)
+				}
 			}
 			return fmt.Errorf("post the end of queue pair %d's stream (slice %d): %w", q, t.slice, err)
 		}
@@ -914,6 +1068,10 @@ func (f *sliceFIFO) pop() inFlight {
 	f.head = (f.head + 1) % len(f.buf)
 	f.size--
 	return v
+}
+func (f *sliceFIFO) popBack() inFlight {
+	f.size--
+	return f.buf[(f.head+f.size)%len(f.buf)]
 }
 
 // waiter is an Endpoint that can sleep until a completion arrives.

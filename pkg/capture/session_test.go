@@ -940,15 +940,185 @@ func TestSenderConfigValidate(t *testing.T) {
 		t.Fatalf("valid config: %v (ACK timeout %d)", err, ok.AckTimeout)
 	}
 	for name, c := range map[string]SenderConfig{
-		"ack timeout": {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, AckTimeout: 31},
-		"no length":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Source: NoFillSource{}},
-		"no source":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
-		"qps":         {Mode: ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
-		"post list":   {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostList: -1},
-		"tx depth":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, TxDepth: -1},
+		"ack timeout":  {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, AckTimeout: 31},
+		"no length":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Source: NoFillSource{}},
+		"no source":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
+		"qps":          {Mode: ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
+		"post list":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostList: -1},
+		"tx depth":     {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, TxDepth: -1},
+		"pin and cpus": {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, Pin: PinCurrent, PostCPUs: []int{0, 1}},
+		"cpus > qps":   {Mode: ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, 1, 0}},
+		"cpu < 0":      {Mode: ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, -1}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: invalid config accepted", name)
+		}
+	}
+}
+
+// testPostCPUs returns two CPUs this process may run on for posting threads
+// (one CPU twice on a single-CPU machine: two threads still).
+func testPostCPUs(t *testing.T) []int {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for i := 0; len(cpus) < 2 && i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	if len(cpus) == 1 {
+		cpus = append(cpus, cpus[0])
+	}
+	return cpus
+}
+
+// threadCPUSets returns the CPU list each of this process's threads may run on.
+func threadCPUSets(t *testing.T) map[string]string {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				out[f] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
+
+// With PostCPUs the sender posts from one pinned thread per CPU listed: each
+// queue pair from one thread all stream long (queue pair q from thread q mod 2),
+// that thread pinned to its CPU, and streams of known length and those a
+// --duration cutoff ends (write mode: their owed immediates posted by the
+// threads too) arrive whole. Afterwards no thread of the process is left
+// pinned.
+func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
+	cpus := testPostCPUs(t)
+	want := threadCPUSets(t)[fmt.Sprintf("/proc/self/task/%d/status", os.Getpid())]
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, 8, 16384)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, MRPerBlock)
+			var mu sync.Mutex
+			tids := map[int]map[int]bool{} // queue pair -> posting threads
+			var bad []string
+			hs.net.posted = func(qp, _ int) {
+				var set unix.CPUSet
+				err := unix.SchedGetaffinity(0, &set)
+				mu.Lock()
+				defer mu.Unlock()
+				if tids[qp] == nil {
+					tids[qp] = map[int]bool{}
+				}
+				tids[qp][unix.Gettid()] = true
+				if want := cpus[qp%2]; err != nil || set.Count() != 1 || !set.IsSet(want) {
+					bad = append(bad, fmt.Sprintf("queue pair %d posted from a thread on %d CPUs, want CPU %d alone (%v)", qp, set.Count(), want, err))
+				}
+			}
+			// Each stream: one thread per queue pair, the same for q and q+2,
+			// another for q+1.
+			checkThreads := func(stream string) {
+				t.Helper()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(bad) > 0 {
+					t.Fatalf("%s: %s", stream, bad[0])
+				}
+				for q := range 4 {
+					other := q + 1 - 2*(q%2)
+					if len(tids[q]) != 1 || !maps.Equal(tids[q], tids[(q+2)%4]) || maps.Equal(tids[q], tids[other]) {
+						t.Fatalf("%s: queue pair %d posted from threads %v, %d from %v, %d from %v", stream, q, tids[q], (q+2)%4, tids[(q+2)%4], other, tids[other])
+					}
+				}
+				clear(tids)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			reads := readObservations(t, ctx, h, 2, 21, 0)
+			size := uint64(40*16384 + 777)
+			cfg := SenderConfig{Mode: mode, QPs: 4, MsgBytes: 1024, Bytes: size, TxDepth: 8, Source: PatternSource{Seed: 21}, PostCPUs: cpus}
+			res, err := hs.send(ctx, cfg)
+			if err != nil || !res.Complete || res.Bytes != size {
+				t.Fatalf("send: %+v %v", res, err)
+			}
+			checkThreads("stream of known length")
+			cfg.Bytes, cfg.Duration, cfg.RateBytesPerSecond = 0, 50*time.Millisecond, 4e6
+			res2, err := hs.send(ctx, cfg)
+			if err != nil || !res2.Complete || res2.Bytes == 0 {
+				t.Fatalf("duration send: %+v %v", res2, err)
+			}
+			checkThreads("--duration stream")
+			if err := hs.wait(); err != nil {
+				t.Fatal(err)
+			}
+			obs := <-reads
+			if len(obs) != 2 || obs[0].bytes != size || obs[1].bytes != res2.Bytes {
+				t.Fatalf("reader %+v, want %d and %d bytes", obs, size, res2.Bytes)
+			}
+			for i, o := range obs {
+				if o.err != nil || o.mismatches != 0 {
+					t.Fatalf("observation %d: %+v", i, o)
+				}
+			}
+		})
+	}
+	for task, after := range threadCPUSets(t) {
+		if after != want {
+			t.Errorf("%s may run on CPUs %s after the sends, want %s as before", task, after, want)
+		}
+	}
+}
+
+// A post that fails ends the stream with the error, never a hang: the work
+// requests it did not post are not waited for, and the sender and the
+// receiver agree on the gap-free prefix that landed (in write mode without
+// the slices whose block immediate was never posted), whether the sender
+// posts from its own thread or from posting threads.
+func TestFailedPostEndsTheStreamOnTheLandedPrefix(t *testing.T) {
+	for _, threads := range []string{"one", "threads"} {
+		for _, mode := range []Mode{ModeSend, ModeWrite} {
+			t.Run(threads+"/"+mode.String(), func(t *testing.T) {
+				h := testRing(t, 8, 16384)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 1}, MRWholeRing)
+				var posts atomic.Int64
+				hs.net.postErr = func(qp, _ int) error {
+					if qp == 1 && posts.Add(1) >= 7 {
+						return errors.New("injected post failure")
+					}
+					return nil
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				reads := readObservations(t, ctx, h, 1, 33, 0)
+				cfg := SenderConfig{Mode: mode, QPs: 4, MsgBytes: 1024, Bytes: 400 * 16384, TxDepth: 8, Source: PatternSource{Seed: 33}}
+				if threads == "threads" {
+					cfg.PostCPUs = testPostCPUs(t)
+				}
+				res, err := hs.send(ctx, cfg)
+				if err == nil || !strings.Contains(err.Error(), "on queue pair 1: injected post failure") || res.Complete {
+					t.Fatalf("send: %+v %v", res, err)
+				}
+				if res.Bytes == 0 || res.Bytes >= cfg.Bytes || res.Receiver.Bytes != res.Bytes || res.Receiver.OK ||
+					!strings.HasPrefix(res.Receiver.Message, "sender stopped early") {
+					t.Fatalf("send result %+v: want a prefix the receiver agrees on", res)
+				}
+				waitOneObservation(t, hs, reads, res.Bytes)
+				if st := hs.rx.Tracker().Snapshot(); st.IncompleteObs != 1 {
+					t.Fatalf("status %+v", st)
+				}
+			})
 		}
 	}
 }

@@ -184,7 +184,7 @@ type verbsEndpoint struct {
 	sendMR *verbs.MR
 	wcs    []verbs.WorkCompletion
 	rwrs   []verbs.RecvWR
-	swrs   []verbs.SendWR
+	swrs   [][]verbs.SendWR // per queue pair: PostSend runs on one thread per queue pair
 	closed bool
 	nextCQ int
 
@@ -265,6 +265,7 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 			return nil, fmt.Errorf("create queue pair %d of %d: %w", i, cfg.QPs, err)
 		}
 		ep.qps = append(ep.qps, qp)
+		ep.swrs = append(ep.swrs, nil)
 		if c := qp.Caps(); c.MaxRecvWR < cfg.RecvDepth || c.MaxSendWR < cfg.SendDepth {
 			return nil, fmt.Errorf("queue pair %d: device allows %d send / %d receive WRs, %d / %d needed", i, c.MaxSendWR, c.MaxRecvWR, cfg.SendDepth, cfg.RecvDepth)
 		}
@@ -336,7 +337,7 @@ func (ep *verbsEndpoint) PostRecv(q int, wrs []RecvWR) error {
 }
 
 func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
-	ep.swrs = ep.swrs[:0]
+	swrs := ep.swrs[q][:0]
 	base := uint64(ep.sendMR.Addr())
 	for _, w := range wrs {
 		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: w.Signaled}
@@ -350,9 +351,10 @@ func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
 		default:
 			return fmt.Errorf("post send: unknown op %d", w.Op)
 		}
-		ep.swrs = append(ep.swrs, v)
+		swrs = append(swrs, v)
 	}
-	return ep.qps[q].PostSend(ep.swrs)
+	ep.swrs[q] = swrs
+	return ep.qps[q].PostSend(swrs)
 }
 
 func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
