@@ -73,10 +73,11 @@ window() {
     END { if (xa == "" || xb == "") print 0; else printf "%.4f\n", (xb - xa) * 8 / (b - a) / 1e9 }'
 }
 
-# ringcap MODE MR: recv on rxe1 into a fresh ring, a reader, send --no-fill for DUR seconds.
-# Prints two rates in Gb/s: over perftest's window, and over the whole run.
+# ringcap MODE MR [SEND_FLAGS...]: recv on rxe1 into a fresh ring, a reader, send --no-fill for
+# DUR seconds. Prints two rates in Gb/s: over perftest's window, and over the whole run.
 ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
+  shift 2
   ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
   ringcap recv -k "$key" --mode "$mode" --mr "$mr" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
     --metrics-addr "" --stop-observations 1 --summary-file summary.json "${BUSY[@]}" >recv.log 2>&1 &
@@ -84,7 +85,7 @@ ringcap_run() {
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
   for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
-  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" 2>&1)
+  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" 2>&1)
   wait "$rx"; local rxrc=$?
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
@@ -112,15 +113,18 @@ measure() { # contender
     ib_send_bw|ib_write_bw) perftest "$1" ;;
     send) ringcap_run send wholering ;;
     write) ringcap_run write wholering ;;
+    send1) ringcap_run send wholering --post-threads 1 ;;
+    write1) ringcap_run write wholering --post-threads 1 ;;
     perblock) ringcap_run write perblock ;;
   esac
 }
 fail=0
-ORDER=(ib_send_bw send ib_write_bw write perblock)
+ORDER=(send1 ib_send_bw send write1 ib_write_bw write perblock)
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs, ringcap busy-poll=$BUSY_POLL)" >&2
-  # Every compared pair runs back to back (write sits between ib_write_bw and perblock), and
-  # every other run goes in reverse, so neither side of a pair always goes first.
+  # Every compared pair runs back to back (each perftest sits between ringcap's one-thread and
+  # default runs, write between ib_write_bw and perblock), and every other run goes in
+  # reverse, so neither side of a pair always goes first.
   order=("${ORDER[@]}")
   [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do

@@ -4,6 +4,8 @@
 # interleaved so that load drift hits every contender alike. Prints
 #   ratio send/ib_send_bw=…   ratio write/ib_write_bw=…   ratio perblock/wholering=…
 # (goals: >= 0.95, >= 0.95, >= 0.98), each the median of the per-run ratios over every boot,
+# then ratio send-1thread/ib_send_bw=… and ratio write-1thread/ib_write_bw=… (ringcap posting
+# from one thread, as perftest does; the default posts from one thread per vCPU on rxe),
 # and, for each, a distribution-free interval for that median (does it settle the goal?).
 # Every rate is taken over the window perftest -D measures (from DUR/4 to DUR - DUR/4 whole
 # seconds after the start: no ramp-up, no drain), so like is compared with like; the same
@@ -30,9 +32,12 @@ chmod 0755 "$OUT"
 echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 
-ORDER=(ib_send_bw send ib_write_bw write perblock)
-# Compared pairs: contender, anchor, the name printed, the goal.
-PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98")
+ORDER=(send1 ib_send_bw send write1 ib_write_bw write perblock)
+# Compared pairs: contender, anchor, the name printed, the goal. send and write are ringcap's
+# defaults: on rxe one posting thread per vCPU (send --post-threads auto); send1 and write1
+# post from one thread, as perftest does (no goal: reported for comparison).
+PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98"
+  "send1 ib_send_bw send-1thread/ib_send_bw -" "write1 ib_write_bw write-1thread/ib_write_bw -")
 # The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
 # run; see window() in the guest half). Each ringcap contender's whole-run rates come as
 # NAME.whole too; the whole-run pairs set them against the same anchors (perftest's window:
