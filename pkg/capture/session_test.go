@@ -933,6 +933,27 @@ func TestPinnedSenderRestoresCPUSet(t *testing.T) {
 	}
 }
 
+// A posting thread that cannot be pinned fails the send before anything is
+// posted, naming the thread and the CPU; the other threads stop.
+func TestPostingThreadOnAMissingCPU(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 3, 0)
+	var posts atomic.Int64
+	hs.net.posted = func(int, int) { posts.Add(1) }
+	cfg := SenderConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}, PostCPUs: []int{testPostCPUs(t)[0], 1 << 16}}
+	_, err := hs.send(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "posting thread 1: pin the posting thread to CPU 65536") || posts.Load() != 0 {
+		t.Fatalf("send with a posting thread on CPU 65536: %v (%d posts)", err, posts.Load())
+	}
+	waitOneObservation(t, hs, reads, 0) // the receiver ends the observation empty
+	if st := hs.rx.Tracker().Snapshot(); st.IncompleteObs != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
 func TestSenderConfigValidate(t *testing.T) {
 	ok := SenderConfig{Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}}
 	ok.defaults()
