@@ -209,7 +209,7 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 		return 0, nil, fmt.Errorf("--post-threads %d: want 1 or more (0: auto)", threads)
 	}
 	if threads > qps {
-		return 0, nil, fmt.Errorf("--post-threads %d: more than the %d queue pairs (--qps)", threads, qps)
+		return 0, nil, fmt.Errorf("--post-threads %d: more than the %d queue pairs (--qps); want at most one thread per queue pair", threads, qps)
 	}
 	switch v {
 	case "none":
@@ -246,8 +246,8 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 	if threads != 0 && threads != len(cpus) {
 		return 0, nil, fmt.Errorf("--pin-cpu %s lists %d CPUs for --post-threads %d: want one per thread", v, len(cpus), threads)
 	}
-	if len(cpus) > qps {
-		return 0, nil, fmt.Errorf("--pin-cpu %s: %d posting threads for %d queue pairs (--qps): want at most one per queue pair", v, len(cpus), qps)
+	if len(cpus) > qps { // with --post-threads 0: a thread per CPU listed
+		return 0, nil, fmt.Errorf("--pin-cpu %s: %d posting threads, more than the %d queue pairs (--qps); want at most one thread per queue pair", v, len(cpus), qps)
 	}
 	if len(cpus) == 1 {
 		return capture.PinTo(cpus[0]), nil, nil

@@ -41,8 +41,8 @@ func TestResolvePosting(t *testing.T) {
 		{v: "1,0", driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{1, 0}},
 		{v: "0,0", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{0, 0}},
 		{v: "0,1", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "2 CPUs for --post-threads 3"},
-		{v: "0,1,0", driver: "rdma_rxe", allowed: two, qps: 2, bad: "at most one per queue pair"},
-		{v: "auto", threads: 5, driver: "rdma_rxe", allowed: two, qps: 4, bad: "more than the 4 queue pairs"},
+		{v: "0,1,0", driver: "rdma_rxe", allowed: two, qps: 2, bad: "at most one thread per queue pair"},
+		{v: "auto", threads: 5, driver: "rdma_rxe", allowed: two, qps: 4, bad: "more than the 4 queue pairs (--qps); want at most one thread per queue pair"},
 		{v: "auto", threads: -1, allowed: two, qps: 4, bad: "--post-threads -1"},
 		{v: "-1", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
 		{v: "0,", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
@@ -73,7 +73,7 @@ func TestSendRejectsBadFlags(t *testing.T) {
 		{[]string{"--bytes", "1M", "--duration", "1s"}, "not both"},
 		{[]string{"--bytes", "1M", "--pin-cpu", "first"}, "--pin-cpu"},
 		{[]string{"--bytes", "1M", "--post-threads", "-2"}, "--post-threads -2"},
-		{[]string{"--bytes", "1M", "--qps", "2", "--pin-cpu", "0,1,2"}, "at most one per queue pair"},
+		{[]string{"--bytes", "1M", "--qps", "2", "--pin-cpu", "0,1,2"}, "at most one thread per queue pair"},
 	} {
 		// Port 1 on loopback: nothing listens, so a flag check that let this through would
 		// fail with a connection error instead of the expected message.
