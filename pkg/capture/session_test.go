@@ -268,17 +268,8 @@ func TestTwoObservationsAndSlowReader(t *testing.T) {
 					t.Fatalf("observation %d: send %+v: %v", i, res, err)
 				}
 			}
-			if err := hs.wait(); err != nil {
-				t.Fatal(err)
-			}
-			obs := <-reads
-			if len(obs) != 2 {
-				t.Fatalf("reader saw %d observations: %+v", len(obs), obs)
-			}
-			for i, want := range []uint64{12*bufsz + 3, 2 * bufsz} {
-				if obs[i].err != nil || obs[i].bytes != want || obs[i].mismatches != 0 {
-					t.Fatalf("observation %d: %+v, want %d bytes", i, obs[i], want)
-				}
+			obs := waitObservations(t, hs, reads, 12*bufsz+3, 2*bufsz)
+			for i := range obs {
 				if !strings.Contains(obs[i].header, fmt.Sprintf("TEST_OBS %d\n", i)) {
 					t.Fatalf("observation %d header %q", i, obs[i].header)
 				}
@@ -329,14 +320,27 @@ func TestBusyPollNeverSleeps(t *testing.T) {
 // observation, which must hold exactly want verified bytes; it returns it.
 func waitOneObservation(t *testing.T, hs *harness, reads <-chan []obsResult, want uint64) obsResult {
 	t.Helper()
+	return waitObservations(t, hs, reads, want)[0]
+}
+
+// waitObservations waits for the receiver to return and for the reader's
+// observations, one per want, observation i holding exactly want[i] verified
+// bytes; it returns them.
+func waitObservations(t *testing.T, hs *harness, reads <-chan []obsResult, want ...uint64) []obsResult {
+	t.Helper()
 	if err := hs.wait(); err != nil {
 		t.Fatalf("receiver: %v", err)
 	}
 	obs := <-reads
-	if len(obs) != 1 || obs[0].err != nil || obs[0].bytes != want || obs[0].mismatches != 0 {
-		t.Fatalf("reader saw %+v, want %d verified bytes in 1 observation", obs, want)
+	if len(obs) != len(want) {
+		t.Fatalf("reader saw %+v, want %d observations of %v verified bytes", obs, len(want), want)
 	}
-	return obs[0]
+	for i, o := range obs {
+		if o.err != nil || o.bytes != want[i] || o.mismatches != 0 {
+			t.Fatalf("observation %d: %+v, want %d verified bytes", i, o, want[i])
+		}
+	}
+	return obs
 }
 
 // rawSender performs the handshake by hand so tests can misbehave.
@@ -694,18 +698,7 @@ func TestPostListCapsEachPost(t *testing.T) {
 				if err != nil || !res2.Complete || res2.Bytes == 0 {
 					t.Fatalf("duration send: %+v %v", res2, err)
 				}
-				if err := hs.wait(); err != nil {
-					t.Fatal(err)
-				}
-				obs := <-reads
-				if len(obs) != 2 || obs[0].bytes != size || obs[1].bytes != res2.Bytes {
-					t.Fatalf("reader %+v, want %d and %d bytes", obs, size, res2.Bytes)
-				}
-				for i, o := range obs {
-					if o.err != nil || o.mismatches != 0 {
-						t.Fatalf("observation %d: %+v", i, o)
-					}
-				}
+				waitObservations(t, hs, reads, size, res2.Bytes)
 				if most.Load() > int64(list) || posts.Load() < int64(size/1024/uint64(list)) {
 					t.Fatalf("%d posts of at most %d WRs: want at most %d per post", posts.Load(), most.Load(), list)
 				}
@@ -1081,18 +1074,7 @@ func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 				t.Fatalf("duration send: %+v %v", res2, err)
 			}
 			checkThreads("--duration stream")
-			if err := hs.wait(); err != nil {
-				t.Fatal(err)
-			}
-			obs := <-reads
-			if len(obs) != 2 || obs[0].bytes != size || obs[1].bytes != res2.Bytes {
-				t.Fatalf("reader %+v, want %d and %d bytes", obs, size, res2.Bytes)
-			}
-			for i, o := range obs {
-				if o.err != nil || o.mismatches != 0 {
-					t.Fatalf("observation %d: %+v", i, o)
-				}
-			}
+			waitObservations(t, hs, reads, size, res2.Bytes)
 		})
 	}
 	for task, after := range threadCPUSets(t) {
