@@ -28,19 +28,15 @@ declare -A RES
 # window being DUR minus perftest's margin (DUR/4 whole seconds) at each end. perftest reports
 # in MB/s (2^20 bytes, two decimals: four significant digits, where --report_gbits would give
 # one or two at these rates), converted to Gb/s here.
-perftest() {
-  local tool=$1 port=$((PORT++))
-  "$tool" -d rxe1 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F >srv.log 2>&1 &
-  local srv=$!
-  sleep 1
-  "$tool" -d rxe0 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli.log 2>&1
-  wait "$srv"
+# pair_rate CLI SRV: one perftest pair's Gb/s from its two logs (see perftest); fails, with the
+# logs on stderr, when it moved nothing.
+pair_rate() {
   # data lines: #bytes #iterations BW_peak BW_average MsgRate
-  local line; line=$(cat cli.log srv.log | awk -v m="$MSG" '$1==m && NF>=5 && $2+0 > best { best = $2 + 0; l = $0 } END { print l }')
+  local line; line=$(cat "$1" "$2" | awk -v m="$MSG" '$1==m && NF>=5 && $2+0 > best { best = $2 + 0; l = $0 } END { print l }')
   local iters bw; iters=$(echo "$line" | awk '{print $2}')
   bw=$(echo "$line" | awk '{ printf "%.4f", $4 * 1048576 * 8 / 1e9 }')
   if [ -z "$line" ] || [ "${iters:-0}" -le 0 ]; then
-    echo "bench-rdma: $tool moved nothing (bytes=$MSG iterations=${iters:-none}):" >&2; cat cli.log srv.log >&2
+    echo "bench-rdma: $tool moved nothing (bytes=$MSG iterations=${iters:-none}):" >&2; cat "$1" "$2" >&2
     return 1
   fi
   if ! awk -v b="$bw" 'BEGIN{exit !(b>0)}'; then
@@ -48,8 +44,66 @@ perftest() {
     bw=$(awk -v n="$iters" -v m="$MSG" -v d="$window" 'BEGIN { printf "%.6f", n * m * 8 / d / 1e9 }')
     echo "bench-rdma: $tool printed BW 0 for $iters iterations (TCG clock calibration); using bytes/${window}s window" >&2
   fi
-  echo "bench-rdma: $tool bytes=$((MSG*iters)) gbps=$bw" >&2
+  echo "bench-rdma: $tool bytes=$((MSG * iters)) gbps=$bw" >&2
   echo "$bw"
+}
+perftest() {
+  local tool=$1 port=$((PORT++))
+  "$tool" -d rxe1 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F >srv.log 2>&1 &
+  local srv=$!
+  sleep 1
+  cpu_window cpu.log
+  "$tool" -d rxe0 -x 1 -s "$MSG" -q "$QPS" -D "$DUR" -p "$port" -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli.log 2>&1
+  wait "$srv"
+  local bw; bw=$(pair_rate cli.log srv.log) || return 1
+  echo "$bw $(cpu_busy cpu.log)"
+}
+
+# perftest_pairs TOOL: one perftest pair per vCPU at once, the QPs shared out among them (pair
+# i gets QPS/NCPU, the first QPS%NCPU one more; at least one each), client i pinned to vCPU i.
+# Prints the pairs' summed Gb/s. One perftest process posts and polls from one thread, and the
+# other end of ib_write_bw does nothing: one pair leaves a vCPU idle that ringcap's posting
+# threads use. This is what perftest moves when it uses every vCPU too.
+perftest_pairs() {
+  local tool=$1 n i pids=() srvs=() sum=0 bw
+  n=$(nproc)
+  for ((i = 0; i < n; i++)); do
+    local q=$((QPS / n + (i < QPS % n ? 1 : 0)))
+    [ "$q" -ge 1 ] || q=1
+    "$tool" -d rxe1 -x 1 -s "$MSG" -q "$q" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F >srv$i.log 2>&1 &
+    srvs+=($!)
+  done
+  sleep 1
+  cpu_window cpu.log
+  for ((i = 0; i < n; i++)); do
+    local q=$((QPS / n + (i < QPS % n ? 1 : 0)))
+    [ "$q" -ge 1 ] || q=1
+    taskset -c "$i" "$tool" -d rxe0 -x 1 -s "$MSG" -q "$q" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli$i.log 2>&1 &
+    pids+=($!)
+  done
+  PORT=$((PORT + n))
+  wait "${pids[@]}" "${srvs[@]}"
+  for ((i = 0; i < n; i++)); do
+    bw=$(pair_rate cli$i.log srv$i.log) || return 1
+    sum=$(awk -v a="$sum" -v b="$bw" 'BEGIN { printf "%.4f", a + b }')
+  done
+  echo "bench-rdma: $tool $n pairs gbps=$sum" >&2
+  echo "$sum $(cpu_busy cpu.log)"
+}
+
+# cpu_window FILE: in the background, the guest's CPU counters (the `cpu` line of /proc/stat)
+# at the start and at the end of perftest's measuring window (DUR/4 and DUR - DUR/4 seconds
+# from now); cpu_busy FILE waits for them and prints how many vCPUs were busy in between, on
+# average (0 to the number of vCPUs; idle and iowait count as not busy).
+cpu_window() {
+  local margin=$((DUR / 4))
+  (sleep "$margin"; head -1 /proc/stat >"$1"; sleep $((DUR - 2 * margin)); head -1 /proc/stat >>"$1") &
+  CPU_WIN=$!
+}
+cpu_busy() {
+  wait "$CPU_WIN"
+  awk -v n="$(nproc)" '{ t = 0; for (i = 2; i <= NF; i++) t += $i; tot[NR] = t; idle[NR] = $5 + $6 }
+    END { d = tot[2] - tot[1]; if (NR < 2 || d <= 0) print "nan"; else printf "%.3f\n", n * (1 - (idle[2] - idle[1]) / d) }' "$1"
 }
 
 # window OUT: ringcap's rate over perftest's measuring window, from the sender's progress lines
@@ -74,7 +128,8 @@ window() {
 }
 
 # ringcap MODE MR [SEND_FLAGS...]: recv on rxe1 into a fresh ring, a reader, send --no-fill for
-# DUR seconds. Prints two rates in Gb/s: over perftest's window, and over the whole run.
+# DUR seconds. Prints the rate in Gb/s over perftest's window, the busy vCPUs over that window
+# (cpu_busy), and the rate over the whole run.
 ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
   shift 2
@@ -85,6 +140,7 @@ ringcap_run() {
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
   for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
+  cpu_window cpu.log
   local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" 2>&1)
   wait "$rx"; local rxrc=$?
   wait "$rd"
@@ -102,7 +158,7 @@ ringcap_run() {
     return 1
   fi
   echo "bench-rdma: ringcap mode=$mode mr=$mr bytes=$bytes gbps=$wgbps (window) whole_run_gbps=$gbps" >&2
-  echo "$wgbps $gbps"
+  echo "$wgbps $(cpu_busy cpu.log) $gbps"
 }
 
 # The clock the guest times with (tsc, thanks to hack/vm/run.sh's tsc=reliable; the HPET would
@@ -111,6 +167,7 @@ echo "bench-rdma: guest clocksource $(cat /sys/devices/system/clocksource/clocks
 measure() { # contender
   case "$1" in
     ib_send_bw|ib_write_bw) perftest "$1" ;;
+    ib_send_bw_pairs|ib_write_bw_pairs) perftest_pairs "${1%_pairs}" ;;
     send) ringcap_run send wholering ;;
     write) ringcap_run write wholering ;;
     send1) ringcap_run send wholering --post-threads 1 ;;
@@ -119,19 +176,20 @@ measure() { # contender
   esac
 }
 fail=0
-ORDER=(send1 ib_send_bw send write1 ib_write_bw write perblock)
+ORDER=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs, ringcap busy-poll=$BUSY_POLL)" >&2
   # Every compared pair runs back to back (each perftest sits between ringcap's one-thread and
-  # default runs, write between ib_write_bw and perblock), and every other run goes in
-  # reverse, so neither side of a pair always goes first.
+  # default runs, write between ib_write_bw and perblock, send next to ib_send_bw_pairs;
+  # ib_write_bw_pairs is one contender away from write), and every other run goes in reverse,
+  # so neither side of a pair always goes first.
   order=("${ORDER[@]}")
   [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do
-    # ringcap's contenders print the window's rate and the whole run's, perftest the window's
+    # Every contender prints the window's rate and busy vCPUs; ringcap's the whole run's rate too
     if v=$(measure "$k"); then
-      read -r w whole <<<"$v"
-      RES[$k]+=" $w"
+      read -r w busy whole <<<"$v"
+      RES[$k]+=" $w" RES[$k.cpu]+=" $busy"
       [ -z "$whole" ] || RES[$k.whole]+=" $whole"
     else
       fail=1
@@ -141,6 +199,6 @@ done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
 # The rates of every run, in run order (the host pairs them by position, pools the boots and
 # computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
-for k in "${!RES[@]}"; do # ORDER's contenders, and ringcap's NAME.whole
+for k in "${!RES[@]}"; do # ORDER's contenders, their NAME.cpu, and ringcap's NAME.whole
   echo "bench-rdma: runs $k${RES[$k]}"
 done

@@ -6,7 +6,12 @@
 # (goals: >= 0.95, >= 0.95, >= 0.98), each the median of the per-run ratios over every boot,
 # then ratio send-1thread/ib_send_bw=… and ratio write-1thread/ib_write_bw=… (ringcap posting
 # from one thread, as perftest does; the default posts from one thread per vCPU on rxe),
-# and, for each, a distribution-free interval for that median (does it settle the goal?).
+# ratio send/ib_send_bw_pairs=… and ratio write/ib_write_bw_pairs=… (the anchor there is one
+# perftest pair per vCPU at once, the QPs shared out: one perftest process posts from one
+# thread, and ib_write_bw's other end idles, so one pair leaves a vCPU to spare), and, for
+# each, a distribution-free interval for that median (does it settle the goal?). Each
+# contender's median rate comes with the vCPUs the guest kept busy over the window
+# (busy_vcpus, of `nproc`), and each ratio with the ratio of those (cpu=…).
 # Every rate is taken over the window perftest -D measures (from DUR/4 to DUR - DUR/4 whole
 # seconds after the start: no ramp-up, no drain), so like is compared with like; the same
 # ratios over ringcap's whole runs follow as `bench-rdma: whole-run …` lines.
@@ -32,21 +37,27 @@ chmod 0755 "$OUT"
 echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 
-ORDER=(send1 ib_send_bw send write1 ib_write_bw write perblock)
+ORDER=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
 # Compared pairs: contender, anchor, the name printed, the goal. send and write are ringcap's
 # defaults: on rxe one posting thread per vCPU (send --post-threads auto); send1 and write1
-# post from one thread, as perftest does (no goal: reported for comparison).
+# post from one thread, as perftest does; the _pairs anchors are perftest using every vCPU
+# (no goal: reported for comparison).
 PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98"
-  "send1 ib_send_bw send-1thread/ib_send_bw -" "write1 ib_write_bw write-1thread/ib_write_bw -")
+  "send1 ib_send_bw send-1thread/ib_send_bw -" "write1 ib_write_bw write-1thread/ib_write_bw -"
+  "send ib_send_bw_pairs send/ib_send_bw_pairs -" "write ib_write_bw_pairs write/ib_write_bw_pairs -")
 # The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
 # run; see window() in the guest half). Each ringcap contender's whole-run rates come as
 # NAME.whole too; the whole-run pairs set them against the same anchors (perftest's window:
 # perftest has no other figure; ringcap's whole runs where the anchor is ringcap).
-WHOLE=() WHOLE_PAIRS=()
+WHOLE=() WHOLE_PAIRS=() CPU=()
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
   [[ $b == ib_* ]] || b=$b.whole
-  WHOLE+=("$a.whole") WHOLE_PAIRS+=("$a.whole $b $name")
+  WHOLE_PAIRS+=("$a.whole $b $name")
+done
+for k in "${ORDER[@]}"; do
+  [[ $k == ib_* ]] || WHOLE+=("$k.whole")
+  CPU+=("$k.cpu")
 done
 declare -A RES # contender -> the rates of every run so far, in run order (pairs line up by position)
 
@@ -94,7 +105,7 @@ for boot in $(seq "$BOOTS"); do
   while read -r _ _ k vals; do
     B[$k]=" $vals"
   done < <(tr -d '\r' <"$SHARE/bench.log" | grep '^bench-rdma: runs ')
-  for k in "${ORDER[@]}" "${WHOLE[@]}"; do
+  for k in "${ORDER[@]}" "${WHOLE[@]}" "${CPU[@]}"; do
     n=$(wc -w <<<"${B[$k]:-}")
     [ "$n" = "$RUNS" ] || { echo "bench-rdma: boot $boot reported $n runs of $k, want $RUNS" >&2; rc=1; break 2; }
     RES[$k]+=${B[$k]}
@@ -112,7 +123,9 @@ echo "---- bench-rdma (logs: $OUT/boot-*/bench.log)"
 cat "$OUT/boots.log"
 for k in "${ORDER[@]}" "${WHOLE[@]}"; do
   # shellcheck disable=SC2086
-  echo "bench-rdma: median $k gbps=$(median ${RES[$k]}) runs=[${RES[$k]# }]"
+  busy=${RES[$k.cpu]:+" busy_vcpus=$(median ${RES[$k.cpu]})"}
+  # shellcheck disable=SC2086
+  echo "bench-rdma: median $k gbps=$(median ${RES[$k]})$busy runs=[${RES[$k]# }]"
 done
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
@@ -126,6 +139,10 @@ done
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
   echo "ratio $name=$(pmedian "$a" "$b" RES)"
+done
+for p in "${PAIRS[@]}"; do
+  read -r a b name _ <<<"$p"
+  echo "bench-rdma: busy vCPUs $name cpu=$(pmedian "$a.cpu" "$b.cpu" RES) (median per-run ratio of the vCPUs each side kept busy over the window)"
 done
 for p in "${PAIRS[@]}"; do
   read -r a b name goal <<<"$p"
