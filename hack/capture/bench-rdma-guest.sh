@@ -176,7 +176,7 @@ measure() { # contender
   esac
 }
 fail=0
-ORDER=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
+read -ra ORDER <<<"${CONTENDERS:-send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs}"
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs, ringcap busy-poll=$BUSY_POLL)" >&2
   # Every compared pair runs back to back (each perftest sits between ringcap's one-thread and

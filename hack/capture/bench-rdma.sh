@@ -18,7 +18,7 @@
 # Settings: RUNS (7), BOOTS (1), DUR (6, at least 5: perftest leaves out DUR/4 whole seconds
 # at each end), MSG (65536), QPS (4), ACK_TIMEOUT (18, both contenders' local ACK timeout
 # exponent), BUSY_POLL (0; 1 runs ringcap's recv and send with --busy-poll, polling for
-# completions as perftest does).
+# completions as perftest does), CONTENDERS (all; a subset, below).
 #
 # Why boots: under TCG a boot has its own speed profile (where the kernel's data path lands
 # among the emulated CPUs, and the host's placement of them), and the median ratio of one
@@ -31,13 +31,21 @@ cd "$ROOT"
 . hack/env.sh
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
 RUNS=${RUNS:-7} BOOTS=${BOOTS:-1}
+ALL=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
+# CONTENDERS (default: all of ALL, in that order) runs a subset, e.g. CONTENDERS="write perblock"
+# for more runs of the PerBlock/WholeRing comparison in the same time; only the pairs whose two
+# sides both ran are reported.
+read -ra ORDER <<<"${CONTENDERS:-${ALL[*]}}"
+for k in "${ORDER[@]}"; do
+  [[ " ${ALL[*]} " == *" $k "* ]] || { echo "bench-rdma: unknown contender $k in CONTENDERS: want some of ${ALL[*]}" >&2; exit 2; }
+done
+[ "${#ORDER[@]}" -gt 0 ] || { echo "bench-rdma: CONTENDERS names no contender: want some of ${ALL[*]}" >&2; exit 2; }
 mkdir -p "$VM_DIR/runs"
 OUT=$(mktemp -d "$VM_DIR/runs/bench-rdma-$(date +%Y%m%d-%H%M%S)-XXXX")
 chmod 0755 "$OUT"
 echo "bench-rdma: go build bin/ringcap (cgo)"
 CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 
-ORDER=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
 # Compared pairs: contender, anchor, the name printed, the goal. send and write are ringcap's
 # defaults: on rxe one posting thread per vCPU (send --post-threads auto); send1 and write1
 # post from one thread, as perftest does; the _pairs anchors are perftest using every vCPU
@@ -45,6 +53,13 @@ ORDER=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock 
 PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98"
   "send1 ib_send_bw send-1thread/ib_send_bw -" "write1 ib_write_bw write-1thread/ib_write_bw -"
   "send ib_send_bw_pairs send/ib_send_bw_pairs -" "write ib_write_bw_pairs write/ib_write_bw_pairs -")
+ran() { [[ " ${ORDER[*]} " == *" $1 "* ]]; }
+kept=()
+for p in "${PAIRS[@]}"; do
+  read -r a b _ <<<"$p"
+  ! ran "$a" || ! ran "$b" || kept+=("$p")
+done
+PAIRS=("${kept[@]}")
 # The rates are over perftest's measuring window (from DUR/4 to DUR - DUR/4 seconds into the
 # run; see window() in the guest half). Each ringcap contender's whole-run rates come as
 # NAME.whole too; the whole-run pairs set them against the same anchors (perftest's window:
@@ -96,7 +111,7 @@ for boot in $(seq "$BOOTS"); do
   mkdir -p "$SHARE/bin" && chmod 0755 "$SHARE"
   cp "$OUT/ringcap" "$SHARE/bin/ringcap"
   {
-    echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18} BUSY_POLL=${BUSY_POLL:-0}"
+    echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} ACK_TIMEOUT=${ACK_TIMEOUT:-18} BUSY_POLL=${BUSY_POLL:-0} CONTENDERS='${ORDER[*]}'"
     cat hack/capture/bench-rdma-guest.sh
   } >"$SHARE/bench-rdma-guest.sh"
   echo "bench-rdma: boot $boot of $BOOTS ($RUNS runs)"
