@@ -65,20 +65,18 @@ perftest() {
 # other end of ib_write_bw does nothing: one pair leaves a vCPU idle that ringcap's posting
 # threads use. This is what perftest moves when it uses every vCPU too.
 perftest_pairs() {
-  local tool=$1 n i pids=() srvs=() sum=0 bw
+  local tool=$1 n i qs=() pids=() srvs=() sum=0 bw
   n=$(nproc)
   for ((i = 0; i < n; i++)); do
-    local q=$((QPS / n + (i < QPS % n ? 1 : 0)))
-    [ "$q" -ge 1 ] || q=1
-    "$tool" -d rxe1 -x 1 -s "$MSG" -q "$q" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F >srv$i.log 2>&1 &
+    qs[i]=$((QPS / n + (i < QPS % n ? 1 : 0)))
+    [ "${qs[i]}" -ge 1 ] || qs[i]=1
+    "$tool" -d rxe1 -x 1 -s "$MSG" -q "${qs[i]}" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F >srv$i.log 2>&1 &
     srvs+=($!)
   done
   sleep 1
   cpu_window cpu.log
   for ((i = 0; i < n; i++)); do
-    local q=$((QPS / n + (i < QPS % n ? 1 : 0)))
-    [ "$q" -ge 1 ] || q=1
-    taskset -c "$i" "$tool" -d rxe0 -x 1 -s "$MSG" -q "$q" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli$i.log 2>&1 &
+    taskset -c "$i" "$tool" -d rxe0 -x 1 -s "$MSG" -q "${qs[i]}" -D "$DUR" -p $((PORT + i)) -u "$ACK_TIMEOUT" -F 127.0.0.1 >cli$i.log 2>&1 &
     pids+=($!)
   done
   PORT=$((PORT + n))
