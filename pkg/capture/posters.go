@@ -93,7 +93,7 @@ func (p *posters) lane(i, cpu int, in <-chan postBatch, started chan<- error, lo
 		err := broken
 		if err == nil {
 			if err = p.ep.PostSend(b.q, wrs); err != nil {
-				err = fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, b.q, err)
+				err = postError(b.q, wrs, err)
 				broken = err
 			}
 		}

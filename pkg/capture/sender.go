@@ -873,9 +873,14 @@ func (s *sendSession) post(q int, wrs []SendWR) error {
 		return nil
 	}
 	if err := s.ep.PostSend(q, wrs); err != nil {
-		return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
+		return postError(q, wrs, err)
 	}
 	return nil
+}
+
+// postError says which of queue pair q's work requests a failed PostSend held.
+func postError(q int, wrs []SendWR, err error) error {
+	return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 }
 
 // unstage takes the work requests staged and not posted (or in a post that
@@ -968,16 +973,14 @@ func (s *sendSession) postTails() error {
 		t.set = false
 		slot := s.free[q][len(s.free[q])-1]
 		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
-		if s.lanes != nil {
-			s.lanes.post(q, []SendWR{wr})
-		} else if err := s.ep.PostSend(q, []SendWR{wr}); err != nil {
+		if err := s.post(q, []SendWR{wr}); err != nil {
 			s.unsend(q, t.slice) // and every other immediate still owed
 			for k, o := range s.tail {
 				if o.set {
 					s.unsend(k, o.slice)
 				}
 			}
-			return fmt.Errorf("post the end of queue pair %d's stream (slice %d): %w", q, t.slice, err)
+			return fmt.Errorf("post the end of the stream: %w", err)
 		}
 		s.free[q] = s.free[q][:len(s.free[q])-1]
 		s.inq[q].push(inFlight{slice: t.slice, slot: slot})
