@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// posters post the sender's work requests from one OS thread per CPU of
+// postLanes post the sender's work requests from one OS thread per CPU of
 // SenderConfig.PostCPUs, each pinned there; queue pair q is always posted
 // from thread q mod len(PostCPUs), so each queue pair's doorbells still come
 // from one CPU, in order.
@@ -22,6 +22,41 @@ import (
 // over and counts it in flight at once. A post that fails is reported back
 // (failed) with the number of work requests it did not post; after a
 // failure a thread posts nothing more and reports every later batch too.
+//
+// Two kinds implement it: posters, goroutines locked to their threads, for
+// any Endpoint; and an endpoint's own threads (threadPoster), which the
+// verbs endpoint runs outside the Go scheduler (verbs.PostThread).
+type postLanes interface {
+	// post hands a copy of wrs (queue pair q's, in order) to q's thread. An
+	// error means they were not handed over.
+	post(q int, wrs []SendWR) error
+	// failed is done at the first failed post.
+	failed() context.Context
+	// stop lets every thread post what it was handed and waits for them;
+	// idempotent.
+	stop()
+	// takeFailures returns the failures reported so far and forgets them.
+	takeFailures() []postFailure
+	// threads is the number of posting threads.
+	threads() int
+}
+
+// threadPoster is an Endpoint with posting threads of its own.
+type threadPoster interface {
+	startPostThreads(cpus []int, depth int, log *slog.Logger) (postLanes, error)
+}
+
+// startLanes starts the posting threads: the endpoint's own when it has
+// them, else posters. depth bounds the work requests ever handed over and
+// not yet posted.
+func startLanes(ep Endpoint, cpus []int, depth int, log *slog.Logger) (postLanes, error) {
+	if tp, ok := ep.(threadPoster); ok {
+		return tp.startPostThreads(cpus, depth, log)
+	}
+	return startPosters(ep, cpus, depth, log)
+}
+
+// posters are postLanes on goroutines locked to their OS threads.
 type posters struct {
 	ep    Endpoint
 	lanes []chan postBatch
@@ -30,7 +65,7 @@ type posters struct {
 
 	mu       sync.Mutex
 	failures []postFailure
-	failed   context.Context // done at the first failure
+	failedAt context.Context // done at the first failure
 	fail     context.CancelFunc
 	stopped  bool
 }
@@ -52,7 +87,7 @@ type postFailure struct {
 // over never blocks.
 func startPosters(ep Endpoint, cpus []int, depth int, log *slog.Logger) (*posters, error) {
 	p := &posters{ep: ep}
-	p.failed, p.fail = context.WithCancel(context.Background())
+	p.failedAt, p.fail = context.WithCancel(context.Background())
 	p.free.New = func() any { return new([]SendWR) }
 	started := make(chan error, len(cpus))
 	for i, cpu := range cpus {
@@ -108,14 +143,16 @@ func (p *posters) lane(i, cpu int, in <-chan postBatch, started chan<- error, lo
 	}
 }
 
-// post hands a copy of wrs (queue pair q's, in order) to q's thread.
-func (p *posters) post(q int, wrs []SendWR) {
+func (p *posters) post(q int, wrs []SendWR) error {
 	b := p.free.Get().(*[]SendWR)
 	*b = append((*b)[:0], wrs...)
 	p.lanes[q%len(p.lanes)] <- postBatch{q: q, wrs: b}
+	return nil
 }
 
-// stop lets every thread post what it was handed and waits for them; idempotent.
+func (p *posters) failed() context.Context { return p.failedAt }
+func (p *posters) threads() int            { return len(p.lanes) }
+
 func (p *posters) stop() {
 	p.mu.Lock()
 	if p.stopped {
@@ -130,7 +167,6 @@ func (p *posters) stop() {
 	p.wg.Wait()
 }
 
-// takeFailures returns the failures reported so far and forgets them.
 func (p *posters) takeFailures() []postFailure {
 	p.mu.Lock()
 	defer p.mu.Unlock()

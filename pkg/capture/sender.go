@@ -331,7 +331,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 type sendSession struct {
 	ctx   context.Context // bounds waits for completions: base, or base and a failed post
 	base  context.Context
-	lanes *posters // posting threads (PostCPUs), or nil: this thread posts
+	lanes postLanes // posting threads (PostCPUs), or nil: this thread posts
 	cfg   SenderConfig
 	k     *conn
 	ep    Endpoint
@@ -385,7 +385,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	}
 	if len(cfg.PostCPUs) > 0 {
 		// Every send slot can be a batch of its own, plus a tail per queue pair.
-		lanes, err := startPosters(s.ep, cfg.PostCPUs, cfg.QPs*(cfg.TxDepth+1), cfg.Log)
+		lanes, err := startLanes(s.ep, cfg.PostCPUs, cfg.QPs*(cfg.TxDepth+1), cfg.Log)
 		if err != nil {
 			return Result{}, err
 		}
@@ -869,7 +869,9 @@ func (s *sendSession) flush(q int) error {
 // q's posting thread.
 func (s *sendSession) post(q int, wrs []SendWR) error {
 	if s.lanes != nil {
-		s.lanes.post(q, wrs)
+		if err := s.lanes.post(q, wrs); err != nil {
+			return postError(q, wrs, err)
+		}
 		return nil
 	}
 	if err := s.ep.PostSend(q, wrs); err != nil {
@@ -927,7 +929,7 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(base)
-	stop := context.AfterFunc(s.lanes.failed, cancel)
+	stop := context.AfterFunc(s.lanes.failed(), cancel)
 	s.ctx = ctx
 	return func() { stop(); cancel() }
 }
@@ -937,7 +939,7 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 // forgets the immediates the failed threads' queue pairs still owe, and from
 // then on posts from this thread and waits within the base context alone.
 func (s *sendSession) laneFailure() error {
-	if s.lanes == nil || s.lanes.failed.Err() == nil {
+	if s.lanes == nil || s.lanes.failed().Err() == nil {
 		return nil
 	}
 	s.lanes.stop()
@@ -945,13 +947,13 @@ func (s *sendSession) laneFailure() error {
 	broken := map[int]bool{}
 	for _, f := range s.lanes.takeFailures() {
 		s.unpost(f.q, f.n)
-		broken[f.q%len(s.lanes.lanes)] = true
+		broken[f.q%s.lanes.threads()] = true
 		if first == nil {
 			first = f.err
 		}
 	}
 	for q, t := range s.tail {
-		if t.set && broken[q%len(s.lanes.lanes)] {
+		if t.set && broken[q%s.lanes.threads()] {
 			s.unsend(q, t.slice)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -337,6 +338,16 @@ func (ep *verbsEndpoint) PostRecv(q int, wrs []RecvWR) error {
 }
 
 func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
+	swrs, err := ep.sendWRs(q, wrs)
+	if err != nil {
+		return err
+	}
+	return ep.qps[q].PostSend(swrs)
+}
+
+// sendWRs translates queue pair q's work requests for the device, in q's
+// scratch (the sender's loop and one posting thread per queue pair use it).
+func (ep *verbsEndpoint) sendWRs(q int, wrs []SendWR) ([]verbs.SendWR, error) {
 	swrs := ep.swrs[q][:0]
 	base := uint64(ep.sendMR.Addr())
 	for _, w := range wrs {
@@ -349,12 +360,83 @@ func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
 		case OpWrite:
 			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWrite, w.RemoteAddr, w.RKey
 		default:
-			return fmt.Errorf("post send: unknown op %d", w.Op)
+			return nil, fmt.Errorf("post send: unknown op %d", w.Op)
 		}
 		swrs = append(swrs, v)
 	}
 	ep.swrs[q] = swrs
-	return ep.qps[q].PostSend(swrs)
+	return swrs, nil
+}
+
+// startPostThreads gives the sender posting threads outside the Go
+// scheduler (verbs.PostThread), one pinned to each CPU of cpus: a goroutine
+// that posts in a loop is in cgo calls nearly all the time, and the Go
+// runtime's sysmon, which takes such a goroutine's P away every 10 ms, then
+// wakes thousands of times a second on the CPUs that carry the data.
+func (ep *verbsEndpoint) startPostThreads(cpus []int, depth int, log *slog.Logger) (postLanes, error) {
+	p := &postThreads{ep: ep, done: make(chan struct{})}
+	p.failedAt, p.fail = context.WithCancel(context.Background())
+	for i, cpu := range cpus {
+		t, err := verbs.StartPostThread(cpu, depth)
+		if err != nil {
+			p.stop()
+			return nil, fmt.Errorf("posting thread %d: %w", i, err)
+		}
+		p.ts = append(p.ts, t)
+		log.Info("Pinned the posting thread", "thread", i, "cpu", cpu)
+		go func() {
+			select {
+			case <-t.Failed():
+				p.fail()
+			case <-p.done:
+			}
+		}()
+	}
+	return p, nil
+}
+
+// postThreads are the verbs endpoint's postLanes.
+type postThreads struct {
+	ep       *verbsEndpoint
+	ts       []*verbs.PostThread
+	failedAt context.Context // done at the first failure
+	fail     context.CancelFunc
+	done     chan struct{} // closed by stop
+	stopped  bool
+	failures []postFailure
+}
+
+func (p *postThreads) post(q int, wrs []SendWR) error {
+	swrs, err := p.ep.sendWRs(q, wrs)
+	if err != nil {
+		return err
+	}
+	return p.ts[q%len(p.ts)].Post(p.ep.qps[q], q, swrs)
+}
+
+func (p *postThreads) failed() context.Context { return p.failedAt }
+func (p *postThreads) threads() int            { return max(1, len(p.ts)) }
+
+func (p *postThreads) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	for _, t := range p.ts {
+		for _, f := range t.Close() {
+			p.failures = append(p.failures, postFailure{q: f.Tag, n: f.N, err: postError(f.Tag, []SendWR{{Imm: f.First.Imm}}, f.Err)})
+		}
+	}
+	close(p.done)
+	if len(p.failures) > 0 {
+		p.fail() // a failure the watchers had not passed on yet
+	}
+}
+
+func (p *postThreads) takeFailures() []postFailure {
+	f := p.failures
+	p.failures = nil
+	return f
 }
 
 func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {

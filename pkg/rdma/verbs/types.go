@@ -382,14 +382,14 @@ func (e *CompletionError) Error() string {
 
 // ObjectCounts counts live verbs objects of each kind.
 type ObjectCounts struct {
-	Contexts, PDs, MRs, CQs, QPs, CompChannels int64
+	Contexts, PDs, MRs, CQs, QPs, CompChannels, PostThreads int64
 }
 
 // Zero reports whether no object is live.
 func (c ObjectCounts) Zero() bool { return c == ObjectCounts{} }
 
 var live struct {
-	contexts, pds, mrs, cqs, qps, channels atomic.Int64
+	contexts, pds, mrs, cqs, qps, channels, postThreads atomic.Int64
 }
 
 // Live returns how many verbs objects this process currently has open. Tests compare it
@@ -398,5 +398,6 @@ func Live() ObjectCounts {
 	return ObjectCounts{
 		Contexts: live.contexts.Load(), PDs: live.pds.Load(), MRs: live.mrs.Load(),
 		CQs: live.cqs.Load(), QPs: live.qps.Load(), CompChannels: live.channels.Load(),
+		PostThreads: live.postThreads.Load(),
 	}
 }

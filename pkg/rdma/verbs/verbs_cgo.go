@@ -10,6 +10,7 @@ package verbs
 #include <fcntl.h>
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include "rc.h"
 
 // ibv_reg_mr, ibv_query_port, ibv_query_gid_table, ibv_post_send/recv, ibv_poll_cq and
 // ibv_req_notify_cq are macros or static inlines in rdma-core: cgo calls these wrappers.
@@ -41,12 +42,6 @@ static int rc_set_nonblock(int fd) {
 	return fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? errno : 0;
 }
 
-// A compact, fixed-layout work request Go fills in C memory; C builds the chain.
-struct rc_swr {
-	uint64_t id, addr, raddr;
-	uint32_t len, lkey, rkey, imm;
-	int32_t opcode, flags;
-};
 struct rc_rwr {
 	uint64_t id, addr;
 	uint32_t len, lkey;
@@ -61,23 +56,7 @@ struct rc_wc {
 // of the first request not posted.
 static int rc_post_send(struct ibv_qp *qp, struct rc_swr *w, int n, struct ibv_send_wr *wr,
                         struct ibv_sge *sge, int *bad) {
-	for (int i = 0; i < n; i++) {
-		memset(&wr[i], 0, sizeof(wr[i]));
-		wr[i].wr_id = w[i].id;
-		wr[i].opcode = (enum ibv_wr_opcode)w[i].opcode;
-		wr[i].send_flags = (unsigned int)w[i].flags;
-		if (w[i].len > 0) {
-			sge[i].addr = w[i].addr; sge[i].length = w[i].len; sge[i].lkey = w[i].lkey;
-			wr[i].sg_list = &sge[i]; wr[i].num_sge = 1;
-		}
-		if (wr[i].opcode == IBV_WR_SEND_WITH_IMM || wr[i].opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
-			wr[i].imm_data = htonl(w[i].imm);
-		if (wr[i].opcode == IBV_WR_RDMA_WRITE || wr[i].opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-		    wr[i].opcode == IBV_WR_RDMA_READ) {
-			wr[i].wr.rdma.remote_addr = w[i].raddr; wr[i].wr.rdma.rkey = w[i].rkey;
-		}
-		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
-	}
+	rc_build_send(w, n, wr, sge);
 	struct ibv_send_wr *b = NULL;
 	int rc = ibv_post_send(qp, wr, &b);
 	*bad = b ? (int)(b - wr) : n;
@@ -989,19 +968,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 		chunk := wrs[base:min(base+postChunk, len(wrs))]
 		dst := unsafe.Slice(qp.swr, len(chunk))
 		for i, w := range chunk {
-			var fl C.int32_t
-			if w.Signaled {
-				fl |= C.IBV_SEND_SIGNALED
-			}
-			if w.Inline {
-				fl |= C.IBV_SEND_INLINE
-			}
-			if w.Solicited {
-				fl |= C.IBV_SEND_SOLICITED
-			}
-			dst[i] = C.struct_rc_swr{id: C.uint64_t(w.ID), addr: C.uint64_t(w.Addr), raddr: C.uint64_t(w.RemoteAddr),
-				len: C.uint32_t(w.Length), lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), imm: C.uint32_t(w.Imm),
-				opcode: C.int32_t(w.Opcode), flags: fl}
+			dst[i] = cSendWR(w)
 		}
 		var bad C.int
 		if rc := C.rc_post_send(qp.qp, qp.swr, C.int(len(chunk)), qp.sendWR, qp.sendSGE, &bad); rc != 0 {

@@ -1,0 +1,362 @@
+//go:build linux && cgo
+
+package verbs
+
+/*
+#cgo LDFLAGS: -libverbs -lpthread
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <infiniband/verbs.h>
+#include "rc.h"
+
+// One work request in a posting thread's queue.
+struct rc_pt_ent {
+	struct ibv_qp *qp;
+	struct rc_swr w;
+	int32_t tag;  // the caller's name for the queue pair
+	int32_t last; // 1: the last work request of the batch handed over
+};
+
+enum { RC_PT_STARTING, RC_PT_RUNNING, RC_PT_NOSTART, RC_PT_FAILED };
+#define RC_PT_CHAIN 256
+
+// A posting thread: a single-producer (Go), single-consumer (the thread) queue of work
+// requests. The producer publishes head, the thread tail; the thread sleeps on the futex
+// word seq when the queue is empty and the producer wakes it only when it sleeps.
+struct rc_pt {
+	struct rc_pt_ent *q;
+	uint64_t mask;
+	_Atomic uint64_t head, tail;
+	_Atomic uint32_t seq, state;
+	_Atomic int32_t sleeping, stop;
+	int cpu, efd, err;
+	uint64_t fail_at;  // queue index of the first entry of the batch that failed
+	uint64_t fail_idx; // index in that batch of the first work request not posted
+	pthread_t th;
+	struct ibv_send_wr wr[RC_PT_CHAIN];
+	struct ibv_sge sge[RC_PT_CHAIN];
+	struct rc_swr w[RC_PT_CHAIN];
+};
+
+static long rc_futex(_Atomic uint32_t *a, int op, uint32_t v) {
+	return syscall(SYS_futex, (uint32_t *)a, op, v, NULL, NULL, 0);
+}
+
+static void rc_pt_set_state(struct rc_pt *t, uint32_t s) {
+	atomic_store(&t->state, s);
+	rc_futex(&t->state, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void *rc_pt_main(void *arg) {
+	struct rc_pt *t = arg;
+	if (t->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		if (rc != 0) {
+			t->err = rc;
+			rc_pt_set_state(t, RC_PT_NOSTART);
+			return NULL;
+		}
+	}
+	rc_pt_set_state(t, RC_PT_RUNNING);
+	uint64_t tail = atomic_load(&t->tail), bstart = tail;
+	for (;;) {
+		uint64_t head = atomic_load(&t->head);
+		if (tail == head) {
+			if (atomic_load(&t->stop)) return NULL;
+			uint32_t s = atomic_load(&t->seq);
+			atomic_store(&t->sleeping, 1);
+			if (atomic_load(&t->head) == tail && !atomic_load(&t->stop))
+				rc_futex(&t->seq, FUTEX_WAIT_PRIVATE, s);
+			atomic_store(&t->sleeping, 0);
+			continue;
+		}
+		// One chain: the rest of the current batch, at most RC_PT_CHAIN work requests.
+		struct ibv_qp *qp = t->q[tail & t->mask].qp;
+		int n = 0, last = 0;
+		while (n < RC_PT_CHAIN && tail + n != head && !last) {
+			struct rc_pt_ent *e = &t->q[(tail + n) & t->mask];
+			t->w[n++] = e->w;
+			last = e->last;
+		}
+		rc_build_send(t->w, n, t->wr, t->sge);
+		struct ibv_send_wr *bad = NULL;
+		int rc = ibv_post_send(qp, t->wr, &bad);
+		if (rc != 0) {
+			t->err = rc;
+			t->fail_at = bstart;
+			t->fail_idx = (tail - bstart) + (uint64_t)(bad ? bad - t->wr : 0);
+			rc_pt_set_state(t, RC_PT_FAILED);
+			uint64_t one = 1;
+			(void)!write(t->efd, &one, sizeof(one));
+			return NULL; // posts nothing more: the rest stays queued for Close to report
+		}
+		tail += n;
+		if (last) bstart = tail;
+		atomic_store(&t->tail, tail);
+	}
+}
+
+// Starts the thread (signals blocked: they go to Go's threads) and waits until it runs on
+// its CPU or could not. Returns 0 or an errno value.
+static int rc_pt_start(struct rc_pt *t) {
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&t->th, NULL, rc_pt_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) return rc;
+	uint32_t s;
+	while ((s = atomic_load(&t->state)) == RC_PT_STARTING)
+		rc_futex(&t->state, FUTEX_WAIT_PRIVATE, RC_PT_STARTING);
+	if (s == RC_PT_NOSTART) {
+		pthread_join(t->th, NULL);
+		return t->err;
+	}
+	return 0;
+}
+
+// Queues n work requests for qp as one batch. Returns 0, or -1 when the queue has no room.
+static int rc_pt_push(struct rc_pt *t, struct ibv_qp *qp, const struct rc_swr *w, int n, int32_t tag) {
+	uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+	if (head + (uint64_t)n - atomic_load(&t->tail) > t->mask + 1) return -1;
+	for (int i = 0; i < n; i++) {
+		struct rc_pt_ent *e = &t->q[(head + i) & t->mask];
+		e->qp = qp; e->w = w[i]; e->tag = tag; e->last = i == n - 1;
+	}
+	atomic_store(&t->head, head + n);
+	atomic_fetch_add(&t->seq, 1);
+	if (atomic_load(&t->sleeping)) rc_futex(&t->seq, FUTEX_WAKE_PRIVATE, 1);
+	return 0;
+}
+
+// Lets the thread post what is queued (unless a post failed) and joins it.
+static void rc_pt_stop(struct rc_pt *t) {
+	atomic_store(&t->stop, 1);
+	atomic_fetch_add(&t->seq, 1);
+	rc_futex(&t->seq, FUTEX_WAKE_PRIVATE, 1);
+	pthread_join(t->th, NULL);
+}
+
+static struct rc_pt_ent *rc_pt_at(struct rc_pt *t, uint64_t i) { return &t->q[i & t->mask]; }
+static uint64_t rc_pt_head(struct rc_pt *t) { return atomic_load(&t->head); }
+static uint32_t rc_pt_state(struct rc_pt *t) { return atomic_load(&t->state); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// PostThread is an OS thread of its own, outside the Go scheduler and pinned to one CPU,
+// that posts the send work requests handed to it (Post), batch after batch, in order.
+//
+// Why: a goroutine that posts in a loop spends nearly all its time in cgo calls, which the
+// Go runtime treats as system calls. It takes the goroutine's P away every 10 ms, and its
+// sysmon thread, which does that, then keeps waking every 20 µs: thousands of wake-ups a
+// second that take CPU from the data path. A thread the runtime does not know of costs it
+// nothing; handing a batch over costs a futex wake only when the thread sleeps.
+//
+// Close the PostThread before the queue pairs it posts to.
+type PostThread struct {
+	mu       sync.Mutex
+	t        *C.struct_rc_pt
+	stage    *C.struct_rc_swr
+	cpu      int
+	capacity int
+	closed   bool
+	events   *os.File      // the eventfd the thread writes when a post fails
+	failed   chan struct{} // closed at the first failure
+	watched  chan struct{} // closed when the watcher has returned
+	fails    []PostFailure
+}
+
+// PostFailure is a batch handed to a PostThread that it did not post: the one whose post
+// failed, and every batch after it.
+type PostFailure struct {
+	Tag   int    // the tag Post was given
+	N     int    // work requests in the batch
+	First SendWR // the batch's first work request
+	Err   error
+}
+
+// StartPostThread starts a posting thread pinned to cpu (-1: not pinned) whose queue holds
+// at least capacity work requests handed over and not yet posted.
+func StartPostThread(cpu, capacity int) (*PostThread, error) {
+	if capacity <= 0 {
+		return nil, fmt.Errorf("start a posting thread: capacity must be > 0, got %d", capacity)
+	}
+	if cpu >= C.CPU_SETSIZE {
+		return nil, fmt.Errorf("start a posting thread on CPU %d: %w", cpu, syscall.EINVAL)
+	}
+	size := 1
+	for size < capacity {
+		size <<= 1
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("start a posting thread: eventfd: %w", err)
+	}
+	p := &PostThread{cpu: cpu, capacity: size, failed: make(chan struct{}), watched: make(chan struct{})}
+	p.events = os.NewFile(uintptr(fd), "posting-thread-events")
+	p.t = (*C.struct_rc_pt)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_rc_pt{}))))
+	if p.t != nil {
+		p.t.q = (*C.struct_rc_pt_ent)(C.calloc(C.size_t(size), C.size_t(unsafe.Sizeof(C.struct_rc_pt_ent{}))))
+		p.stage = (*C.struct_rc_swr)(C.calloc(C.size_t(size), C.size_t(unsafe.Sizeof(C.struct_rc_swr{}))))
+	}
+	if p.t == nil || p.t.q == nil || p.stage == nil {
+		p.free()
+		return nil, errors.New("start a posting thread: out of memory")
+	}
+	p.t.mask = C.uint64_t(size - 1)
+	p.t.cpu = C.int(cpu)
+	p.t.efd = C.int(fd)
+	if rc := C.rc_pt_start(p.t); rc != 0 {
+		p.free()
+		return nil, fmt.Errorf("start a posting thread on CPU %d: %w", cpu, errnoErr(rc))
+	}
+	live.postThreads.Add(1)
+	go p.watch()
+	return p, nil
+}
+
+// watch closes failed when the thread reports a failed post; it returns when the eventfd
+// is closed.
+func (p *PostThread) watch() {
+	defer close(p.watched)
+	var b [8]byte
+	if _, err := p.events.Read(b[:]); err == nil {
+		close(p.failed)
+	}
+}
+
+func (p *PostThread) free() {
+	if p.t != nil {
+		C.free(unsafe.Pointer(p.t.q))
+		C.free(unsafe.Pointer(p.t))
+		p.t = nil
+	}
+	C.free(unsafe.Pointer(p.stage))
+	p.stage = nil
+	_ = p.events.Close()
+}
+
+// CPU is the CPU the thread is pinned to (-1: none).
+func (p *PostThread) CPU() int { return p.cpu }
+
+// Post hands wrs, work requests of qp in order, to the thread as one batch; tag names it
+// in failures. It does not wait for the post. Work requests handed over and not yet posted
+// must never exceed the capacity StartPostThread was given.
+func (p *PostThread) Post(qp *QP, tag int, wrs []SendWR) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	if len(wrs) > p.capacity {
+		return fmt.Errorf("hand %d work requests to the posting thread on CPU %d: more than its queue of %d", len(wrs), p.cpu, p.capacity)
+	}
+	dst := unsafe.Slice(p.stage, len(wrs))
+	for i, w := range wrs {
+		dst[i] = cSendWR(w)
+	}
+	if C.rc_pt_push(p.t, qp.qp, p.stage, C.int(len(wrs)), C.int32_t(tag)) != 0 {
+		return fmt.Errorf("hand %d work requests to the posting thread on CPU %d: its queue of %d is full", len(wrs), p.cpu, p.capacity)
+	}
+	return nil
+}
+
+// Failed is closed when a post failed; Close then reports the batches not posted.
+func (p *PostThread) Failed() <-chan struct{} { return p.failed }
+
+// Close lets the thread post what it was handed (nothing more after a failed post), stops
+// it and returns the batches it did not post. Idempotent: later calls return the same.
+func (p *PostThread) Close() []PostFailure {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return p.fails
+	}
+	p.closed = true
+	C.rc_pt_stop(p.t)
+	if C.rc_pt_state(p.t) == C.RC_PT_FAILED {
+		p.fails = p.unposted()
+	}
+	_ = p.events.Close()
+	<-p.watched
+	p.free()
+	live.postThreads.Add(-1)
+	return p.fails
+}
+
+// unposted reads the batches left in the queue of a thread whose post failed.
+func (p *PostThread) unposted() []PostFailure {
+	var out []PostFailure
+	var first error
+	head := uint64(C.rc_pt_head(p.t))
+	for i := uint64(p.t.fail_at); i < head; {
+		e := C.rc_pt_at(p.t, C.uint64_t(i))
+		f := PostFailure{Tag: int(e.tag), First: goSendWR(e.w)}
+		for ; i < head; i++ {
+			f.N++
+			if C.rc_pt_at(p.t, C.uint64_t(i)).last != 0 {
+				i++
+				break
+			}
+		}
+		if first == nil {
+			bad := min(int(p.t.fail_idx), f.N-1)
+			w := goSendWR(C.rc_pt_at(p.t, C.uint64_t(uint64(p.t.fail_at)+uint64(bad))).w)
+			first = fmt.Errorf("post send work request %d of %d (wr_id=%d %v) on QP %d: %w",
+				bad, f.N, w.ID, w.Opcode, uint32(e.qp.qp_num), errnoErr(p.t.err))
+		}
+		f.Err = first
+		out = append(out, f)
+	}
+	return out
+}
+
+// cSendWR is w as the C side takes it.
+func cSendWR(w SendWR) C.struct_rc_swr {
+	var fl C.int32_t
+	if w.Signaled {
+		fl |= C.IBV_SEND_SIGNALED
+	}
+	if w.Inline {
+		fl |= C.IBV_SEND_INLINE
+	}
+	if w.Solicited {
+		fl |= C.IBV_SEND_SOLICITED
+	}
+	return C.struct_rc_swr{id: C.uint64_t(w.ID), addr: C.uint64_t(w.Addr), raddr: C.uint64_t(w.RemoteAddr),
+		len: C.uint32_t(w.Length), lkey: C.uint32_t(w.LKey), rkey: C.uint32_t(w.RKey), imm: C.uint32_t(w.Imm),
+		opcode: C.int32_t(w.Opcode), flags: fl}
+}
+
+// goSendWR is cSendWR's inverse.
+func goSendWR(w C.struct_rc_swr) SendWR {
+	return SendWR{ID: uint64(w.id), Opcode: Opcode(w.opcode), Addr: uint64(w.addr), Length: uint32(w.len), LKey: uint32(w.lkey),
+		RemoteAddr: uint64(w.raddr), RKey: uint32(w.rkey), Imm: uint32(w.imm),
+		Signaled: w.flags&C.IBV_SEND_SIGNALED != 0, Inline: w.flags&C.IBV_SEND_INLINE != 0, Solicited: w.flags&C.IBV_SEND_SOLICITED != 0}
+}
