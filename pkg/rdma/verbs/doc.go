@@ -16,6 +16,9 @@
 // The hot path crosses cgo in batches: QP.PostSend and QP.PostRecv post a whole slice of
 // work requests as one chain, CQ.Poll returns many completions per call, and CQ.PollWait
 // sleeps on a completion channel instead of spinning when a CQ is created with Notify.
+// A PostThread posts from a C thread of its own, pinned to one CPU and unknown to the Go
+// scheduler, fed through a single-producer queue: for senders that post all the time, whose
+// goroutines would otherwise sit in cgo calls that the Go runtime treats as system calls.
 //
 // Registration maps a pkg/dada ring to memory regions: one MR over the whole ring when its
 // blocks are mapped back to back (WholeRing), one per block otherwise (PerBlock), chosen
