@@ -25,6 +25,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
+	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
 
 // Host tests of the receiver and sender engines end to end, without RDMA:
@@ -990,28 +991,6 @@ func testPostCPUs(t *testing.T) []int {
 	return cpus
 }
 
-// threadCPUSets returns the CPU list each of this process's threads may run on.
-func threadCPUSets(t *testing.T) map[string]string {
-	t.Helper()
-	tasks, err := filepath.Glob("/proc/self/task/*/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread ended
-		}
-		for l := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-				out[f] = strings.TrimSpace(v)
-			}
-		}
-	}
-	return out
-}
-
 // With PostCPUs the sender posts from one pinned thread per CPU listed: each
 // queue pair from one thread all stream long (queue pair q from thread q mod 2),
 // that thread pinned to its CPU, and streams of known length and those a
@@ -1020,7 +999,7 @@ func threadCPUSets(t *testing.T) map[string]string {
 // pinned.
 func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 	cpus := testPostCPUs(t)
-	want := threadCPUSets(t)[fmt.Sprintf("/proc/self/task/%d/status", os.Getpid())]
+	want := rdmatest.ThreadCPUSets(t)[fmt.Sprintf("/proc/self/task/%d/status", os.Getpid())]
 	for _, mode := range []Mode{ModeSend, ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, 8, 16384)
@@ -1077,7 +1056,7 @@ func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 			waitObservations(t, hs, reads, size, res2.Bytes)
 		})
 	}
-	for task, after := range threadCPUSets(t) {
+	for task, after := range rdmatest.ThreadCPUSets(t) {
 		if after != want {
 			t.Errorf("%s may run on CPUs %s after the sends, want %s as before", task, after, want)
 		}

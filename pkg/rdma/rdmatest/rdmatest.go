@@ -136,3 +136,26 @@ func SetPortState(tb testing.TB, sys, dev string, port int, state string) {
 		tb.Fatalf("unknown port state %q", state)
 	}
 }
+
+// ThreadCPUSets returns the CPU list (Cpus_allowed_list) each thread of this process may
+// run on, by the path of its /proc/self/task/TID/status file.
+func ThreadCPUSets(tb testing.TB) map[string]string {
+	tb.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				out[f] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}

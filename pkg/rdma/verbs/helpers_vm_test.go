@@ -169,6 +169,23 @@ func newPair(t testing.TB) *pair {
 	return p
 }
 
+// registered maps n bytes (Mmap) and registers them on pd with access; both are released
+// when the test ends.
+func registered(t *testing.T, pd *PD, n int, access Access) ([]byte, *MR) {
+	t.Helper()
+	buf, err := Mmap(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, func() error { return Munmap(buf) })
+	mr, err := pd.RegisterMR(buf, access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, mr.Close)
+	return buf, mr
+}
+
 // waitCompletions polls cq until n completions arrived, failing on any error status.
 func waitCompletions(t testing.TB, cq *CQ, n int) []WorkCompletion {
 	t.Helper()

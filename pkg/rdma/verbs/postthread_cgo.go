@@ -189,15 +189,6 @@ type PostThread struct {
 	fails    []PostFailure
 }
 
-// PostFailure is a batch handed to a PostThread that it did not post: the one whose post
-// failed, and every batch after it.
-type PostFailure struct {
-	Tag   int    // the tag Post was given
-	N     int    // work requests in the batch
-	First SendWR // the batch's first work request
-	Err   error
-}
-
 // StartPostThread starts a posting thread pinned to cpu (-1: not pinned) whose queue holds
 // at least capacity work requests handed over and not yet posted.
 func StartPostThread(cpu, capacity int) (*PostThread, error) {
@@ -258,9 +249,6 @@ func (p *PostThread) free() {
 	p.stage = nil
 	_ = p.events.Close()
 }
-
-// CPU is the CPU the thread is pinned to (-1: none).
-func (p *PostThread) CPU() int { return p.cpu }
 
 // Post hands wrs, work requests of qp in order, to the thread as one batch; tag names it
 // in failures. It does not wait for the post. Work requests handed over and not yet posted

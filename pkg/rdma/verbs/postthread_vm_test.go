@@ -4,61 +4,36 @@ package verbs
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
 
 	"github.com/ringcap/ringcap/pkg/pattern"
+	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
-// buffers registers a source buffer filled with a pattern on src and a zeroed target on
-// dst, n bytes each; it returns their addresses.
+// buffers registers a source buffer filled with a pattern on src and a zeroed, remotely
+// writable target on dst, n bytes each.
 func buffers(t *testing.T, p *pair, n int) (src, dst []byte, smr, dmr *MR) {
 	t.Helper()
-	var err error
-	for _, b := range []*[]byte{&src, &dst} {
-		if *b, err = Mmap(n); err != nil {
-			t.Fatal(err)
-		}
-		buf := *b
-		cleanup(t, func() error { return Munmap(buf) })
-	}
+	src, smr = registered(t, p.src.pd, n, AccessLocalWrite)
 	pattern.Fill(src, 11, 0)
-	if smr, err = p.src.pd.RegisterMR(src, AccessLocalWrite); err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, smr.Close)
-	if dmr, err = p.dst.pd.RegisterMR(dst, AccessLocalWrite|AccessRemoteWrite); err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, dmr.Close)
+	dst, dmr = registered(t, p.dst.pd, n, AccessLocalWrite|AccessRemoteWrite)
 	return src, dst, smr, dmr
 }
 
-// pinnedTo lists the threads of this process whose CPU set is exactly cpus.
-func pinnedTo(t *testing.T, cpus string) []string {
+// pinnedTo counts the threads of this process whose CPU set is exactly cpus.
+func pinnedTo(t *testing.T, cpus string) int {
 	t.Helper()
-	tasks, err := filepath.Glob("/proc/self/task/*/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // the thread exited
-		}
-		for l := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) == cpus {
-				out = append(out, f)
-			}
+	n := 0
+	for _, set := range rdmatest.ThreadCPUSets(t) {
+		if set == cpus {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
 // A posting thread posts the batches handed to it in order, from the CPU it is pinned to,
@@ -69,13 +44,13 @@ func TestPostThreadPostsBatchesInOrder(t *testing.T) {
 	p := newPair(t)
 	const msg, n = 4096, 10
 	src, dst, smr, dmr := buffers(t, p, n*msg)
-	before := len(pinnedTo(t, "0"))
+	before := pinnedTo(t, "0")
 	pt, err := StartPostThread(0, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pt.Close()
-	if got := len(pinnedTo(t, "0")); got != before+1 {
+	if got := pinnedTo(t, "0"); got != before+1 {
 		t.Errorf("threads pinned to CPU 0: %d, %d before the posting thread started", got, before)
 	}
 	sbase, dbase := uint64(uintptr(unsafe.Pointer(&src[0]))), uint64(uintptr(unsafe.Pointer(&dst[0])))
@@ -106,7 +81,7 @@ func TestPostThreadPostsBatchesInOrder(t *testing.T) {
 	if f := pt.Close(); f != nil {
 		t.Errorf("failures after a clean stream: %+v", f)
 	}
-	if got := len(pinnedTo(t, "0")); got != before {
+	if got := pinnedTo(t, "0"); got != before {
 		t.Errorf("threads pinned to CPU 0 after Close: %d, want %d", got, before)
 	}
 	if err := pt.Post(p.src.qp, 7, []SendWR{wr(0)}); !errors.Is(err, ErrClosed) {
@@ -120,16 +95,7 @@ func TestPostThreadReportsBatchesNotPosted(t *testing.T) {
 	vmtest.Require(t)
 	leakCheck(t)
 	s := newSide(t, vmtest.Device0) // INIT: the kernel refuses its doorbell
-	buf, err := Mmap(4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, func() error { return Munmap(buf) })
-	mr, err := s.pd.RegisterMR(buf, AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, mr.Close)
+	buf, mr := registered(t, s.pd, 4096, AccessLocalWrite)
 	pt, err := StartPostThread(-1, 8)
 	if err != nil {
 		t.Fatal(err)

@@ -267,6 +267,15 @@ type SendWR struct {
 	Solicited  bool
 }
 
+// PostFailure is a batch handed to a PostThread that it did not post: the one whose post
+// failed, and every batch after it.
+type PostFailure struct {
+	Tag   int    // the tag Post was given
+	N     int    // work requests in the batch
+	First SendWR // the batch's first work request
+	Err   error
+}
+
 // RecvWR is a receive work request with one scatter/gather element (Length 0: none).
 type RecvWR struct {
 	ID     uint64

@@ -148,19 +148,8 @@ func Munmap([]byte) error { return ErrNotSupported }
 // PostThread is an OS thread that posts send work requests handed to it.
 type PostThread struct{}
 
-// PostFailure is a batch handed to a PostThread that it did not post.
-type PostFailure struct {
-	Tag   int
-	N     int
-	First SendWR
-	Err   error
-}
-
 // StartPostThread starts a posting thread pinned to cpu.
 func StartPostThread(int, int) (*PostThread, error) { return nil, ErrNotSupported }
-
-// CPU is the CPU the thread is pinned to.
-func (p *PostThread) CPU() int { return -1 }
 
 // Post hands wrs to the thread as one batch.
 func (p *PostThread) Post(*QP, int, []SendWR) error { return ErrNotSupported }
