@@ -90,18 +90,25 @@ perftest_pairs() {
 }
 
 # cpu_window FILE: in the background, the guest's CPU counters (the `cpu` line of /proc/stat)
-# at the start and at the end of perftest's measuring window (DUR/4 and DUR - DUR/4 seconds
-# from now); cpu_busy FILE waits for them and prints how many vCPUs were busy in between, on
-# average (0 to the number of vCPUs; idle and iowait count as not busy).
+# and its count of context switches (the `ctxt` line) at the start and at the end of
+# perftest's measuring window (DUR/4 and DUR - DUR/4 seconds from now); cpu_busy FILE waits
+# for them and prints how many vCPUs were busy in between, on average (0 to the number of
+# vCPUs; idle and iowait count as not busy), and the guest's context switches per second.
+# Under TCG every switch and timer wake-up is emulated, so the switches are where CPU outside
+# the data path goes.
 cpu_window() {
   local margin=$((DUR / 4))
-  (sleep "$margin"; head -1 /proc/stat >"$1"; sleep $((DUR - 2 * margin)); head -1 /proc/stat >>"$1") &
+  (sleep "$margin"; grep -E '^(cpu|ctxt) ' /proc/stat >"$1"; sleep $((DUR - 2 * margin)); grep -E '^(cpu|ctxt) ' /proc/stat >>"$1") &
   CPU_WIN=$!
 }
 cpu_busy() {
   wait "$CPU_WIN"
-  awk -v n="$(nproc)" '{ t = 0; for (i = 2; i <= NF; i++) t += $i; tot[NR] = t; idle[NR] = $5 + $6 }
-    END { d = tot[2] - tot[1]; if (NR < 2 || d <= 0) print "nan"; else printf "%.3f\n", n * (1 - (idle[2] - idle[1]) / d) }' "$1"
+  awk -v n="$(nproc)" -v w="$((DUR - 2 * (DUR / 4)))" '
+    $1 == "cpu" { c++; t = 0; for (i = 2; i <= NF; i++) t += $i; tot[c] = t; idle[c] = $5 + $6 }
+    $1 == "ctxt" { x[++k] = $2 }
+    END { d = tot[2] - tot[1]
+      if (c < 2 || k < 2 || d <= 0) print "nan nan"
+      else printf "%.3f %.0f\n", n * (1 - (idle[2] - idle[1]) / d), (x[2] - x[1]) / w }' "$1"
 }
 
 # window OUT: ringcap's rate over perftest's measuring window, from the sender's progress lines
@@ -126,8 +133,8 @@ window() {
 }
 
 # ringcap MODE MR [SEND_FLAGS...]: recv on rxe1 into a fresh ring, a reader, send --no-fill for
-# DUR seconds. Prints the rate in Gb/s over perftest's window, the busy vCPUs over that window
-# (cpu_busy), and the rate over the whole run.
+# DUR seconds. Prints the rate in Gb/s over perftest's window, the busy vCPUs and context
+# switches per second over that window (cpu_busy), and the rate over the whole run.
 ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
   shift 2
@@ -184,10 +191,11 @@ for run in $(seq "$RUNS"); do
   order=("${ORDER[@]}")
   [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do
-    # Every contender prints the window's rate and busy vCPUs; ringcap's the whole run's rate too
+    # Every contender prints the window's rate, busy vCPUs and context switches per second;
+    # ringcap's the whole run's rate too
     if v=$(measure "$k"); then
-      read -r w busy whole <<<"$v"
-      RES[$k]+=" $w" RES[$k.cpu]+=" $busy"
+      read -r w busy cs whole <<<"$v"
+      RES[$k]+=" $w" RES[$k.cpu]+=" $busy" RES[$k.cs]+=" $cs"
       [ -z "$whole" ] || RES[$k.whole]+=" $whole"
     else
       fail=1
@@ -197,6 +205,6 @@ done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
 # The rates of every run, in run order (the host pairs them by position, pools the boots and
 # computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
-for k in "${!RES[@]}"; do # ORDER's contenders, their NAME.cpu, and ringcap's NAME.whole
+for k in "${!RES[@]}"; do # ORDER's contenders, their NAME.cpu and NAME.cs, and ringcap's NAME.whole
   echo "bench-rdma: runs $k${RES[$k]}"
 done

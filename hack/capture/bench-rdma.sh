@@ -11,7 +11,9 @@
 # thread, and ib_write_bw's other end idles, so one pair leaves a vCPU to spare), and, for
 # each, a distribution-free interval for that median (does it settle the goal?). Each
 # contender's median rate comes with the vCPUs the guest kept busy over the window
-# (busy_vcpus, of `nproc`), and each ratio with the ratio of those (cpu=…).
+# (busy_vcpus, of `nproc`) and the guest's context switches per second (switches_per_s: under
+# TCG each one is emulated, so they show where CPU outside the data path goes), and each
+# ratio with the ratios of those (cpu=… switches=…).
 # Every rate is taken over the window perftest -D measures (from DUR/4 to DUR - DUR/4 whole
 # seconds after the start: no ramp-up, no drain), so like is compared with like; the same
 # ratios over ringcap's whole runs follow as `bench-rdma: whole-run …` lines.
@@ -64,7 +66,7 @@ PAIRS=("${kept[@]}")
 # run; see window() in the guest half). Each ringcap contender's whole-run rates come as
 # NAME.whole too; the whole-run pairs set them against the same anchors (perftest's window:
 # perftest has no other figure; ringcap's whole runs where the anchor is ringcap).
-WHOLE=() WHOLE_PAIRS=() CPU=()
+WHOLE=() WHOLE_PAIRS=() CPU=()  # CPU: every contender's NAME.cpu and NAME.cs
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
   [[ $b == ib_* ]] || b=$b.whole
@@ -72,7 +74,7 @@ for p in "${PAIRS[@]}"; do
 done
 for k in "${ORDER[@]}"; do
   [[ $k == ib_* ]] || WHOLE+=("$k.whole")
-  CPU+=("$k.cpu")
+  CPU+=("$k.cpu" "$k.cs")
 done
 declare -A RES # contender -> the rates of every run so far, in run order (pairs line up by position)
 
@@ -140,6 +142,8 @@ for k in "${ORDER[@]}" "${WHOLE[@]}"; do
   # shellcheck disable=SC2086
   busy=${RES[$k.cpu]:+" busy_vcpus=$(median ${RES[$k.cpu]})"}
   # shellcheck disable=SC2086
+  busy+=${RES[$k.cs]:+" switches_per_s=$(median ${RES[$k.cs]})"}
+  # shellcheck disable=SC2086
   echo "bench-rdma: median $k gbps=$(median ${RES[$k]})$busy runs=[${RES[$k]# }]"
 done
 for p in "${PAIRS[@]}"; do
@@ -158,6 +162,10 @@ done
 for p in "${PAIRS[@]}"; do
   read -r a b name _ <<<"$p"
   echo "bench-rdma: busy vCPUs $name cpu=$(pmedian "$a.cpu" "$b.cpu" RES) (median per-run ratio of the vCPUs each side kept busy over the window)"
+done
+for p in "${PAIRS[@]}"; do
+  read -r a b name _ <<<"$p"
+  echo "bench-rdma: context switches $name switches=$(pmedian "$a.cs" "$b.cs" RES) (median per-run ratio of the guest's context switches per second over the window)"
 done
 for p in "${PAIRS[@]}"; do
   read -r a b name goal <<<"$p"
