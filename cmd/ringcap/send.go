@@ -49,8 +49,9 @@ func newSendCmd() *cobra.Command {
 		Use:   "send",
 		Short: "Stream the deterministic test pattern or a file to a ringcap receiver over RDMA",
 		Long: "send connects to `ringcap recv`, negotiates queue pairs and mode, and stripes the stream over the\n" +
-			"queue pairs (message g on queue pair g mod N). The test pattern (--seed) lets any reader verify\n" +
-			"every byte: `ringcap ring read --verify SEED`. The last line is a summary:\n" +
+			"queue pairs (send mode: message g on queue pair g mod N; write mode: block b on queue pair b mod N).\n" +
+			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
+			"The last line is a summary:\n" +
 			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR complete=true",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +

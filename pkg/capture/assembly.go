@@ -10,15 +10,20 @@ import (
 // the stream (g = 0, 1, 2, ... over the whole observation) is slice g mod S of
 // block g div S, where S = SlicesPerBlock; it starts at byte
 // (g div S)*BlockBytes + (g mod S)*MsgBytes of the stream and travels on queue
-// pair g mod QPs. Every slice is MsgBytes long except the last of each block
-// (when BlockBytes is not a multiple of MsgBytes) and the last of the stream.
-// Both ends compute the same mapping, so data is placed by sequence number,
-// never by arrival order.
+// pair g mod QPs, or with WholeBlocks on queue pair (g div S) mod QPs. Every
+// slice is MsgBytes long except the last of each block (when BlockBytes is not
+// a multiple of MsgBytes) and the last of the stream. Both ends compute the
+// same mapping, so data is placed by sequence number, never by arrival order.
 type Geometry struct {
 	BlockBytes uint64
 	MsgBytes   uint64
 	QPs        int
 	NBufs      int // ring blocks (bounds the window of open blocks)
+	// WholeBlocks stripes whole blocks over the queue pairs instead of
+	// slices (write mode): each block is written by one queue pair, whose
+	// last write into it carries the block's only immediate, so the receiver
+	// takes one completion per block whatever the number of queue pairs.
+	WholeBlocks bool
 }
 
 // Validate checks that the geometry can be used and that every slice number
@@ -67,7 +72,42 @@ func (g Geometry) StreamOffset(n uint64) uint64 {
 func (g Geometry) SliceBlock(n uint64) uint64 { return n / g.SlicesPerBlock() }
 
 // QP is the queue pair that carries slice n.
-func (g Geometry) QP(n uint64) int { return int(n % uint64(g.QPs)) }
+func (g Geometry) QP(n uint64) int {
+	if g.WholeBlocks {
+		return int(g.SliceBlock(n) % uint64(g.QPs))
+	}
+	return int(n % uint64(g.QPs))
+}
+
+// FirstOnQP is the first slice queue pair q carries.
+func (g Geometry) FirstOnQP(q int) uint64 {
+	if g.WholeBlocks {
+		return uint64(q) * g.SlicesPerBlock()
+	}
+	return uint64(q)
+}
+
+// NextOnQP is the slice after n on n's queue pair.
+func (g Geometry) NextOnQP(n uint64) uint64 {
+	if !g.WholeBlocks {
+		return n + uint64(g.QPs)
+	}
+	if s := g.SlicesPerBlock(); (n+1)%s == 0 {
+		return n + 1 + uint64(g.QPs-1)*s
+	}
+	return n + 1
+}
+
+// FirstOnQPIn is queue pair q's first slice in block seq (with WholeBlocks,
+// the block's first slice, whichever queue pair carries it).
+func (g Geometry) FirstOnQPIn(q int, seq uint64) uint64 {
+	first := seq * g.SlicesPerBlock()
+	if g.WholeBlocks {
+		return first
+	}
+	nq := uint64(g.QPs)
+	return first + (uint64(q)+nq-first%nq)%nq
+}
 
 // SliceAt returns the slice holding stream byte off.
 func (g Geometry) SliceAt(off uint64) uint64 {

@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -36,6 +37,44 @@ func TestGeometrySlices(t *testing.T) {
 	for total, slices := range map[uint64]uint64{0: 0, 1: 1, 4: 1, 5: 2, 10: 3, 11: 4, 20: 6} {
 		if got := g.Slices(total); got != slices {
 			t.Errorf("Slices(%d) = %d, want %d", total, got, slices)
+		}
+	}
+}
+
+// Each queue pair's slices, walked with FirstOnQP and NextOnQP, are exactly
+// the slices QP assigns it, in order, and FirstOnQPIn finds its first in each
+// block: slices striped (send mode) and whole blocks striped (write mode).
+func TestGeometryQueuePairWalk(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 4, WholeBlocks: whole} // 3 slices per block
+		const n = 30
+		got := make([][]uint64, g.QPs)
+		for q := range g.QPs {
+			for sl := g.FirstOnQP(q); sl < n; sl = g.NextOnQP(sl) {
+				got[q] = append(got[q], sl)
+			}
+		}
+		want := make([][]uint64, g.QPs)
+		first := map[[2]uint64]uint64{}
+		for sl := range uint64(n) {
+			q := g.QP(sl)
+			want[q] = append(want[q], sl)
+			if k := [2]uint64{uint64(q), g.SliceBlock(sl)}; first[k] == 0 {
+				first[k] = sl + 1
+			}
+		}
+		for q := range g.QPs {
+			if !slices.Equal(got[q], want[q]) {
+				t.Errorf("whole blocks %v: queue pair %d walks %v, want %v", whole, q, got[q], want[q])
+			}
+		}
+		for k, sl := range first {
+			if f := g.FirstOnQPIn(int(k[0]), k[1]); f != sl-1 {
+				t.Errorf("whole blocks %v: FirstOnQPIn(%d, %d) = %d, want %d", whole, k[0], k[1], f, sl-1)
+			}
+		}
+		if whole && (g.QP(2) != 0 || g.QP(3) != 1 || g.QP(6) != 0) {
+			t.Errorf("whole blocks: slices 2, 3, 6 on queue pairs %d, %d, %d; want 0, 1, 0", g.QP(2), g.QP(3), g.QP(6))
 		}
 	}
 }

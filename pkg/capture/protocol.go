@@ -14,8 +14,10 @@ import (
 // ProtocolVersion is the version of the out-of-band handshake this package
 // speaks. A peer with another version is refused with a message naming both.
 // Version 2: in write mode only a queue pair's last slice in a block carries
-// an immediate (version 1: every slice).
-const ProtocolVersion = 2
+// an immediate (version 1: every slice). Version 3: write mode stripes whole
+// blocks over the queue pairs (Geometry.WholeBlocks), so each block has one
+// immediate.
+const ProtocolVersion = 3
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
 // is what tells a ringcap peer from anything else that dials the port.

@@ -129,7 +129,7 @@ func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab Recei
 func (r *Receiver) Tracker() *Tracker { return r.t }
 
 func (r *Receiver) geometry() Geometry {
-	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs}
+	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode == ModeWrite}
 }
 
 // window is the number of blocks held open at once.
@@ -480,7 +480,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	s.consumed = make([]int, nq)
 	s.cursor = make([]uint64, nq)
 	for q := range s.cursor {
-		s.cursor[q] = uint64(q)
+		s.cursor[q] = s.g.FirstOnQP(q)
 	}
 	// Hold the first block (and, in send mode, post its receives) before
 	// accepting, so the sender's first messages find receive WRs.
@@ -820,7 +820,6 @@ func (s *session) postSlices() error {
 	if s.a.hasEnd {
 		endSlice = min(endSlice, s.g.Slices(s.a.end))
 	}
-	nq := uint64(len(s.cursor))
 	var wrs []RecvWR
 	for q := range s.cursor {
 		wrs = wrs[:0]
@@ -829,7 +828,7 @@ func (s *session) postSlices() error {
 			seq, off, length := s.g.Slice(sl)
 			idx := s.a.open[seq-s.a.open[0].seq].index
 			wrs = append(wrs, RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
-			s.cursor[q] += nq
+			s.cursor[q] = s.g.NextOnQP(sl)
 		}
 		if len(wrs) == 0 {
 			continue
@@ -890,8 +889,7 @@ func (s *session) landWritten(q int, sl, n uint64) error {
 	if sl < from {
 		return fmt.Errorf("%w: queue pair %d named slice %d, which it had already written", ErrProtocol, q, sl)
 	}
-	nq := uint64(len(s.cursor))
-	for x := from; x <= sl; x += nq {
+	for x := from; x <= sl; x = s.g.NextOnQP(x) {
 		k := n
 		if x < sl || n == 0 {
 			_, _, k = s.g.Slice(x)
@@ -899,7 +897,7 @@ func (s *session) landWritten(q int, sl, n uint64) error {
 		if err := s.a.land(x, k); err != nil {
 			return err
 		}
-		s.cursor[q] = x + nq
+		s.cursor[q] = s.g.NextOnQP(x)
 		s.r.t.landed(q, k)
 	}
 	return nil

@@ -379,7 +379,7 @@ type senderEvent struct {
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
 	cfg := s.cfg
-	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs)}
+	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode == ModeWrite}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
@@ -595,7 +595,8 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 const noLimit = ^uint64(0)
 
 // setup prepares the per-queue-pair state. Queue pair q carries slices q,
-// q+N, q+2N, ... in order; each queue pair moves on as soon as it has a free
+// q+N, q+2N, ... (in write mode the slices of blocks q, q+N, q+2N, ...;
+// Geometry.WholeBlocks) in order; each queue pair moves on as soon as it has a free
 // send slot, so one that stalls (a retransmission timeout on a lossy link)
 // holds back only its own slices while the others run ahead, up to one ring
 // of slices past the oldest unfinished one. A source that can only be read
@@ -616,7 +617,7 @@ func (s *sendSession) setup() {
 			s.free[q] = append(s.free[q], i)
 		}
 		s.inq[q] = newSliceFIFO(cfg.TxDepth)
-		s.next[q] = uint64(q)
+		s.next[q] = s.g.FirstOnQP(q)
 	}
 	s.limit = noLimit
 	if cfg.Bytes > 0 {
@@ -818,9 +819,9 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	if wr.Op == OpWriteImm {
 		// Only a queue pair's last slice in a block carries the immediate:
 		// RC places its plain writes before it, so that one completion at
-		// the receiver accounts for them all (a completion and a receive WR
-		// per block and queue pair instead of per slice).
-		if nxt := sl + uint64(len(s.next)); nxt < s.limit && s.g.SliceBlock(nxt) == seq {
+		// the receiver accounts for them all (with whole blocks on each
+		// queue pair, a completion and a receive WR per block).
+		if nxt := s.g.NextOnQP(sl); nxt < s.limit && s.g.SliceBlock(nxt) == seq {
 			wr.Op = OpWrite
 			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {
@@ -846,7 +847,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	s.free[q] = s.free[q][:len(s.free[q])-1]
 	s.inq[q].push(inFlight{slice: sl, slot: slot, bytes: uint64(n)})
 	s.inflight++
-	s.next[q] += uint64(len(s.next))
+	s.next[q] = s.g.NextOnQP(sl)
 	s.sent += uint64(n)
 	s.hi = max(s.hi, sl+1)
 	s.extent = max(s.extent, offset+uint64(n))
@@ -912,9 +913,7 @@ func (s *sendSession) unpost(q, n int) {
 // at the receiver, and that immediate is now never posted.
 func (s *sendSession) unsend(q int, sl uint64) {
 	if s.cfg.Mode == ModeWrite {
-		nq := uint64(len(s.next))
-		first := s.g.SliceBlock(sl) * s.g.SlicesPerBlock()
-		sl = first + (uint64(q)+nq-first%nq)%nq
+		sl = s.g.FirstOnQPIn(q, s.g.SliceBlock(sl))
 		s.tail[q].set = false
 	}
 	s.next[q] = min(s.next[q], sl)

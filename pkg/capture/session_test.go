@@ -458,12 +458,17 @@ func TestSenderKilledMidStream(t *testing.T) {
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 9, 0)
 			ep, rs, acc := connectRaw(t, hs, mode, 2, 16, msg)
-			// Send slices 0..5 (1.5 blocks) and slice 7, then vanish. In
-			// write mode slices 0, 1 and 5 go out as plain writes: the
-			// immediates of 2, 3 and 7 on the same queue pairs land them.
-			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs}
+			// Send slices 0..5 (1.5 blocks) and, in send mode, slice 7, then
+			// vanish. In write mode each block travels on one queue pair, in
+			// order: slices 0, 1, 2 and 4 go out as plain writes, and the
+			// immediates of 3 and 5 land them; slice 7 would follow 6 there.
+			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == ModeWrite}
+			slices, plain := []uint64{0, 1, 2, 3, 4, 5, 7}, map[uint64]bool{}
+			if mode == ModeWrite {
+				slices, plain = slices[:6], map[uint64]bool{0: true, 1: true, 2: true, 4: true}
+			}
 			grants := map[uint64]Credit{}
-			for _, sl := range []uint64{0, 1, 2, 3, 4, 5, 7} {
+			for _, sl := range slices {
 				seq, off, n := g.Slice(sl)
 				boff := sl * msg % uint64(len(ep.buf))
 				pattern.Fill(ep.buf[boff:boff+n], 9, g.StreamOffset(sl))
@@ -473,7 +478,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 						if c, ok := grants[seq]; ok {
 							a, k, _ := acc.BlockTarget(c.Index)
 							wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, a+off, k
-							if sl == 0 || sl == 1 || sl == 5 {
+							if plain[sl] {
 								wr.Op = OpWrite
 							}
 							break
@@ -492,7 +497,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 			}
 			// Wait for the send completions (the data landed), then die.
 			wcs := make([]Completion, 8)
-			for got := 0; got < 7; {
+			for got := 0; got < len(slices); {
 				n, _ := ep.Poll(wcs)
 				for _, wc := range wcs[:n] {
 					if wc.Err != nil {
@@ -503,7 +508,8 @@ func TestSenderKilledMidStream(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			_ = rs.c.Close()
-			// Slices 0..5 are a gap-free prefix: 1.5 blocks; slice 7 lies past the gap.
+			// Slices 0..5 are a gap-free prefix: 1.5 blocks; slice 7 (send
+			// mode) lies past the gap.
 			waitOneObservation(t, hs, reads, 6*msg)
 			st := hs.rx.Tracker().Snapshot()
 			if st.LastObservation == nil || st.LastObservation.Complete || st.IncompleteObs != 1 ||
@@ -710,8 +716,9 @@ func TestPostListCapsEachPost(t *testing.T) {
 
 // Streams whose length the sender learns only at their end (a --duration
 // cutoff, a reader that runs out) and a file read at any offset. In write
-// mode each queue pair's last slices then went out as plain writes, expecting
-// more in the same block, and a zero-length immediate must still land them.
+// mode the last slices of the queue pair carrying the last block then went
+// out as plain writes, expecting more in the same block, and a zero-length
+// immediate must still land them.
 func TestDurationAndFileSources(t *testing.T) {
 	for _, mode := range []Mode{ModeSend, ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -730,7 +737,7 @@ func TestDurationAndFileSources(t *testing.T) {
 			if err != nil || !res.Complete || res.Bytes == 0 {
 				t.Fatalf("duration send: %+v %v", res, err)
 			}
-			data := make([]byte, 30011)
+			data := make([]byte, 3*8192+5000)
 			pattern.Fill(data, 11, 0)
 			r := bufio.NewReader(strings.NewReader(string(data)))
 			res2, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 3, MsgBytes: 1000, Source: ReaderSource{R: r}})
@@ -754,21 +761,23 @@ func TestDurationAndFileSources(t *testing.T) {
 				}
 			}
 			// A block is 9 slices (8 of 1000 bytes, one of 192): the reader's
-			// stream ends in slice 32 of block 3 (slices 27..35), on queue
-			// pair 2, after slices 30 and 31 went out plain on queue pairs 0
-			// and 1 expecting 33 and 34: both owe a zero-length immediate.
-			if n := tails.Load(); mode == ModeWrite && n < 2 || mode == ModeSend && n != 0 {
+			// stream ends with slice 31, the fifth of block 3 (slices
+			// 27..35, all on queue pair 0), which went out plain expecting
+			// slice 32, where the reader then ran out: queue pair 0 owes a
+			// zero-length immediate.
+			if n := tails.Load(); mode == ModeWrite && n < 1 || mode == ModeSend && n != 0 {
 				t.Fatalf("%d zero-length immediates in %s mode", n, mode)
 			}
 		})
 	}
 }
 
-// In write mode a queue pair's slices of a block go out as plain RDMA WRITEs
-// but for the last, which carries the immediate: one receive completion per
-// block and queue pair. A stream of known length ends on immediates of its
-// own, with no zero-length ones.
-func TestWriteModeOneImmediatePerBlockAndQueuePair(t *testing.T) {
+// In write mode each block travels on one queue pair (blocks striped over
+// them), as plain RDMA WRITEs but for its last slice, which carries the
+// immediate: one receive completion per block, whatever the number of queue
+// pairs. A stream of known length ends on immediates of its own, with no
+// zero-length ones.
+func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 	const nbufs, bufsz, msg, nq = 4, 16384, 1024, 3 // 16 slices per block
 	for _, total := range []uint64{10 * bufsz, 10*bufsz + 5000} {
 		t.Run(fmt.Sprint(total), func(t *testing.T) {
@@ -776,7 +785,7 @@ func TestWriteModeOneImmediatePerBlockAndQueuePair(t *testing.T) {
 			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRPerBlock)
 			var mu sync.Mutex
 			imms, plain := map[[2]uint64]int{}, 0
-			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs}
+			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 			hs.net.hook = func(qp int, wr SendWR) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -801,7 +810,7 @@ func TestWriteModeOneImmediatePerBlockAndQueuePair(t *testing.T) {
 			defer mu.Unlock()
 			want := map[[2]uint64]int{}
 			for sl := range g.Slices(total) {
-				want[[2]uint64{uint64(g.QP(sl)), g.SliceBlock(sl)}] = 1
+				want[[2]uint64{g.SliceBlock(sl) % nq, g.SliceBlock(sl)}] = 1
 			}
 			if !maps.Equal(imms, want) || plain+len(imms) != int(g.Slices(total)) {
 				t.Fatalf("immediates per (queue pair, block) %v, plain writes %d; want %v and %d in all", imms, plain, want, g.Slices(total))
