@@ -98,17 +98,6 @@ func (g Geometry) NextOnQP(n uint64) uint64 {
 	return n + 1
 }
 
-// FirstOnQPIn is queue pair q's first slice in block seq (with WholeBlocks,
-// the block's first slice, whichever queue pair carries it).
-func (g Geometry) FirstOnQPIn(q int, seq uint64) uint64 {
-	first := seq * g.SlicesPerBlock()
-	if g.WholeBlocks {
-		return first
-	}
-	nq := uint64(g.QPs)
-	return first + (uint64(q)+nq-first%nq)%nq
-}
-
 // SliceAt returns the slice holding stream byte off.
 func (g Geometry) SliceAt(off uint64) uint64 {
 	return (off/g.BlockBytes)*g.SlicesPerBlock() + (off%g.BlockBytes)/g.MsgBytes

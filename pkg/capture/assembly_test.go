@@ -42,8 +42,8 @@ func TestGeometrySlices(t *testing.T) {
 }
 
 // Each queue pair's slices, walked with FirstOnQP and NextOnQP, are exactly
-// the slices QP assigns it, in order, and FirstOnQPIn finds its first in each
-// block: slices striped (send mode) and whole blocks striped (write mode).
+// the slices QP assigns it, in order: slices striped (send mode) and whole
+// blocks striped (write mode).
 func TestGeometryQueuePairWalk(t *testing.T) {
 	for _, whole := range []bool{false, true} {
 		g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 4, WholeBlocks: whole} // 3 slices per block
@@ -55,22 +55,12 @@ func TestGeometryQueuePairWalk(t *testing.T) {
 			}
 		}
 		want := make([][]uint64, g.QPs)
-		first := map[[2]uint64]uint64{}
 		for sl := range uint64(n) {
-			q := g.QP(sl)
-			want[q] = append(want[q], sl)
-			if k := [2]uint64{uint64(q), g.SliceBlock(sl)}; first[k] == 0 {
-				first[k] = sl + 1
-			}
+			want[g.QP(sl)] = append(want[g.QP(sl)], sl)
 		}
 		for q := range g.QPs {
 			if !slices.Equal(got[q], want[q]) {
 				t.Errorf("whole blocks %v: queue pair %d walks %v, want %v", whole, q, got[q], want[q])
-			}
-		}
-		for k, sl := range first {
-			if f := g.FirstOnQPIn(int(k[0]), k[1]); f != sl-1 {
-				t.Errorf("whole blocks %v: FirstOnQPIn(%d, %d) = %d, want %d", whole, k[0], k[1], f, sl-1)
 			}
 		}
 		if whole && (g.QP(2) != 0 || g.QP(3) != 1 || g.QP(6) != 0) {

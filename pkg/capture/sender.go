@@ -908,12 +908,13 @@ func (s *sendSession) unpost(q, n int) {
 }
 
 // unsend counts queue pair q's slice sl, and every later one, as not sent.
-// In write mode q's earlier slices in the same block too: they went out as
-// plain writes that only the immediate of q's last slice in the block lands
-// at the receiver, and that immediate is now never posted.
+// In write mode the earlier slices of sl's block too (all q's: whole blocks
+// travel on one queue pair): they went out as plain writes that only the
+// immediate of the block's last slice lands at the receiver, and that
+// immediate is now never posted.
 func (s *sendSession) unsend(q int, sl uint64) {
 	if s.cfg.Mode == ModeWrite {
-		sl = s.g.FirstOnQPIn(q, s.g.SliceBlock(sl))
+		sl = s.g.SliceBlock(sl) * s.g.SlicesPerBlock()
 		s.tail[q].set = false
 	}
 	s.next[q] = min(s.next[q], sl)
