@@ -324,18 +324,9 @@ func writeWindow(t *testing.T, p *pair, key dada.Key, r *Registration, off, n in
 			b[j] = 0xee
 		}
 	}
-	src, err := Mmap(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, func() error { return Munmap(src) })
+	src, smr := registered(t, p.src.pd, n, AccessLocalWrite)
 	const seed = 42
 	pattern.Fill(src, seed, uint64(off))
-	smr, err := p.src.pd.RegisterMR(src, AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, smr.Close)
 	base := uint64(uintptr(unsafe.Pointer(&src[0])))
 	var wrs []SendWR
 	if !perBlock {
@@ -503,17 +494,8 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 	if err := p.dst.qp.PostRecv(recvs); err != nil {
 		t.Fatal(err)
 	}
-	src, err := Mmap(4 * msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, func() error { return Munmap(src) })
+	src, smr := registered(t, p.src.pd, 4*msg, AccessLocalWrite)
 	pattern.Fill(src, 7, 0)
-	smr, err := p.src.pd.RegisterMR(src, AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, smr.Close)
 	base := uint64(uintptr(unsafe.Pointer(&src[0])))
 	var wrs []SendWR
 	for i := 0; i < 4; i++ {
@@ -613,16 +595,8 @@ func TestCompletionErrorStatus(t *testing.T) {
 	vmtest.Require(t)
 	leakCheck(t)
 	p := newPair(t)
-	buf, err := Mmap(1 << 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, func() error { return Munmap(buf) })
-	mr, err := p.src.pd.RegisterMR(buf, AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.src.qp.PostSend([]SendWR{{ID: 5, Opcode: OpRDMAWrite, Addr: uint64(mr.Addr()), Length: 4096, LKey: mr.LKey(),
+	_, mr := registered(t, p.src.pd, 1<<16, AccessLocalWrite)
+	err := p.src.qp.PostSend([]SendWR{{ID: 5, Opcode: OpRDMAWrite, Addr: uint64(mr.Addr()), Length: 4096, LKey: mr.LKey(),
 		RemoteAddr: uint64(mr.Addr()), RKey: 0xdeadbe, Signaled: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -666,15 +640,7 @@ func TestCloseCascade(t *testing.T) {
 	if qp.Caps().MaxSendWR > c.Attr().MaxQPWR || !strings.Contains(qp.Clamped(), "max_send_wr") {
 		t.Errorf("MaxSendWR 1<<30 not clamped: caps %+v, note %q", qp.Caps(), qp.Clamped())
 	}
-	buf, err := Mmap(1 << 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, func() error { return Munmap(buf) })
-	mr, err := pd.RegisterMR(buf, AccessLocalWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mr := registered(t, pd, 1<<16, AccessLocalWrite)
 	if got := Live(); got.Contexts < 1 || got.PDs < 1 || got.CQs < 1 || got.QPs < 1 || got.MRs < 1 || got.CompChannels < 1 {
 		t.Fatalf("live objects %+v, want one of each", got)
 	}
