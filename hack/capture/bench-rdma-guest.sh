@@ -166,6 +166,58 @@ ringcap_run() {
   echo "$wgbps $(cpu_busy cpu.log) $gbps"
 }
 
+# ringcap_concurrent: PerBlock and WholeRing at once, each its own ring, recv, reader and send
+# with ringcap's defaults (QPS queue pairs each). Both flows share the vCPUs over the same
+# window, so the phases of the emulated machine that make back-to-back runs differ by up to 1.5
+# times hit both alike: the ratio of their rates is a much steadier per-run sample of what
+# PerBlock costs against WholeRing. The two are set up and started in turn, PerBlock first
+# every other run: the flow set up first has an edge (with WholeRing always first, 75 runs gave
+# PerBlock/WholeRing 0.983, interval 0.960-0.995). Prints each flow's rate over the window, the
+# busy vCPUs and context switches per second, and each flow's rate over its whole run:
+# "WHOLE PER BUSY SWITCHES WHOLE_RUN PER_RUN".
+ringcap_concurrent() {
+  local mrs=(wholering perblock) i port key rx=() rd=() tx=() keys=() ports=() w=() r=() order=(0 1) bad=0
+  [ $((run % 2)) = 1 ] || order=(1 0)
+  for i in "${order[@]}"; do
+    port=$((PORT++)) key=c0$((PORT % 100))$i
+    keys[i]=$key ports[i]=$port
+    ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; bad=1; }
+    ringcap recv -k "$key" --mode write --mr "${mrs[i]}" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
+      --metrics-addr "" --stop-observations 1 "${BUSY[@]}" >recv$i.log 2>&1 &
+    rx[i]=$!
+    ringcap ring read -k "$key" -s >read$i.log 2>&1 &
+    rd[i]=$!
+  done
+  for i in 0 1; do
+    for _ in $(seq 100); do grep -q "Listening for senders" recv$i.log && break; sleep 0.1; done
+  done
+  cpu_window cpu.log
+  for i in "${order[@]}"; do
+    ringcap send --connect "$SRV_IP:${ports[i]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" \
+      --no-fill --progress 100ms "${BUSY[@]}" >send$i.out 2>&1 &
+    tx[i]=$!
+  done
+  local rc=() line bytes secs rbytes
+  for i in 0 1; do wait "${tx[i]}"; done
+  for i in 0 1; do wait "${rx[i]}"; rc[i]=$?; wait "${rd[i]}"; ringcap ring destroy -k "${keys[i]}" >/dev/null 2>&1; done
+  for i in 0 1; do
+    line=$(grep '^send: bytes=' send$i.out)
+    bytes=$(echo "$line" | tr ' ' '\n' | sed -n 's/^bytes=//p'); secs=$(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p')
+    r[i]=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
+    w[i]=$(window "$(cat send$i.out)")
+    rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read$i.log)
+    if [ "$bad" = 1 ] || [ "${rc[i]}" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || [ "$rbytes" != "$bytes" ] ||
+      ! awk -v g="${r[i]}" -v x="${w[i]}" 'BEGIN { exit !(g > 0 && x > 0) }'; then
+      echo "bench-rdma: ringcap concurrent ${mrs[i]} failed (recv rc=${rc[i]}, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
+      cat send$i.out recv$i.log read$i.log >&2
+      bad=1
+    fi
+  done
+  [ "$bad" = 0 ] || return 1
+  echo "bench-rdma: ringcap concurrent wholering gbps=${w[0]} perblock gbps=${w[1]} (window) whole_run_gbps=${r[0]} ${r[1]}" >&2
+  echo "${w[0]} ${w[1]} $(cpu_busy cpu.log) ${r[0]} ${r[1]}"
+}
+
 # The clock the guest times with (tsc, thanks to hack/vm/run.sh's tsc=reliable; the HPET would
 # make every clock read an emulated MMIO access, which weighs on Go far more than on perftest).
 echo "bench-rdma: guest clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" >&2
@@ -181,7 +233,7 @@ measure() { # contender
   esac
 }
 fail=0
-read -ra ORDER <<<"${CONTENDERS:-send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs}"
+read -ra ORDER <<<"${CONTENDERS:-send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs concurrent}"
 for run in $(seq "$RUNS"); do
   echo "bench-rdma: run $run of $RUNS (${DUR}s each, ${MSG}-byte messages, $QPS QPs, ringcap busy-poll=$BUSY_POLL)" >&2
   # Every compared pair runs back to back (each perftest sits between ringcap's one-thread and
@@ -192,8 +244,19 @@ for run in $(seq "$RUNS"); do
   [ $((run % 2)) = 1 ] || for ((i = ${#ORDER[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ORDER[i]}; done
   for k in "${order[@]}"; do
     # Every contender prints the window's rate, busy vCPUs and context switches per second;
-    # ringcap's the whole run's rate too
-    if v=$(measure "$k"); then
+    # ringcap's the whole run's rate too. concurrent is two flows: its results are named
+    # concurrent_wholering and concurrent_perblock, each with the busy vCPUs and switches of both.
+    if [ "$k" = concurrent ]; then
+      if v=$(ringcap_concurrent); then
+        read -r ww wp busy cs rw rp <<<"$v"
+        for x in "concurrent_wholering $ww $rw" "concurrent_perblock $wp $rp"; do
+          read -r n w whole <<<"$x"
+          RES[$n]+=" $w" RES[$n.cpu]+=" $busy" RES[$n.cs]+=" $cs" RES[$n.whole]+=" $whole"
+        done
+      else
+        fail=1
+      fi
+    elif v=$(measure "$k"); then
       read -r w busy cs whole <<<"$v"
       RES[$k]+=" $w" RES[$k.cpu]+=" $busy" RES[$k.cs]+=" $cs"
       [ -z "$whole" ] || RES[$k.whole]+=" $whole"
@@ -205,6 +268,6 @@ done
 [ "$fail" = 0 ] || { echo "bench-rdma: a run failed" >&2; exit 1; }
 # The rates of every run, in run order (the host pairs them by position, pools the boots and
 # computes the medians, ratios and intervals: hack/capture/bench-rdma.sh).
-for k in "${!RES[@]}"; do # ORDER's contenders, their NAME.cpu and NAME.cs, and ringcap's NAME.whole
+for k in "${!RES[@]}"; do # ORDER's contenders (concurrent's two flows), their NAME.cpu and NAME.cs, and ringcap's NAME.whole
   echo "bench-rdma: runs $k${RES[$k]}"
 done

@@ -8,9 +8,13 @@
 # from one thread, as perftest does; the default posts from one thread per vCPU on rxe),
 # ratio send/ib_send_bw_pairs=… and ratio write/ib_write_bw_pairs=… (the anchor there is one
 # perftest pair per vCPU at once, the QPs shared out: one perftest process posts from one
-# thread, and ib_write_bw's other end idles, so one pair leaves a vCPU to spare), and, for
-# each, a distribution-free interval for that median (does it settle the goal?). Each
-# contender's median rate comes with the vCPUs the guest kept busy over the window
+# thread, and ib_write_bw's other end idles, so one pair leaves a vCPU to spare), and
+# ratio perblock/wholering-concurrent=… (goal >= 0.98: PerBlock and WholeRing streaming at
+# once, each with its own ring, set up and started in turn, PerBlock first every other run, so
+# that both flows see the same phases of the emulated machine; the ratio of their rates varies
+# far less from run to run than that of two runs back to back), and, for each, a
+# distribution-free interval for that median (does it settle the goal?). Each contender's
+# median rate comes with the vCPUs the guest kept busy over the window
 # (busy_vcpus, of `nproc`) and the guest's context switches per second (switches_per_s: under
 # TCG each one is emulated, so they show where CPU outside the data path goes), and each
 # ratio with the ratios of those (cpu=… switches=…).
@@ -33,7 +37,7 @@ cd "$ROOT"
 . hack/env.sh
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
 RUNS=${RUNS:-7} BOOTS=${BOOTS:-1}
-ALL=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs)
+ALL=(send1 ib_send_bw send ib_send_bw_pairs write1 ib_write_bw write perblock ib_write_bw_pairs concurrent)
 # CONTENDERS (default: all of ALL, in that order) runs a subset, e.g. CONTENDERS="write perblock"
 # for more runs of the PerBlock/WholeRing comparison in the same time; only the pairs whose two
 # sides both ran are reported.
@@ -42,6 +46,12 @@ for k in "${ORDER[@]}"; do
   [[ " ${ALL[*]} " == *" $k "* ]] || { echo "bench-rdma: unknown contender $k in CONTENDERS: want some of ${ALL[*]}" >&2; exit 2; }
 done
 [ "${#ORDER[@]}" -gt 0 ] || { echo "bench-rdma: CONTENDERS names no contender: want some of ${ALL[*]}" >&2; exit 2; }
+# The results each contender reports: concurrent runs PerBlock and WholeRing at once, as two
+# flows (concurrent_perblock, concurrent_wholering).
+RESULTS=()
+for k in "${ORDER[@]}"; do
+  if [ "$k" = concurrent ]; then RESULTS+=(concurrent_wholering concurrent_perblock); else RESULTS+=("$k"); fi
+done
 mkdir -p "$VM_DIR/runs"
 OUT=$(mktemp -d "$VM_DIR/runs/bench-rdma-$(date +%Y%m%d-%H%M%S)-XXXX")
 chmod 0755 "$OUT"
@@ -54,8 +64,9 @@ CGO_ENABLED=1 go build -o "$OUT/ringcap" ./cmd/ringcap
 # (no goal: reported for comparison).
 PAIRS=("send ib_send_bw send/ib_send_bw 0.95" "write ib_write_bw write/ib_write_bw 0.95" "perblock write perblock/wholering 0.98"
   "send1 ib_send_bw send-1thread/ib_send_bw -" "write1 ib_write_bw write-1thread/ib_write_bw -"
-  "send ib_send_bw_pairs send/ib_send_bw_pairs -" "write ib_write_bw_pairs write/ib_write_bw_pairs -")
-ran() { [[ " ${ORDER[*]} " == *" $1 "* ]]; }
+  "send ib_send_bw_pairs send/ib_send_bw_pairs -" "write ib_write_bw_pairs write/ib_write_bw_pairs -"
+  "concurrent_perblock concurrent_wholering perblock/wholering-concurrent 0.98")
+ran() { [[ " ${RESULTS[*]} " == *" $1 "* ]]; }
 kept=()
 for p in "${PAIRS[@]}"; do
   read -r a b _ <<<"$p"
@@ -72,7 +83,7 @@ for p in "${PAIRS[@]}"; do
   [[ $b == ib_* ]] || b=$b.whole
   WHOLE_PAIRS+=("$a.whole $b $name")
 done
-for k in "${ORDER[@]}"; do
+for k in "${RESULTS[@]}"; do
   [[ $k == ib_* ]] || WHOLE+=("$k.whole")
   CPU+=("$k.cpu" "$k.cs")
 done
@@ -122,7 +133,7 @@ for boot in $(seq "$BOOTS"); do
   while read -r _ _ k vals; do
     B[$k]=" $vals"
   done < <(tr -d '\r' <"$SHARE/bench.log" | grep '^bench-rdma: runs ')
-  for k in "${ORDER[@]}" "${WHOLE[@]}" "${CPU[@]}"; do
+  for k in "${RESULTS[@]}" "${WHOLE[@]}" "${CPU[@]}"; do
     n=$(wc -w <<<"${B[$k]:-}")
     [ "$n" = "$RUNS" ] || { echo "bench-rdma: boot $boot reported $n runs of $k, want $RUNS" >&2; rc=1; break 2; }
     RES[$k]+=${B[$k]}
@@ -138,7 +149,7 @@ done
 echo "---- bench-rdma (logs: $OUT/boot-*/bench.log)"
 [ "$rc" = 0 ] || { echo "bench-rdma: failed (rc=$rc)"; exit "$rc"; }
 cat "$OUT/boots.log"
-for k in "${ORDER[@]}" "${WHOLE[@]}"; do
+for k in "${RESULTS[@]}" "${WHOLE[@]}"; do
   # shellcheck disable=SC2086
   busy=${RES[$k.cpu]:+" busy_vcpus=$(median ${RES[$k.cpu]})"}
   # shellcheck disable=SC2086
