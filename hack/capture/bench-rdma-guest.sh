@@ -171,8 +171,9 @@ ringcap_run() {
 # window, so the phases of the emulated machine that make back-to-back runs differ by up to 1.5
 # times hit both alike: the ratio of their rates is a much steadier per-run sample of what
 # PerBlock costs against WholeRing. The two are set up and started in turn, PerBlock first
-# every other run: the flow set up first has an edge (with WholeRing always first, 75 runs gave
-# PerBlock/WholeRing 0.983, interval 0.960-0.995). Prints each flow's rate over the window, the
+# every other run: the flow set up first has an edge (with WholeRing's ring, receiver and reader
+# always first, 75 runs gave PerBlock/WholeRing 0.983, interval 0.960-0.995; alternating it,
+# 1.019 and 0.993 in two benches of 75). Prints each flow's rate over the window, the
 # busy vCPUs and context switches per second, and each flow's rate over its whole run:
 # "WHOLE PER BUSY SWITCHES WHOLE_RUN PER_RUN".
 ringcap_concurrent() {
