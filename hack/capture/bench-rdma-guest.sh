@@ -148,6 +148,8 @@ ringcap_run() {
   cpu_window cpu.log
   local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" 2>&1)
   wait "$rx"; local rxrc=$?
+  # A receiver that failed never ends the observation: its reader would wait forever.
+  [ "$rxrc" = 0 ] || kill "$rd" 2>/dev/null
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
   local line; line=$(echo "$out" | grep '^send: bytes=')
@@ -200,7 +202,11 @@ ringcap_concurrent() {
   done
   local rc=() line bytes secs rbytes
   for i in 0 1; do wait "${tx[i]}"; done
-  for i in 0 1; do wait "${rx[i]}"; rc[i]=$?; wait "${rd[i]}"; ringcap ring destroy -k "${keys[i]}" >/dev/null 2>&1; done
+  for i in 0 1; do
+    wait "${rx[i]}"; rc[i]=$?
+    [ "${rc[i]}" = 0 ] || kill "${rd[i]}" 2>/dev/null # see ringcap_run
+    wait "${rd[i]}"; ringcap ring destroy -k "${keys[i]}" >/dev/null 2>&1
+  done
   for i in 0 1; do
     line=$(grep '^send: bytes=' send$i.out)
     bytes=$(echo "$line" | tr ' ' '\n' | sed -n 's/^bytes=//p'); secs=$(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p')
