@@ -132,6 +132,35 @@ window() {
     END { if (xa == "" || xb == "") print 0; else printf "%.4f\n", (xb - xa) * 8 / (b - a) / 1e9 }'
 }
 
+# flow_end NAME RX RD KEY SEND_OUT RECV_LOG READ_LOG: ends one ringcap flow whose sender has
+# exited: waits for its receiver (PID RX) and reader (PID RD), destroys ring KEY, and sets
+# FLOW_RATES to the flow's rate in Gb/s over perftest's window and over the whole run (not
+# printed: it has to run in the shell that started them, to wait for them). Fails, with the
+# flow's logs on stderr, unless the receiver succeeded, the sender completed and the reader
+# read every byte sent.
+flow_end() {
+  local name=$1 rx=$2 rd=$3 key=$4 out=$5 rlog=$6 dlog=$7 rxrc
+  wait "$rx"; rxrc=$?
+  # A receiver that failed never ends the observation: its reader would wait forever.
+  [ "$rxrc" = 0 ] || kill "$rd" 2>/dev/null
+  wait "$rd"
+  ringcap ring destroy -k "$key" >/dev/null 2>&1
+  local line; line=$(grep '^send: bytes=' "$out")
+  # The rate from bytes and seconds: the printed gbps has only three decimals.
+  field() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; } # whole fields: not held_back_seconds
+  local bytes secs gbps; bytes=$(field bytes); secs=$(field seconds)
+  gbps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
+  local wgbps; wgbps=$(window "$(cat "$out")")
+  local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' "$dlog")
+  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || ! awk -v g="$gbps" -v w="$wgbps" 'BEGIN { exit !(g > 0 && w > 0) }' || [ "$rbytes" != "$bytes" ]; then
+    echo "bench-rdma: ringcap $name failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
+    cat "$out" "$rlog" "$dlog" >&2
+    return 1
+  fi
+  echo "bench-rdma: ringcap $name bytes=$bytes gbps=$wgbps (window) whole_run_gbps=$gbps" >&2
+  FLOW_RATES="$wgbps $gbps"
+}
+
 # ringcap MODE MR [SEND_FLAGS...]: recv on rxe1 into a fresh ring, a reader, send --no-fill for
 # DUR seconds. Prints the rate in Gb/s over perftest's window, the busy vCPUs and context
 # switches per second over that window (cpu_busy), and the rate over the whole run.
@@ -146,25 +175,9 @@ ringcap_run() {
   local rd=$!
   for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
   cpu_window cpu.log
-  local out; out=$(ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" 2>&1)
-  wait "$rx"; local rxrc=$?
-  # A receiver that failed never ends the observation: its reader would wait forever.
-  [ "$rxrc" = 0 ] || kill "$rd" 2>/dev/null
-  wait "$rd"
-  ringcap ring destroy -k "$key" >/dev/null 2>&1
-  local line; line=$(echo "$out" | grep '^send: bytes=')
-  # The rate from bytes and seconds: the printed gbps has only three decimals.
-  field() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; } # whole fields: not held_back_seconds
-  local bytes secs gbps; bytes=$(field bytes); secs=$(field seconds)
-  gbps=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
-  local wgbps; wgbps=$(window "$out")
-  local rbytes; rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
-  if [ "$rxrc" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || ! awk -v g="$gbps" -v w="$wgbps" 'BEGIN { exit !(g > 0 && w > 0) }' || [ "$rbytes" != "$bytes" ]; then
-    echo "bench-rdma: ringcap $mode/$mr failed (recv rc=$rxrc, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
-    echo "$out" >&2; cat recv.log read.log >&2
-    return 1
-  fi
-  echo "bench-rdma: ringcap mode=$mode mr=$mr bytes=$bytes gbps=$wgbps (window) whole_run_gbps=$gbps" >&2
+  ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" >send.out 2>&1
+  flow_end "mode=$mode mr=$mr" "$rx" "$rd" "$key" send.out recv.log read.log || return 1
+  local wgbps gbps; read -r wgbps gbps <<<"$FLOW_RATES"
   echo "$wgbps $(cpu_busy cpu.log) $gbps"
 }
 
@@ -200,28 +213,15 @@ ringcap_concurrent() {
       --no-fill --progress 100ms "${BUSY[@]}" >send$i.out 2>&1 &
     tx[i]=$!
   done
-  local rc=() line bytes secs rbytes
   for i in 0 1; do wait "${tx[i]}"; done
   for i in 0 1; do
-    wait "${rx[i]}"; rc[i]=$?
-    [ "${rc[i]}" = 0 ] || kill "${rd[i]}" 2>/dev/null # see ringcap_run
-    wait "${rd[i]}"; ringcap ring destroy -k "${keys[i]}" >/dev/null 2>&1
-  done
-  for i in 0 1; do
-    line=$(grep '^send: bytes=' send$i.out)
-    bytes=$(echo "$line" | tr ' ' '\n' | sed -n 's/^bytes=//p'); secs=$(echo "$line" | tr ' ' '\n' | sed -n 's/^seconds=//p')
-    r[i]=$(awk -v b="${bytes:-0}" -v s="${secs:-0}" 'BEGIN { if (s > 0) printf "%.4f", b * 8 / s / 1e9; else print 0 }')
-    w[i]=$(window "$(cat send$i.out)")
-    rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read$i.log)
-    if [ "$bad" = 1 ] || [ "${rc[i]}" != 0 ] || ! echo "$line" | grep -q 'complete=true' || [ "${bytes:-0}" -le 0 ] || [ "$rbytes" != "$bytes" ] ||
-      ! awk -v g="${r[i]}" -v x="${w[i]}" 'BEGIN { exit !(g > 0 && x > 0) }'; then
-      echo "bench-rdma: ringcap concurrent ${mrs[i]} failed (recv rc=${rc[i]}, sent ${bytes:-?}, read ${rbytes:-?}):" >&2
-      cat send$i.out recv$i.log read$i.log >&2
+    if flow_end "concurrent ${mrs[i]}" "${rx[i]}" "${rd[i]}" "${keys[i]}" send$i.out recv$i.log read$i.log; then
+      read -r "w[i]" "r[i]" <<<"$FLOW_RATES"
+    else
       bad=1
     fi
   done
   [ "$bad" = 0 ] || return 1
-  echo "bench-rdma: ringcap concurrent wholering gbps=${w[0]} perblock gbps=${w[1]} (window) whole_run_gbps=${r[0]} ${r[1]}" >&2
   echo "${w[0]} ${w[1]} $(cpu_busy cpu.log) ${r[0]} ${r[1]}"
 }
 

@@ -47,6 +47,11 @@ const (
 	ModeWrite Mode = 2 // RDMA_WRITE_WITH_IMM into blocks granted by credits
 )
 
+// wholeBlocks says whether the mode stripes whole blocks over the queue pairs
+// (Geometry.WholeBlocks): write mode does, so that each block has one
+// immediate; send mode stripes slices.
+func (m Mode) wholeBlocks() bool { return m == ModeWrite }
+
 func (m Mode) String() string {
 	switch m {
 	case ModeSend:

@@ -129,7 +129,7 @@ func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab Recei
 func (r *Receiver) Tracker() *Tracker { return r.t }
 
 func (r *Receiver) geometry() Geometry {
-	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode == ModeWrite}
+	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode.wholeBlocks()}
 }
 
 // window is the number of blocks held open at once.

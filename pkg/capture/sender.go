@@ -379,7 +379,7 @@ type senderEvent struct {
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
 	cfg := s.cfg
-	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode == ModeWrite}
+	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.wholeBlocks()}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
