@@ -9,20 +9,26 @@ import (
 // Geometry is how a stream is cut into ring blocks and messages. Slice g of
 // the stream (g = 0, 1, 2, ... over the whole observation) is slice g mod S of
 // block g div S, where S = SlicesPerBlock; it starts at byte
-// (g div S)*BlockBytes + (g mod S)*MsgBytes of the stream and travels on queue
-// pair g mod QPs, or with WholeBlocks on queue pair (g div S) mod QPs. Every
-// slice is MsgBytes long except the last of each block (when BlockBytes is not
-// a multiple of MsgBytes) and the last of the stream. Both ends compute the
-// same mapping, so data is placed by sequence number, never by arrival order.
+// (g div S)*BlockBytes + (g mod S)*MsgBytes of the stream. Every slice is
+// MsgBytes long except the last of each block (when BlockBytes is not a
+// multiple of MsgBytes) and the last of the stream. Slices are striped over
+// the queue pairs: slice g travels on queue pair g mod QPs; or, with
+// WholeBlocks, each block travels whole on one queue pair, the one that takes
+// it (the sender hands the next block to whichever queue pair has room). Both
+// ends compute the same placement, so data is placed by sequence number,
+// never by arrival order.
 type Geometry struct {
 	BlockBytes uint64
 	MsgBytes   uint64
 	QPs        int
 	NBufs      int // ring blocks (bounds the window of open blocks)
-	// WholeBlocks stripes whole blocks over the queue pairs instead of
-	// slices (write mode): each block is written by one queue pair, whose
-	// last write into it carries the block's only immediate, so the receiver
-	// takes one completion per block whatever the number of queue pairs.
+	// WholeBlocks sends each block whole on one queue pair instead of
+	// striping slices (write mode): the queue pair's last write into the
+	// block carries the block's only immediate, so the receiver takes one
+	// completion per block whatever the number of queue pairs. Blocks go to
+	// the queue pairs as they free up, not in turn, so queue pairs that run
+	// faster (their CPU less loaded) carry more blocks instead of waiting for
+	// the slowest one.
 	WholeBlocks bool
 }
 
@@ -71,29 +77,31 @@ func (g Geometry) StreamOffset(n uint64) uint64 {
 // SliceBlock is the block sequence number of slice n.
 func (g Geometry) SliceBlock(n uint64) uint64 { return n / g.SlicesPerBlock() }
 
-// QP is the queue pair that carries slice n.
-func (g Geometry) QP(n uint64) int {
-	if g.WholeBlocks {
-		return int(g.SliceBlock(n) % uint64(g.QPs))
-	}
-	return int(n % uint64(g.QPs))
-}
+// noSlice is FirstOnQP's and NextOnQP's answer for a queue pair whose next
+// slice is not fixed: with WholeBlocks, it takes the next block nobody has.
+const noSlice = ^uint64(0)
 
-// FirstOnQP is the first slice queue pair q carries.
+// QP is the queue pair that carries slice n when slices are striped (not
+// WholeBlocks).
+func (g Geometry) QP(n uint64) int { return int(n % uint64(g.QPs)) }
+
+// FirstOnQP is the first slice queue pair q carries: q, or noSlice with
+// WholeBlocks.
 func (g Geometry) FirstOnQP(q int) uint64 {
 	if g.WholeBlocks {
-		return uint64(q) * g.SlicesPerBlock()
+		return noSlice
 	}
 	return uint64(q)
 }
 
-// NextOnQP is the slice after n on n's queue pair.
+// NextOnQP is the slice after n on n's queue pair: n+QPs; with WholeBlocks
+// the next slice of n's block, or noSlice after the block's last one.
 func (g Geometry) NextOnQP(n uint64) uint64 {
 	if !g.WholeBlocks {
 		return n + uint64(g.QPs)
 	}
-	if s := g.SlicesPerBlock(); (n+1)%s == 0 {
-		return n + 1 + uint64(g.QPs-1)*s
+	if (n+1)%g.SlicesPerBlock() == 0 {
+		return noSlice
 	}
 	return n + 1
 }
@@ -197,6 +205,14 @@ func (a *assembler) resolve(imm uint32) (uint64, error) {
 		return 0, fmt.Errorf("%w: slice %d (immediate %d) is outside the open blocks %d..%d", ErrProtocol, n, imm, a.open[0].seq, a.next-1)
 	}
 	return n, nil
+}
+
+// landedIn is the number of slices of open block seq that have landed.
+func (a *assembler) landedIn(seq uint64) (uint64, error) {
+	if len(a.open) == 0 || seq < a.open[0].seq || seq >= a.next {
+		return 0, fmt.Errorf("%w: block %d is not open", ErrProtocol, seq)
+	}
+	return a.open[seq-a.open[0].seq].count, nil
 }
 
 // land records that n bytes of slice sl have arrived.

@@ -41,30 +41,42 @@ func TestGeometrySlices(t *testing.T) {
 	}
 }
 
-// Each queue pair's slices, walked with FirstOnQP and NextOnQP, are exactly
-// the slices QP assigns it, in order: slices striped (send mode) and whole
-// blocks striped (write mode).
+// Striped slices (send mode): each queue pair's slices, walked with
+// FirstOnQP and NextOnQP, are exactly the slices QP assigns it, in order.
+// Whole blocks (write mode): a queue pair starts with no slice, and from a
+// block's first slice it walks that block's slices and then has none again
+// (it takes the next block nobody has).
 func TestGeometryQueuePairWalk(t *testing.T) {
-	for _, whole := range []bool{false, true} {
-		g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 4, WholeBlocks: whole} // 3 slices per block
-		const n = 30
-		got := make([][]uint64, g.QPs)
-		for q := range g.QPs {
-			for sl := g.FirstOnQP(q); sl < n; sl = g.NextOnQP(sl) {
-				got[q] = append(got[q], sl)
-			}
+	g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 4} // 3 slices per block
+	const n = 30
+	got := make([][]uint64, g.QPs)
+	for q := range g.QPs {
+		for sl := g.FirstOnQP(q); sl < n; sl = g.NextOnQP(sl) {
+			got[q] = append(got[q], sl)
 		}
-		want := make([][]uint64, g.QPs)
-		for sl := range uint64(n) {
-			want[g.QP(sl)] = append(want[g.QP(sl)], sl)
+	}
+	want := make([][]uint64, g.QPs)
+	for sl := range uint64(n) {
+		want[g.QP(sl)] = append(want[g.QP(sl)], sl)
+	}
+	for q := range g.QPs {
+		if !slices.Equal(got[q], want[q]) {
+			t.Errorf("striped slices: queue pair %d walks %v, want %v", q, got[q], want[q])
 		}
-		for q := range g.QPs {
-			if !slices.Equal(got[q], want[q]) {
-				t.Errorf("whole blocks %v: queue pair %d walks %v, want %v", whole, q, got[q], want[q])
-			}
+	}
+	g.WholeBlocks = true
+	for q := range g.QPs {
+		if f := g.FirstOnQP(q); f != noSlice {
+			t.Errorf("whole blocks: queue pair %d starts at slice %d, want none", q, f)
 		}
-		if whole && (g.QP(2) != 0 || g.QP(3) != 1 || g.QP(6) != 0) {
-			t.Errorf("whole blocks: slices 2, 3, 6 on queue pairs %d, %d, %d; want 0, 1, 0", g.QP(2), g.QP(3), g.QP(6))
+	}
+	for b := range uint64(4) {
+		var walk []uint64
+		for sl := b * 3; sl != noSlice; sl = g.NextOnQP(sl) {
+			walk = append(walk, sl)
+		}
+		if w := []uint64{b * 3, b*3 + 1, b*3 + 2}; !slices.Equal(walk, w) {
+			t.Errorf("whole blocks: block %d walks %v, want %v", b, walk, w)
 		}
 	}
 }

@@ -19,9 +19,10 @@
 // requests whose scatter entries point straight into the current write blocks,
 // one slice each; the sender SENDs slice g on queue pair g mod N. In write mode
 // the receiver grants credits naming free blocks and the sender RDMA-WRITEs the
-// slices into them, whole blocks striped over the queue pairs (block b on queue
-// pair b mod N): a block's slices as plain RDMA WRITEs but the last, which goes
-// with RDMA_WRITE_WITH_IMM, the immediate naming the slice (so the block) and
+// slices into them, each block whole on one queue pair (the next one with a
+// free send slot and no block takes the next block): a block's slices as
+// plain RDMA WRITEs but the last, which goes with RDMA_WRITE_WITH_IMM, the
+// immediate naming the slice (so the block) and
 // the work completion carrying its byte count; RC order has placed the queue
 // pair's earlier writes by then, so that one receive completion per block lands
 // them all. A queue pair whose stream ends after

@@ -16,8 +16,10 @@ import (
 // Version 2: in write mode only a queue pair's last slice in a block carries
 // an immediate (version 1: every slice). Version 3: write mode stripes whole
 // blocks over the queue pairs (Geometry.WholeBlocks), so each block has one
-// immediate.
-const ProtocolVersion = 3
+// immediate. Version 4: write mode's queue pairs take whole blocks as they
+// have room instead of in turn, so a block's immediate may come on any queue
+// pair.
+const ProtocolVersion = 4
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
 // is what tells a ringcap peer from anything else that dials the port.
@@ -47,7 +49,7 @@ const (
 	ModeWrite Mode = 2 // RDMA_WRITE_WITH_IMM into blocks granted by credits
 )
 
-// wholeBlocks says whether the mode stripes whole blocks over the queue pairs
+// wholeBlocks says whether the mode sends each block whole on one queue pair
 // (Geometry.WholeBlocks): write mode does, so that each block has one
 // immediate; send mode stripes slices.
 func (m Mode) wholeBlocks() bool { return m == ModeWrite }

@@ -342,7 +342,7 @@ type session struct {
 	posted   []int    // receive WRs outstanding per queue pair
 	consumed []int    // write mode: scatter-less receive WRs used up since the last repost
 	empty    []RecvWR // reused by postEmpty
-	cursor   []uint64 // per queue pair, its next slice to post (send mode) or to land (write mode)
+	cursor   []uint64 // per queue pair, its next slice to post receives for (send mode)
 	bytes    uint64
 	blocks   uint64
 }
@@ -867,11 +867,11 @@ func (s *session) complete(wc Completion) error {
 		}
 		s.consumed[wc.QP]++ // reposted after the batch, one call per queue pair
 	}
-	if s.g.QP(sl) != wc.QP {
-		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
-	}
 	if s.r.cfg.Mode == ModeWrite {
 		return s.landWritten(wc.QP, sl, uint64(wc.Bytes))
+	}
+	if s.g.QP(sl) != wc.QP {
+		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
 	}
 	if err := s.a.land(sl, uint64(wc.Bytes)); err != nil {
 		return err
@@ -881,15 +881,22 @@ func (s *session) complete(wc Completion) error {
 }
 
 // landWritten lands what an immediate on queue pair q accounts for (write
-// mode): RC placed the plain RDMA WRITEs q made since its previous immediate,
-// whole slices, before the one naming slice sl, which wrote n bytes of it, or
-// none (n = 0) when sl itself went out plain and this ends q's stream.
+// mode): the whole block travels on the queue pair that took it, and RC
+// placed that queue pair's plain RDMA WRITEs into the block, whole slices
+// from the first one not landed yet, before the immediate naming slice sl,
+// which wrote n bytes of it, or none (n = 0) when sl itself went out plain
+// and this ends the stream.
 func (s *session) landWritten(q int, sl, n uint64) error {
-	from := s.cursor[q]
-	if sl < from {
-		return fmt.Errorf("%w: queue pair %d named slice %d, which it had already written", ErrProtocol, q, sl)
+	seq := s.g.SliceBlock(sl)
+	done, err := s.a.landedIn(seq)
+	if err != nil {
+		return err
 	}
-	for x := from; x <= sl; x = s.g.NextOnQP(x) {
+	from := seq*s.g.SlicesPerBlock() + done
+	if sl < from {
+		return fmt.Errorf("%w: queue pair %d named slice %d, which had already landed", ErrProtocol, q, sl)
+	}
+	for x := from; x <= sl; x++ {
 		k := n
 		if x < sl || n == 0 {
 			_, _, k = s.g.Slice(x)
@@ -897,7 +904,6 @@ func (s *session) landWritten(q int, sl, n uint64) error {
 		if err := s.a.land(x, k); err != nil {
 			return err
 		}
-		s.cursor[q] = s.g.NextOnQP(x)
 		s.r.t.landed(q, k)
 	}
 	return nil

@@ -347,7 +347,8 @@ type sendSession struct {
 	held     time.Duration
 	start    time.Time
 
-	next    []uint64 // next slice per queue pair
+	next    []uint64 // next slice per queue pair (noSlice: none, with whole blocks)
+	block   uint64   // whole blocks: the next block no queue pair has taken
 	limit   uint64   // first slice not to send (noLimit until known)
 	ahead   uint64   // look-ahead: slices past the oldest unfinished one
 	ordered bool     // post in strict slice order (sequential source)
@@ -595,12 +596,14 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 const noLimit = ^uint64(0)
 
 // setup prepares the per-queue-pair state. Queue pair q carries slices q,
-// q+N, q+2N, ... (in write mode the slices of blocks q, q+N, q+2N, ...;
-// Geometry.WholeBlocks) in order; each queue pair moves on as soon as it has a free
-// send slot, so one that stalls (a retransmission timeout on a lossy link)
-// holds back only its own slices while the others run ahead, up to one ring
-// of slices past the oldest unfinished one. A source that can only be read
-// in order keeps the stream in strict slice order instead.
+// q+N, q+2N, ... in order, or in write mode whole blocks
+// (Geometry.WholeBlocks): a queue pair with room takes the next block nobody
+// has, so one whose CPU is busier carries fewer blocks instead of holding the
+// others back. Each queue pair moves on as soon as it has a free send slot, so
+// one that stalls (a retransmission timeout on a lossy link) holds back only
+// its own slices while the others run ahead, up to one ring of slices past the
+// oldest unfinished one. A source that can only be read in order keeps the
+// stream in strict slice order instead.
 func (s *sendSession) setup() {
 	cfg := s.cfg
 	nq := cfg.QPs
@@ -664,27 +667,49 @@ func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{
 }
 
 // unsent reports whether slices below the limit are still to be posted.
-func (s *sendSession) unsent() bool {
-	for _, n := range s.next {
-		if n < s.limit {
-			return true
-		}
+func (s *sendSession) unsent() bool { return s.lowest() < s.limit }
+
+// untaken is the first slice of the next block no queue pair has taken (with
+// whole blocks; noSlice otherwise).
+func (s *sendSession) untaken() uint64 {
+	if !s.g.WholeBlocks {
+		return noSlice
 	}
-	return false
+	return s.block * s.g.SlicesPerBlock()
 }
 
 // lowest is the lowest slice not yet posted.
 func (s *sendSession) lowest() uint64 {
-	lo := noLimit
+	lo := s.untaken()
 	for _, n := range s.next {
 		lo = min(lo, n)
 	}
 	return lo
 }
 
+// carrier is the queue pair that posts slice sl, the lowest one not posted,
+// in strict slice order: the queue pair whose next slice it is, or, for the
+// first slice of a block nobody has taken, the queue pair without a block
+// that has the most free send slots.
+func (s *sendSession) carrier(sl uint64) int {
+	if !s.g.WholeBlocks {
+		return s.g.QP(sl)
+	}
+	best := -1
+	for q, n := range s.next {
+		if n == sl {
+			return q
+		}
+		if n == noSlice && (best < 0 || len(s.free[q]) > len(s.free[best])) {
+			best = q
+		}
+	}
+	return max(best, 0)
+}
+
 // oldest is the lowest slice that has not completed yet.
 func (s *sendSession) oldest() uint64 {
-	lo := noLimit
+	lo := s.untaken()
 	for q, n := range s.next {
 		if f := &s.inq[q]; f.len() > 0 {
 			n = f.front()
@@ -721,9 +746,10 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 	nq := len(s.next)
 	base := s.oldest()
 	if s.ordered {
-		// Strict slice order: the next slice is always on the next queue pair.
+		// Strict slice order: the lowest slice not posted goes next, on its
+		// carrier.
 		for {
-			q := s.g.QP(s.lowest())
+			q := s.carrier(s.lowest())
 			ok, c, err := s.stage(q, base)
 			credit = credit || c
 			if err == nil && ok {
@@ -776,13 +802,17 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 	return posted, credit, nil
 }
 
-// stage fills the next slice of queue pair q into a free send slot and adds
-// its work request to the batch; ok is false when q cannot take it now (no
-// slot, beyond the look-ahead or the end, no grant: credit) or the source
-// ended before it.
+// stage fills the next slice of queue pair q (with whole blocks, when q has
+// none, the first slice of the next block nobody has taken) into a free send
+// slot and adds its work request to the batch; ok is false when q cannot take
+// it now (no slot, beyond the look-ahead or the end, no grant: credit) or the
+// source ended before it.
 func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	cfg := s.cfg
-	sl := s.next[q]
+	sl, take := s.next[q], false
+	if sl == noSlice && s.g.WholeBlocks {
+		sl, take = s.untaken(), true
+	}
 	if sl >= s.limit || sl >= base+s.ahead || len(s.free[q]) == 0 {
 		return false, false, nil
 	}
@@ -821,7 +851,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
-		if nxt := s.g.NextOnQP(sl); nxt < s.limit && s.g.SliceBlock(nxt) == seq {
+		if s.g.NextOnQP(sl) < s.limit { // noSlice after the block's last slice
 			wr.Op = OpWrite
 			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {
@@ -848,6 +878,9 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	s.inq[q].push(inFlight{slice: sl, slot: slot, bytes: uint64(n)})
 	s.inflight++
 	s.next[q] = s.g.NextOnQP(sl)
+	if take {
+		s.block++
+	}
 	s.sent += uint64(n)
 	s.hi = max(s.hi, sl+1)
 	s.extent = max(s.extent, offset+uint64(n))
@@ -911,7 +944,9 @@ func (s *sendSession) unpost(q, n int) {
 // In write mode the earlier slices of sl's block too (all q's: whole blocks
 // travel on one queue pair): they went out as plain writes that only the
 // immediate of the block's last slice lands at the receiver, and that
-// immediate is now never posted.
+// immediate is now never posted. Only a stream that is ending unsends (a
+// post failed): the gap-free prefix it keeps ends below sl, so blocks q took
+// after sl's are not handed out again.
 func (s *sendSession) unsend(q int, sl uint64) {
 	if s.cfg.Mode == ModeWrite {
 		sl = s.g.SliceBlock(sl) * s.g.SlicesPerBlock()

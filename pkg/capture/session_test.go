@@ -459,10 +459,16 @@ func TestSenderKilledMidStream(t *testing.T) {
 			reads := readObservations(t, ctx, h, 1, 9, 0)
 			ep, rs, acc := connectRaw(t, hs, mode, 2, 16, msg)
 			// Send slices 0..5 (1.5 blocks) and, in send mode, slice 7, then
-			// vanish. In write mode each block travels on one queue pair, in
-			// order: slices 0, 1, 2 and 4 go out as plain writes, and the
-			// immediates of 3 and 5 land them; slice 7 would follow 6 there.
+			// vanish. In write mode each block travels on one queue pair (here
+			// block b on queue pair b mod 2), in order: slices 0, 1, 2 and 4
+			// go out as plain writes, and the immediates of 3 and 5 land them.
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == ModeWrite}
+			qpOf := func(sl uint64) int {
+				if g.WholeBlocks {
+					return int(g.SliceBlock(sl) % 2)
+				}
+				return g.QP(sl)
+			}
 			slices, plain := []uint64{0, 1, 2, 3, 4, 5, 7}, map[uint64]bool{}
 			if mode == ModeWrite {
 				slices, plain = slices[:6], map[uint64]bool{0: true, 1: true, 2: true, 4: true}
@@ -491,7 +497,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 						grants[c.Seq] = c
 					}
 				}
-				if err := ep.PostSend(g.QP(sl), []SendWR{wr}); err != nil {
+				if err := ep.PostSend(qpOf(sl), []SendWR{wr}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -546,41 +552,46 @@ func TestSenderCancelledEndsIncomplete(t *testing.T) {
 // A queue pair that stalls holds back only its own slices: the others keep
 // going (up to the receiver's window past the stall) instead of waiting for
 // it, and every byte still lands in order.
-// stallQueuePair holds queue pair stalled before it delivers slice stallSlice
-// until the other queue pairs have delivered want slices (or 20 s, a guard
-// against a hang, not a timing check); the channel then gets their count.
-func stallQueuePair(hs *harness, stalled int, stallSlice uint32, want int64) <-chan int64 {
-	var others atomic.Int64
+// stallQueuePair holds the queue pair that carries slice stallSlice (in
+// write mode whichever took its block) before it delivers that slice, until
+// the other queue pairs have delivered want slices (or 20 s, a guard against
+// a hang, not a timing check); the channel then gets their count. Only
+// slices the other queue pairs delivered count, also those before the stall.
+func stallQueuePair(hs *harness, stallSlice uint32, want int64) <-chan int64 {
+	var total atomic.Int64
+	var per [MaxQPs]atomic.Int64
+	stalled := atomic.Int32{}
+	stalled.Store(-1)
 	reached := make(chan int64, 1)
 	hs.net.hook = func(qp int, wr SendWR) {
-		if qp != stalled {
-			others.Add(1)
+		if wr.Imm != stallSlice || !stalled.CompareAndSwap(-1, int32(qp)) {
+			total.Add(1)
+			per[qp].Add(1)
 			return
 		}
-		if wr.Imm != stallSlice {
-			return
-		}
+		others := func() int64 { return total.Load() - per[qp].Load() }
 		deadline := time.Now().Add(20 * time.Second)
-		for others.Load() < want && time.Now().Before(deadline) {
+		for others() < want && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		reached <- others.Load()
+		reached <- others()
 	}
 	return reached
 }
 
 func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 	const nbufs, bufsz, msg, nq, depth = 8, 8192, 2048, 4, 2 // 4 slices per block
-	const stalled, stallSlice = 1, 5
-	// In strict slice order the sender stops at slice 13 (both send slots of
-	// queue pair 1 hold slices 5 and 9), so the other queue pairs could carry at
-	// most 10 slices; running ahead they reach 27 (the 8-block window 1..8).
+	const stallSlice = 5
+	// In strict slice order the sender stops at slice 13 (in send mode both
+	// send slots of queue pair 1 hold slices 5 and 9), so the other queue pairs
+	// could carry at most 10 slices; running ahead they reach 27 (the 8-block
+	// window 1..8).
 	const ahead = 20
 	for _, mode := range []Mode{ModeSend, ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
-			reached := stallQueuePair(hs, stalled, stallSlice, ahead)
+			reached := stallQueuePair(hs, stallSlice, ahead)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 21, 0)
@@ -590,7 +601,7 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 				t.Fatalf("send: %+v %v", res, err)
 			}
 			if n := <-reached; n < ahead {
-				t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want >= %d", stalled, stallSlice, n, ahead)
+				t.Fatalf("while the queue pair of slice %d stalled the others carried %d slices, want >= %d", stallSlice, n, ahead)
 			}
 			waitOneObservation(t, hs, reads, total)
 		})
@@ -604,10 +615,10 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 // other queue pairs carry their slices of blocks 0..3 (12), not stop at 9.
 func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 	const nbufs, bufsz, msg, nq, depth = 3, 8192, 2048, 4, 2 // 4 slices per block
-	const stalled, stallSlice, want = 1, 5, 12
+	const stallSlice, want = 5, 12
 	h := testRing(t, nbufs, bufsz)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
-	reached := stallQueuePair(hs, stalled, stallSlice, want)
+	reached := stallQueuePair(hs, stallSlice, want)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 23, 100*time.Millisecond)
@@ -617,7 +628,7 @@ func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 		t.Fatalf("send: %+v %v", res, err)
 	}
 	if n := <-reached; n < want {
-		t.Fatalf("while queue pair %d stalled at slice %d the others carried %d slices, want %d (the grant for block 3 was missed)", stalled, stallSlice, n, want)
+		t.Fatalf("while the queue pair of slice %d stalled the others carried %d slices, want %d (the grant for block 3 was missed)", stallSlice, n, want)
 	}
 	waitOneObservation(t, hs, reads, total)
 }
@@ -772,11 +783,50 @@ func TestDurationAndFileSources(t *testing.T) {
 	}
 }
 
-// In write mode each block travels on one queue pair (blocks striped over
-// them), as plain RDMA WRITEs but for its last slice, which carries the
-// immediate: one receive completion per block, whatever the number of queue
-// pairs. A stream of known length ends on immediates of its own, with no
-// zero-length ones.
+// Write mode hands each block to a queue pair that has room, not to the
+// queue pairs in turn: one that is slow (here every work request of queue
+// pair 0 takes 20 ms to go out) carries fewer blocks than an equal share, and
+// the others carry the rest instead of waiting for it. (In turn, each would
+// carry 3 of the 12 blocks.)
+func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
+	const nbufs, bufsz, msg, nq, blocks = 4, 8192, 2048, 4, 12 // 4 slices per block
+	h := testRing(t, nbufs, bufsz)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
+	var mu sync.Mutex
+	carried := map[uint64]int{} // block: the queue pair that wrote it
+	hs.net.hook = func(qp int, wr SendWR) {
+		if qp == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		carried[g.SliceBlock(uint64(wr.Imm))] = qp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 17, 0)
+	total := uint64(blocks * bufsz)
+	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: 4, Source: PatternSource{Seed: 17}})
+	if err != nil || !res.Complete || res.Bytes != total {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	waitOneObservation(t, hs, reads, total)
+	mu.Lock()
+	defer mu.Unlock()
+	per := make([]int, nq)
+	for _, q := range carried {
+		per[q]++
+	}
+	if len(carried) != blocks || per[0] >= blocks/nq {
+		t.Fatalf("blocks per queue pair %v (of %d blocks), want fewer than %d on the slow queue pair 0", per, len(carried), blocks/nq)
+	}
+}
+
+// In write mode each block travels on one queue pair (whichever took it), as
+// plain RDMA WRITEs but for its last slice, which carries the immediate: one
+// receive completion per block, whatever the number of queue pairs. A stream
+// of known length ends on immediates of its own, with no zero-length ones.
 func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 	const nbufs, bufsz, msg, nq = 4, 16384, 1024, 3 // 16 slices per block
 	for _, total := range []uint64{10 * bufsz, 10*bufsz + 5000} {
@@ -784,16 +834,22 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRPerBlock)
 			var mu sync.Mutex
-			imms, plain := map[[2]uint64]int{}, 0
+			imms, plain := map[uint64]int{}, 0
+			carriers := map[uint64]map[int]bool{} // block: the queue pairs that wrote into it
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 			hs.net.hook = func(qp int, wr SendWR) {
 				mu.Lock()
 				defer mu.Unlock()
+				b := g.SliceBlock(uint64(wr.Imm))
+				if carriers[b] == nil {
+					carriers[b] = map[int]bool{}
+				}
+				carriers[b][qp] = true
 				switch {
 				case wr.Op == OpWrite:
 					plain++
 				case wr.Op == OpWriteImm && wr.Length > 0:
-					imms[[2]uint64{uint64(qp), g.SliceBlock(uint64(wr.Imm))}]++
+					imms[b]++
 				default:
 					t.Errorf("queue pair %d: op %d of %d bytes", qp, wr.Op, wr.Length)
 				}
@@ -808,12 +864,17 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 			waitOneObservation(t, hs, reads, total)
 			mu.Lock()
 			defer mu.Unlock()
-			want := map[[2]uint64]int{}
+			want := map[uint64]int{}
 			for sl := range g.Slices(total) {
-				want[[2]uint64{g.SliceBlock(sl) % nq, g.SliceBlock(sl)}] = 1
+				want[g.SliceBlock(sl)] = 1
 			}
 			if !maps.Equal(imms, want) || plain+len(imms) != int(g.Slices(total)) {
-				t.Fatalf("immediates per (queue pair, block) %v, plain writes %d; want %v and %d in all", imms, plain, want, g.Slices(total))
+				t.Fatalf("immediates per block %v, plain writes %d; want %v and %d in all", imms, plain, want, g.Slices(total))
+			}
+			for b, qs := range carriers {
+				if len(qs) != 1 {
+					t.Errorf("block %d written by queue pairs %v, want one", b, qs)
+				}
 			}
 			if st := hs.rx.Tracker().Snapshot(); st.BytesReceived != total {
 				t.Fatalf("status %+v", st)
