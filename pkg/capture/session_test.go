@@ -526,6 +526,64 @@ func TestSenderKilledMidStream(t *testing.T) {
 	}
 }
 
+// In write mode an immediate lands its block from the first slice not landed
+// yet up to the slice it names, whichever queue pair it comes on; one naming a
+// slice that has already landed is a protocol error that ends the observation
+// incomplete, keeping what landed before it.
+func TestWriteModeImmediateForLandedSlice(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048 // 4 slices per block
+	h := testRing(t, nbufs, bufsz)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 3, 0)
+	ep, rs, acc := connectRaw(t, hs, ModeWrite, 2, 4, msg)
+	m, err := rs.k.recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := m.(Credit)
+	if !ok || c.Seq != 0 {
+		t.Fatalf("first grant %+v", m)
+	}
+	a, k, _ := acc.BlockTarget(c.Index)
+	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: true}
+	// Queue pair 1 writes slice 0 plain and lands slices 0 and 1 with the
+	// immediate of 1; once that has landed, queue pair 0 names slice 0 again.
+	post := func(i, q int, sl uint64, op Op) {
+		_, off, n := g.Slice(sl)
+		boff := uint64(i) * msg
+		pattern.Fill(ep.buf[boff:boff+n], 3, g.StreamOffset(sl))
+		wr := SendWR{ID: uint64(i), Op: op, Offset: boff, Length: n, Imm: uint32(sl), RemoteAddr: a + off, RKey: k, Signaled: true}
+		if err := ep.PostSend(q, []SendWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	completed := func(want int) {
+		wcs := make([]Completion, 4)
+		for got := 0; got < want; {
+			n, _ := ep.Poll(wcs)
+			for _, wc := range wcs[:n] {
+				if wc.Err != nil {
+					t.Fatal(wc.Err)
+				}
+			}
+			got += n
+			time.Sleep(time.Millisecond)
+		}
+	}
+	post(0, 1, 0, OpWrite)
+	post(1, 1, 1, OpWriteImm)
+	completed(2)
+	post(2, 0, 0, OpWriteImm)
+	completed(1)
+	waitOneObservation(t, hs, reads, 2*msg)
+	st := hs.rx.Tracker().Snapshot()
+	if st.LastObservation == nil || st.LastObservation.Complete || !strings.Contains(st.LastObservation.Message, "queue pair 0 named slice 0, which had already landed") {
+		t.Fatalf("status %+v %+v", st, st.LastObservation)
+	}
+}
+
 func TestSenderCancelledEndsIncomplete(t *testing.T) {
 	h := testRing(t, 4, 8192)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
