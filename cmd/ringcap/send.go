@@ -49,7 +49,7 @@ func newSendCmd() *cobra.Command {
 		Use:   "send",
 		Short: "Stream the deterministic test pattern or a file to a ringcap receiver over RDMA",
 		Long: "send connects to `ringcap recv`, negotiates queue pairs and mode, and stripes the stream over the\n" +
-			"queue pairs (send mode: message g on queue pair g mod N; write mode: block b on queue pair b mod N).\n" +
+			"queue pairs (send mode: message g on queue pair g mod N; write mode: each block whole on the next queue pair with room).\n" +
 			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
 			"The last line is a summary:\n" +
 			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR complete=true",
