@@ -367,6 +367,23 @@ func connectRaw(t *testing.T, hs *harness, mode Mode, qps, depth int, msg uint64
 	return ep, rs, acc
 }
 
+// awaitSendCompletions waits for n successful send completions on a raw
+// sender's endpoint (their data has landed at the receiver).
+func awaitSendCompletions(t *testing.T, ep *memEP, n int) {
+	t.Helper()
+	wcs := make([]Completion, 8)
+	for got := 0; got < n; {
+		k, _ := ep.Poll(wcs)
+		for _, wc := range wcs[:k] {
+			if wc.Err != nil {
+				t.Fatal(wc.Err)
+			}
+		}
+		got += k
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func dialRaw(t *testing.T, hs *harness, preamble []byte, hello Message) (*rawSender, Message) {
 	t.Helper()
 	c, err := net.Dial("tcp", hs.addr)
@@ -502,17 +519,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 				}
 			}
 			// Wait for the send completions (the data landed), then die.
-			wcs := make([]Completion, 8)
-			for got := 0; got < len(slices); {
-				n, _ := ep.Poll(wcs)
-				for _, wc := range wcs[:n] {
-					if wc.Err != nil {
-						t.Fatal(wc.Err)
-					}
-				}
-				got += n
-				time.Sleep(time.Millisecond)
-			}
+			awaitSendCompletions(t, ep, len(slices))
 			_ = rs.c.Close()
 			// Slices 0..5 are a gap-free prefix: 1.5 blocks; slice 7 (send
 			// mode) lies past the gap.
@@ -559,24 +566,11 @@ func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	completed := func(want int) {
-		wcs := make([]Completion, 4)
-		for got := 0; got < want; {
-			n, _ := ep.Poll(wcs)
-			for _, wc := range wcs[:n] {
-				if wc.Err != nil {
-					t.Fatal(wc.Err)
-				}
-			}
-			got += n
-			time.Sleep(time.Millisecond)
-		}
-	}
 	post(0, 1, 0, OpWrite)
 	post(1, 1, 1, OpWriteImm)
-	completed(2)
+	awaitSendCompletions(t, ep, 2)
 	post(2, 0, 0, OpWriteImm)
-	completed(1)
+	awaitSendCompletions(t, ep, 1)
 	waitOneObservation(t, hs, reads, 2*msg)
 	st := hs.rx.Tracker().Snapshot()
 	if st.LastObservation == nil || st.LastObservation.Complete || !strings.Contains(st.LastObservation.Message, "queue pair 0 named slice 0, which had already landed") {
