@@ -836,20 +836,29 @@ func TestDurationAndFileSources(t *testing.T) {
 }
 
 // Write mode hands each block to a queue pair that has room, not to the
-// queue pairs in turn: one that is slow (here every work request of queue
-// pair 0 takes 20 ms to go out) carries fewer blocks than an equal share, and
-// the others carry the rest instead of waiting for it. (In turn, each would
-// carry 3 of the 12 blocks.)
+// queue pairs in turn: one that is slow carries fewer blocks than an equal
+// share, and the others carry the rest instead of waiting for it. Here queue
+// pair 0 delivers nothing until the others have delivered every slice of 11
+// blocks (or 20 s, a guard against a hang, not a timing check); the ring
+// grants all 12 blocks at once. In turn, each would carry 3 of them, and the
+// others could deliver only 9 blocks' slices while queue pair 0 waits.
 func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
-	const nbufs, bufsz, msg, nq, blocks = 4, 8192, 2048, 4, 12 // 4 slices per block
+	const nbufs, bufsz, msg, nq, blocks = 16, 8192, 2048, 4, 12 // 4 slices per block
 	h := testRing(t, nbufs, bufsz)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
 	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 	var mu sync.Mutex
 	carried := map[uint64]int{} // block: the queue pair that wrote it
+	var others atomic.Int64
+	var waited atomic.Bool
 	hs.net.hook = func(qp int, wr SendWR) {
-		if qp == 0 {
-			time.Sleep(20 * time.Millisecond)
+		if qp != 0 {
+			others.Add(1)
+		} else if waited.CompareAndSwap(false, true) {
+			deadline := time.Now().Add(20 * time.Second)
+			for others.Load() < (blocks-1)*4 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
