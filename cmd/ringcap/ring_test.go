@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -287,5 +288,52 @@ func TestRingWriteInterrupted(t *testing.T) {
 	}
 	if s.Data.SemWrite != 1 || s.Header.SemWrite != 1 {
 		t.Fatalf("write locks after the interrupted writer: data %d header %d, want 1 1", s.Data.SemWrite, s.Header.SemWrite)
+	}
+}
+
+// The issue's loop: a fresh `ring read -s` per observation, each observation a
+// `ring write` of its own, gets that observation's header (OBSNAME), and so does
+// `ring header` once the observation is written, in both header styles.
+func TestRingReadGetsEachObservationsHeader(t *testing.T) {
+	for _, style := range [][]string{nil, {"--new-style-header"}} {
+		t.Run(fmt.Sprintf("style=%v", style), func(t *testing.T) {
+			k := createRing(t, "-b", "1048576", "-n", "8")
+			h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = h.Close() }()
+			dir := t.TempDir()
+			for _, obs := range []string{"OBS1", "OBS2", "OBS3"} {
+				hdrFile := dir + "/h_" + obs
+				done := make(chan error, 1)
+				go func() {
+					_, e, err := ringcap(context.Background(), "ring", "read", "-k", k, "-s", "-o", os.DevNull, "--header-out", hdrFile)
+					if err != nil {
+						err = fmt.Errorf("%w\n%s", err, e)
+					}
+					done <- err
+				}()
+				waitFor(t, func(s dada.Snapshot) bool { return s.Data.SemRead == 0 }, h)
+				mustRun(t, append([]string{"ring", "write", "-k", k, "--seed", "1", "--bytes", "1000000", "--header", "OBSNAME=" + obs}, style...)...)
+				if err := <-done; err != nil {
+					t.Fatalf("%s: read: %v", obs, err)
+				}
+				got, err := os.ReadFile(hdrFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !regexp.MustCompile(`(?m)^OBSNAME +` + obs + `$`).Match(got) {
+					t.Errorf("%s: the reader got the header\n%s", obs, got)
+				}
+			}
+			// A viewer after the last observation was read shows nothing stale: write a
+			// fourth with no reader and look.
+			mustRun(t, append([]string{"ring", "write", "-k", k, "--seed", "1", "--bytes", "1000", "--header", "OBSNAME=OBS4"}, style...)...)
+			hdr, _ := mustRun(t, "ring", "header", "-k", k, "--wait", "10s")
+			if !regexp.MustCompile(`(?m)^OBSNAME +OBS4$`).MatchString(hdr) {
+				t.Errorf("ring header after OBS4 shows\n%s", hdr)
+			}
+		})
 	}
 }

@@ -17,6 +17,9 @@ type wbuf struct {
 	xfer  uint64
 	// progress of per-reader loops (readers already done)
 	sodDone, clearDone, eodDone int
+	// sodCharged: chargeRestart has taken the SODACKs of a start-of-data that
+	// moveSOD has not yet published.
+	sodCharged bool
 }
 
 func (w *wbuf) setState(s int32) {
@@ -83,6 +86,48 @@ func (w *wbuf) enableSOD(ctx context.Context, startBuf, startByte uint64) error 
 		}
 	}
 	return nil
+}
+
+// chargeRestart takes, for a start-of-data inside the open transfer, an SODACK from every
+// reader that will consume it: every reader not in READING. A reader in READING is
+// already inside the transfer and never acknowledges a start-of-data again (charging it
+// would stop the writer after 8 observations); any other reader (waiting, or a slot a
+// reader may take later) starts at the moved start-of-data and acknowledges it there.
+func (w *wbuf) chargeRestart(ctx context.Context) error {
+	if w.sodCharged {
+		return nil
+	}
+	r, s := w.r, w.r.sync
+	for ; w.sodDone < r.nreaders; w.sodDone++ {
+		if s.rState(w.sodDone) == stateReading {
+			continue
+		}
+		if err := r.semOp(ctx, r.dataSem[w.sodDone], semSODAck, -1, 0); err != nil {
+			return fmt.Errorf("start of observation on ring %s: wait for reader %d to acknowledge an earlier one: %w", r.key, w.sodDone, err)
+		}
+	}
+	w.sodDone = 0
+	w.sodCharged = true
+	return nil
+}
+
+// moveSOD publishes the start-of-data that chargeRestart paid for, at header block seq:
+// readers that start from now on begin there. A reader slot not in READING that has not
+// yet consumed an earlier block keeps it (the start is the oldest such block): that slot's
+// data ring is still at the earlier observation, whose header it must read first. Call it
+// after the block is written and before it is marked filled, so that no reader reaches
+// the block before it holds its data.
+func (w *wbuf) moveSOD(seq uint64) {
+	r, s := w.r, w.r.sync
+	start := seq
+	for i := 0; i < r.nreaders; i++ {
+		if s.rState(i) != stateReading {
+			start = min(start, s.rBufs(i))
+		}
+	}
+	s.setSBuf(w.xfer, start)
+	s.setSByte(w.xfer, 0)
+	w.sodCharged = false
 }
 
 // getNextWrite returns the next block to fill (ring index and absolute count), waiting

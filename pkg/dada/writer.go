@@ -11,7 +11,11 @@ import (
 type WriterOptions struct {
 	// NewStyleHeader raises end-of-data on the header ring after every header, as PSRDADA
 	// 1.1.0's dada_client writers do. The default (old style) keeps the header ring one
-	// long transfer, which every PSRDADA reader version handles across observations.
+	// long transfer, which every PSRDADA reader version handles across observations; each
+	// header still moves that transfer's start-of-data to itself (as PSRDADA's old-style
+	// writers raise a start-of-data per session), so a reader that starts later gets the
+	// current observation's header, while a reader already inside the transfer is never
+	// asked to acknowledge it.
 	NewStyleHeader bool
 }
 
@@ -94,13 +98,25 @@ func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
 	if w.hdr.state == stateWriter { // after a new-style header: start the next transfer
 		w.hdr.setState(stateWChange)
 	}
-	idx, _, err := w.hdr.getNextWrite(ctx)
+	// An old-style header inside the header ring's open transfer starts an observation
+	// all the same: its start-of-data moves to this header, so a reader that starts now
+	// (dada_dbdisk -s) and the header viewers get it instead of the first observation's.
+	restart := !w.opts.NewStyleHeader && w.hdr.state == stateWriting
+	if restart {
+		if err := w.hdr.chargeRestart(ctx); err != nil {
+			return fmt.Errorf("write header: %w", err)
+		}
+	}
+	idx, seq, err := w.hdr.getNextWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("write header: %w", err)
 	}
 	blk := r.blocks[idx]
 	n := copy(blk, hdr)
 	clear(blk[n:])
+	if restart {
+		w.hdr.moveSOD(seq)
+	}
 	if w.opts.NewStyleHeader {
 		w.hdr.enableEOD()
 	}
