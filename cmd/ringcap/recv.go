@@ -45,6 +45,7 @@ type recvOpts struct {
 	dev         devFlags
 	headerFile  string
 	headers     []string
+	newStyle    bool
 	stopBytes   uint64
 	stopDur     time.Duration
 	stopObs     int
@@ -137,7 +138,8 @@ func newRecvCmd() *cobra.Command {
 	fs.IntVar(&o.window, "window", 0, "ring blocks held open for incoming data (0: automatic)")
 	o.dev.add(c)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
-	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable)")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; a sender's --header keywords override these)")
+	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style; the default old style suits every PSRDADA reader)")
 	fs.Var((*byteSize)(&o.stopBytes), "stop-bytes", "exit after the observation in which this many bytes (e.g. 10G) were received in total")
 	fs.DurationVar(&o.stopDur, "stop-duration", 0, "exit after this long (an observation in progress is finished first)")
 	fs.IntVar(&o.stopObs, "stop-observations", 0, "exit after this many observations")
@@ -250,7 +252,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	_, _, mri := fab.Registration()
 	t.Update(func(s *capture.Status) { s.MemoryRegistration = mri })
 
-	w, err := h.LockWrite(ctx, dada.WriterOptions{})
+	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: o.newStyle})
 	if err != nil {
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
 	}
@@ -263,27 +265,10 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if err != nil {
 		return err
 	}
-	hdrSize := h.Header.BufSize()
 	cfg := capture.ReceiverConfig{
 		Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
 		StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
-		Header: func(n int) ([]byte, error) {
-			hd, err := dada.ParseHeader([]byte(tmpl.String()))
-			if err != nil {
-				return nil, err
-			}
-			sets := [][2]string{{"HDR_SIZE", strconv.Itoa(hdrSize)}, {"OBS_OFFSET", "0"},
-				{"RINGCAP_MODE", mode.String()}, {"RINGCAP_QPS", strconv.Itoa(o.qps)}, {"RINGCAP_OBSERVATION", strconv.Itoa(n)}}
-			if _, ok := hd.Get("UTC_START"); !ok || n > 0 {
-				sets = append(sets, [2]string{"UTC_START", time.Now().UTC().Format(dada.UTCStartLayout)})
-			}
-			for _, kv := range sets {
-				if err := hd.Set(kv[0], kv[1]); err != nil {
-					return nil, err
-				}
-			}
-			return hd.Bytes(hdrSize)
-		},
+		Header: capture.ObservationHeaders{Template: []byte(tmpl.String()), Size: h.Header.BufSize()},
 	}
 	rx, err := capture.NewReceiver(cfg, capture.RingGeometryOf(h.Data), capture.DadaWriter{W: w}, fab, t)
 	if err != nil {

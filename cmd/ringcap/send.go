@@ -41,6 +41,8 @@ type sendOpts struct {
 	dev        devFlags
 	progress   time.Duration
 	quiet      bool
+	headerFile string
+	headers    []string
 }
 
 func newSendCmd() *cobra.Command {
@@ -80,8 +82,32 @@ func newSendCmd() *cobra.Command {
 	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does; on software RDMA such as rxe it takes CPU from the data path)")
 	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPUs for the threads that post work requests: auto (on a software RDMA device such as rxe, which needs each queue pair's doorbells rung from one CPU to keep its packets in order: one thread pinned where it starts, or with several threads the first CPUs the process may use; free otherwise), none (one unpinned thread), or CPU numbers, one per thread (e.g. 0,1)")
 	fs.IntVar(&o.threads, "post-threads", 0, "threads that post work requests, each pinned to its own CPU and posting its own queue pairs (queue pair q from thread q mod N) (0: auto, one per CPU the process may use, up to --qps, on a software RDMA device such as rxe, where the posting CPU also carries the packets' receive and acknowledgement paths; 1 otherwise)")
+	fs.StringVar(&o.headerFile, "header-file", "", "PSRDADA ASCII header whose keywords go into this observation's header (SOURCE, UTC_START, FREQ, ...)")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* stay the receiver's; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
 	o.dev.add(c)
 	return c
+}
+
+// senderHeader reads the --header-file and --header keywords, in that order.
+func senderHeader(file string, kvs []string) ([]capture.HeaderField, error) {
+	var out []capture.HeaderField
+	if file != "" {
+		hd, err := headerTemplate(file, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range hd.Fields() {
+			out = append(out, capture.HeaderField{Key: f[0], Value: f[1]})
+		}
+	}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
+		}
+		out = append(out, capture.HeaderField{Key: k, Value: v})
+	}
+	return out, nil
 }
 
 func runSend(cmd *cobra.Command, o *sendOpts) error {
@@ -113,7 +139,11 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, o.qps); err != nil { // auto is resolved once the device is known
 		return err
 	}
-	cfg := capture.SenderConfig{Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
+	hdr, err := senderHeader(o.headerFile, o.headers)
+	if err != nil {
+		return err
+	}
+	cfg := capture.SenderConfig{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
 	switch {
 	case o.file != "":

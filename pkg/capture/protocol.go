@@ -18,8 +18,8 @@ import (
 // blocks over the queue pairs (Geometry.WholeBlocks), so each block has one
 // immediate. Version 4: write mode's queue pairs take whole blocks as they
 // have room instead of in turn, so a block's immediate may come on any queue
-// pair.
-const ProtocolVersion = 4
+// pair. Version 5: the Hello carries the sender's header keywords.
+const ProtocolVersion = 5
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
 // is what tells a ringcap peer from anything else that dials the port.
@@ -120,6 +120,9 @@ type Hello struct {
 	// always carries the exact count.
 	TotalBytes uint64
 	QPs        []QPInfo // 1..MaxQPs
+	// Header holds keywords for this observation's header, merged over the
+	// receiver's template (ObservationHeaders); at most MaxHeaderFields.
+	Header []HeaderField
 }
 
 // Accept is the receiver's positive answer to a Hello.
@@ -258,6 +261,10 @@ func encode(m Message) ([]byte, error) {
 		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
 		b = binary.BigEndian.AppendUint64(b, m.TotalBytes)
 		b = appendQPs(b, m.QPs)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Header)))
+		for _, f := range m.Header {
+			b = appendText(appendText(b, f.Key), f.Value)
+		}
 	case Accept:
 		if err := m.validate(); err != nil {
 			return nil, err
@@ -423,6 +430,22 @@ func (d *dec) qps() []QPInfo {
 	return qps
 }
 
+func (d *dec) header() []HeaderField {
+	n := int(d.u16())
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > MaxHeaderFields {
+		d.fail("%d header keywords (at most %d)", n, MaxHeaderFields)
+		return nil
+	}
+	out := make([]HeaderField, n)
+	for i := range out {
+		out[i] = HeaderField{Key: d.text(), Value: d.text()}
+	}
+	return out
+}
+
 func (d *dec) fail(format string, args ...any) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
@@ -449,6 +472,7 @@ func Decode(typ byte, p []byte) (Message, error) {
 		m.MsgBytes = d.u32()
 		m.TotalBytes = d.u64()
 		m.QPs = d.qps()
+		m.Header = d.header()
 		if err := d.end("hello"); err != nil {
 			return nil, err
 		}
@@ -525,6 +549,14 @@ func (m Hello) validate() error {
 	}
 	if m.MsgBytes == 0 {
 		return fmt.Errorf("%w: message size 0", ErrProtocol)
+	}
+	if len(m.Header) > MaxHeaderFields {
+		return fmt.Errorf("%w: %d header keywords (at most %d)", ErrProtocol, len(m.Header), MaxHeaderFields)
+	}
+	for _, f := range m.Header {
+		if f.Key == "" || len(f.Key) > maxText || len(f.Value) > maxText {
+			return fmt.Errorf("%w: header keyword %.40q: empty, or key or value longer than %d bytes", ErrProtocol, f.Key, maxText)
+		}
 	}
 	return validateQPs(m.QPs)
 }

@@ -21,6 +21,7 @@ func sampleMessages() []Message {
 	return []Message{
 		Hello{Mode: ModeSend, MsgBytes: 65536, TotalBytes: 1 << 30, QPs: qps(4)},
 		Hello{Mode: ModeWrite, MsgBytes: 1, QPs: qps(64)},
+		Hello{Mode: ModeWrite, MsgBytes: 4096, QPs: qps(2), Header: []HeaderField{{"SOURCE", "J0437-4715"}, {"UTC_START", "2026-11-25-10:00:00"}}},
 		Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 65536, NBufs: 8, BufSize: 1 << 20, QPs: qps(4)},
 		Accept{Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 4096, NBufs: 8, BufSize: 1 << 20, QPs: qps(1),
 			Regions: []Region{{Addr: 0x7f0000000000, Len: 8 << 20, RKey: 0x1234}}},
@@ -107,6 +108,7 @@ func TestDecodeRejects(t *testing.T) {
 		"bad bool":        {typeEnd, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 2},
 		"trailing":        {typeCredit, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"bad utf8":        {typeReject, 0, 0, 0, 3, 0, 1, 0xff},
+		"257 keywords":    append(bytes.Clone(hello[:len(hello)-2]), 0x01, 0x01),
 		"table too large": append(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1)})[:len(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1)}))-4], 0xff, 0xff, 0xff, 0xff),
 	}
 	for name, b := range cases {

@@ -55,8 +55,9 @@ type ReceiverConfig struct {
 	StopBytes        uint64
 	StopDuration     time.Duration
 	StopObservations int
-	// Header returns the header for observation n (0, 1, ...).
-	Header func(n int) ([]byte, error)
+	// Header builds each observation's header (its Mode and QPs are the
+	// receiver's own).
+	Header ObservationHeaders
 	// HandshakeTimeout bounds the handshake (default 10 s).
 	HandshakeTimeout time.Duration
 	Log              *slog.Logger
@@ -82,8 +83,8 @@ func (c ReceiverConfig) Validate() error {
 	switch {
 	case c.RxDepth < 1:
 		return fmt.Errorf("--rx-depth %d: want at least 1", c.RxDepth)
-	case c.Header == nil:
-		return errors.New("no header source")
+	case c.Header.Size < 1:
+		return errors.New("no header block size")
 	}
 	return nil
 }
@@ -363,7 +364,12 @@ func (s *session) run(ctx context.Context) (err error) {
 		_ = s.a.setEnd(s.hello.TotalBytes) // nothing has landed: cannot fail
 	}
 	n := r.obs
-	hdr, err := r.cfg.Header(n)
+	hdr, err := s.header(n)
+	if isHeaderError(err) {
+		s.log.Warn("Rejected sender", "reason", err.Error())
+		_ = s.k.send(Reject{Message: err.Error()})
+		return nil
+	}
 	if err != nil {
 		_ = s.k.send(Reject{Message: "receiver could not build the header"})
 		return fmt.Errorf("build header for observation %d: %w", n, err)
@@ -415,6 +421,19 @@ func (s *session) run(ctx context.Context) (err error) {
 		r.t.Update(func(st *Status) { st.Message = fmt.Sprintf("observation %d incomplete: %s", n, msg) })
 	}
 	return err
+}
+
+// header builds observation n's header block from the template and the
+// sender's keywords, and shows its main keywords in the status.
+func (s *session) header(n int) ([]byte, error) {
+	b := s.r.cfg.Header
+	b.Mode, b.QPs = s.r.cfg.Mode, s.r.cfg.QPs
+	hd, err := b.Build(n, s.hello.Header, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.r.t.Update(func(st *Status) { st.Header = statusHeader(hd) })
+	return hd.Bytes(b.Size)
 }
 
 // finish commits the last blocks and ends the observation in the ring.

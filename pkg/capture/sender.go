@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
@@ -93,7 +94,11 @@ type SenderConfig struct {
 	Mode     Mode
 	QPs      int
 	MsgBytes uint64
-	TxDepth  int // send WRs in flight per queue pair (default 16)
+	// Header holds keywords for the observation's header (SOURCE,
+	// UTC_START, ...), sent in the Hello; the receiver merges them over its
+	// template (see ObservationHeaders for the precedence).
+	Header  []HeaderField
+	TxDepth int // send WRs in flight per queue pair (default 16)
 	// PostList caps the work requests handed to the device in one post
 	// (default 0: all a queue pair can take at once). 1 posts them one by
 	// one, as perftest does by default: on a software device (rxe) each
@@ -221,6 +226,14 @@ func (c SenderConfig) Validate() error {
 	if c.AckTimeout > 30 {
 		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
 	}
+	if len(c.Header) > MaxHeaderFields {
+		return fmt.Errorf("%d header keywords: at most %d", len(c.Header), MaxHeaderFields)
+	}
+	for _, f := range c.Header {
+		if err := dada.NewHeader().Set(f.Key, f.Value); err != nil {
+			return fmt.Errorf("header keyword %s=%s: %w", f.Key, f.Value, err)
+		}
+	}
 	if c.TxDepth < 0 {
 		return fmt.Errorf("--tx-depth %d: want 1 or more (0: the default, 16)", c.TxDepth)
 	}
@@ -299,7 +312,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	if err := WritePreamble(k.w); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	hello := Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local()}
+	hello := Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
 	if err := k.send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -169,10 +170,8 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr MRMode) *ha
 	for i := range blocks {
 		blocks[i] = h.Data.Block(i)
 	}
-	if cfg.Header == nil {
-		cfg.Header = func(obs int) ([]byte, error) {
-			return fmt.Appendf(nil, "HDR_VERSION 1.0\nHDR_SIZE 4096\nOBS_OFFSET 0\nTEST_OBS %d\n", obs), nil
-		}
+	if cfg.Header.Size == 0 {
+		cfg.Header = ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096}
 	}
 	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, &memRecvFabric{n: n, blocks: blocks, mode: mr}, nil)
 	if err != nil {
@@ -271,7 +270,7 @@ func TestTwoObservationsAndSlowReader(t *testing.T) {
 			}
 			obs := waitObservations(t, hs, reads, 12*bufsz+3, 2*bufsz)
 			for i := range obs {
-				if !strings.Contains(obs[i].header, fmt.Sprintf("TEST_OBS %d\n", i)) {
+				if !regexp.MustCompile(fmt.Sprintf(`(?m)^RINGCAP_OBSERVATION +%d$`, i)).MatchString(obs[i].header) {
 					t.Fatalf("observation %d header %q", i, obs[i].header)
 				}
 			}

@@ -61,27 +61,30 @@ type ObservationStatus struct {
 // Status is the receiver's state as served on /status and written to the
 // summary file. The operator reads it; the field names are an interface.
 type Status struct {
-	Version            int                `json:"version"`
-	State              string             `json:"state"`
-	Message            string             `json:"message"`
-	Ring               RingStatus         `json:"ring"`
-	Endpoint           EndpointStatus     `json:"endpoint"`
-	MemoryRegistration MRInfo             `json:"memoryRegistration"`
-	QueuePairs         int                `json:"queuePairs"`
-	TransferMode       string             `json:"transferMode"`
-	BusyPoll           bool               `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
-	BytesReceived      uint64             `json:"bytesReceived"`
-	BlocksFilled       uint64             `json:"blocksFilled"`
-	Observations       int                `json:"observations"`
-	RateBytesPerSecond float64            `json:"rateBytesPerSecond"`
-	HeldBackSeconds    float64            `json:"heldBackSeconds"`
-	CompletionErrors   uint64             `json:"completionErrors"`
-	StartTime          string             `json:"startTime"`
-	CompletionTime     string             `json:"completionTime"`
-	Seconds            float64            `json:"seconds"`
-	Gbps               float64            `json:"gbps"`
-	IncompleteObs      int                `json:"incompleteObservations"`
-	LastObservation    *ObservationStatus `json:"lastObservation,omitempty"`
+	Version            int            `json:"version"`
+	State              string         `json:"state"`
+	Message            string         `json:"message"`
+	Ring               RingStatus     `json:"ring"`
+	Endpoint           EndpointStatus `json:"endpoint"`
+	MemoryRegistration MRInfo         `json:"memoryRegistration"`
+	QueuePairs         int            `json:"queuePairs"`
+	TransferMode       string         `json:"transferMode"`
+	BusyPoll           bool           `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
+	BytesReceived      uint64         `json:"bytesReceived"`
+	BlocksFilled       uint64         `json:"blocksFilled"`
+	Observations       int            `json:"observations"`
+	RateBytesPerSecond float64        `json:"rateBytesPerSecond"`
+	HeldBackSeconds    float64        `json:"heldBackSeconds"`
+	// Header holds the main keywords (StatusHeaderKeys) of the header of the
+	// observation in progress or, between observations, the last one.
+	Header           map[string]string  `json:"header,omitempty"`
+	CompletionErrors uint64             `json:"completionErrors"`
+	StartTime        string             `json:"startTime"`
+	CompletionTime   string             `json:"completionTime"`
+	Seconds          float64            `json:"seconds"`
+	Gbps             float64            `json:"gbps"`
+	IncompleteObs    int                `json:"incompleteObservations"`
+	LastObservation  *ObservationStatus `json:"lastObservation,omitempty"`
 }
 
 // Tracker holds the live Status and the Prometheus metrics of a receiver.

@@ -138,6 +138,20 @@ func (h *Header) Set(key, value string) error {
 	return nil
 }
 
+// Fields returns the header's keywords and their values (each value's first word) in
+// order, skipping blank lines, comment lines and keywords without a value.
+func (h *Header) Fields() [][2]string {
+	var out [][2]string
+	for _, line := range strings.Split(string(h.text), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") || strings.HasPrefix(f[1], "#") {
+			continue
+		}
+		out = append(out, [2]string{f[0], f[1]})
+	}
+	return out
+}
+
 // GetInt returns keyword's value as an integer.
 func (h *Header) GetInt(key string) (int64, error) {
 	v, ok := h.Get(key)

@@ -1,0 +1,126 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+// HeaderField is one keyword of an observation's PSRDADA header, as a sender
+// sends it in its Hello.
+type HeaderField struct {
+	Key   string
+	Value string
+}
+
+// MaxHeaderFields is the most keywords a sender may send for one observation.
+const MaxHeaderFields = 256
+
+// Keywords the receiver sets in every observation's header. A value for one
+// of them from the template or the sender is replaced: the ring and the
+// receiver know them, nobody else does.
+var ringOwnedKeys = map[string]bool{
+	"HDR_SIZE": true, "OBS_OFFSET": true,
+	"RINGCAP_MODE": true, "RINGCAP_QPS": true, "RINGCAP_OBSERVATION": true, "RINGCAP_UTC_START_SOURCE": true,
+}
+
+// Where UTC_START came from (RINGCAP_UTC_START_SOURCE).
+const (
+	UTCStartSender   = "sender"   // the sender's header keywords
+	UTCStartTemplate = "template" // the receiver's template (first observation only)
+	UTCStartAccepted = "accepted" // when the receiver accepted the sender, just before the first byte can land
+)
+
+// StatusHeaderKeys are the keywords of the current observation's header that
+// Status.Header reports.
+var StatusHeaderKeys = []string{"SOURCE", "UTC_START", "RINGCAP_UTC_START_SOURCE", "TELESCOPE", "FREQ", "BW", "RINGCAP_OBSERVATION"}
+
+// HeaderError says why a sender's header keywords cannot be used; the
+// receiver refuses the sender with its message and keeps serving.
+type HeaderError struct{ Msg string }
+
+func (e *HeaderError) Error() string { return e.Msg }
+
+// ObservationHeaders builds each observation's header. Precedence, lowest
+// first: the receiver's template (--header-file, then --header), then the
+// sender's keywords (ringcap send --header-file, then --header), then the
+// keywords the receiver owns (HDR_SIZE, OBS_OFFSET, RINGCAP_*). UTC_START is
+// the sender's when it sends one; else, for the first observation only, the
+// template's; else the time the receiver accepted the sender.
+type ObservationHeaders struct {
+	Template []byte // ASCII header text
+	Size     int    // header block bytes (HDR_SIZE)
+	Mode     Mode
+	QPs      int
+}
+
+// Build returns observation n's header text (not padded) for a sender that
+// sent the keywords sender, accepted at now. Problems with the sender's
+// keywords, including a header that no longer fits the header block, are a
+// *HeaderError.
+func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*dada.Header, error) {
+	hd, err := dada.ParseHeader(b.Template)
+	if err != nil {
+		return nil, fmt.Errorf("header template: %w", err)
+	}
+	source := UTCStartAccepted
+	if _, ok := hd.Get("UTC_START"); ok && n == 0 {
+		source = UTCStartTemplate
+	}
+	if len(sender) > MaxHeaderFields {
+		return nil, &HeaderError{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), MaxHeaderFields)}
+	}
+	for _, f := range sender {
+		if ringOwnedKeys[f.Key] {
+			continue
+		}
+		if err := hd.Set(f.Key, f.Value); err != nil {
+			return nil, &HeaderError{fmt.Sprintf("sender's header keyword %s=%q: %v", f.Key, f.Value, err)}
+		}
+		if f.Key == "UTC_START" {
+			if _, err := time.Parse(dada.UTCStartLayout, f.Value); err != nil {
+				return nil, &HeaderError{fmt.Sprintf("sender's UTC_START %q: want YYYY-MM-DD-hh:mm:ss (UTC)", f.Value)}
+			}
+			source = UTCStartSender
+		}
+	}
+	sets := [][2]string{{"HDR_SIZE", strconv.Itoa(b.Size)}, {"OBS_OFFSET", "0"},
+		{"RINGCAP_MODE", b.Mode.String()}, {"RINGCAP_QPS", strconv.Itoa(b.QPs)}, {"RINGCAP_OBSERVATION", strconv.Itoa(n)},
+		{"RINGCAP_UTC_START_SOURCE", source}}
+	if source == UTCStartAccepted {
+		sets = append(sets, [2]string{"UTC_START", now.UTC().Format(dada.UTCStartLayout)})
+	}
+	for _, kv := range sets {
+		if err := hd.Set(kv[0], kv[1]); err != nil {
+			return nil, fmt.Errorf("set header keyword %s: %w", kv[0], err)
+		}
+	}
+	if hd.Len() > b.Size {
+		err := fmt.Errorf("observation %d's header is %d bytes, more than the %d-byte header block", n, hd.Len(), b.Size)
+		if len(sender) > 0 {
+			return nil, &HeaderError{fmt.Sprintf("with the sender's %d keywords, %v", len(sender), err)}
+		}
+		return nil, err
+	}
+	return hd, nil
+}
+
+// statusHeader picks StatusHeaderKeys out of hd.
+func statusHeader(hd *dada.Header) map[string]string {
+	out := map[string]string{}
+	for _, k := range StatusHeaderKeys {
+		if v, ok := hd.Get(k); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// isHeaderError reports whether err is the sender's fault.
+func isHeaderError(err error) bool {
+	var he *HeaderError
+	return errors.As(err, &he)
+}

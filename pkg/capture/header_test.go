@@ -1,0 +1,145 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func headerKey(t *testing.T, text, key string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + key + ` +(\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+func TestObservationHeadersPrecedence(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\nFREQ 1400\nUTC_START 2026-01-01-00:00:00\nHDR_SIZE 999\n"), Size: 4096, Mode: ModeWrite, QPs: 4}
+	cases := []struct {
+		name   string
+		n      int
+		sender []HeaderField
+		want   map[string]string
+	}{
+		{"template only, first observation: the template's UTC_START", 0, nil,
+			map[string]string{"SOURCE": "template_src", "FREQ": "1400", "UTC_START": "2026-01-01-00:00:00", "RINGCAP_UTC_START_SOURCE": "template", "HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "0", "RINGCAP_MODE": "write", "RINGCAP_QPS": "4"}},
+		{"template only, later observation: accepted time", 3, nil,
+			map[string]string{"SOURCE": "template_src", "UTC_START": "2026-11-25-10:00:00", "RINGCAP_UTC_START_SOURCE": "accepted", "RINGCAP_OBSERVATION": "3"}},
+		{"the sender's keywords override the template's", 1, []HeaderField{{"SOURCE", "J1939+2134"}, {"BW", "-400"}},
+			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "accepted"}},
+		{"the sender's UTC_START wins", 0, []HeaderField{{"UTC_START", "2026-11-25-09:59:58"}},
+			map[string]string{"UTC_START": "2026-11-25-09:59:58", "RINGCAP_UTC_START_SOURCE": "sender"}},
+		{"ring-owned keywords stay the receiver's", 2, []HeaderField{{"HDR_SIZE", "16384"}, {"OBS_OFFSET", "77"}, {"RINGCAP_OBSERVATION", "9"}, {"RINGCAP_UTC_START_SOURCE", "sender"}},
+			map[string]string{"HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "2", "RINGCAP_UTC_START_SOURCE": "accepted"}},
+	}
+	for _, c := range cases {
+		hd, err := b.Build(c.n, c.sender, now)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for k, v := range c.want {
+			if got := headerKey(t, hd.String(), k); got != v {
+				t.Errorf("%s: %s = %q, want %q\n%s", c.name, k, got, v, hd)
+			}
+		}
+	}
+}
+
+// What a sender gets wrong is a *HeaderError naming it; a template too large
+// on its own is the receiver's own fault (a plain error).
+func TestObservationHeadersRefusals(t *testing.T) {
+	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096, Mode: ModeSend, QPs: 1}
+	long := strings.Repeat("x", 100)
+	var many []HeaderField
+	for i := range 60 {
+		many = append(many, HeaderField{fmt.Sprintf("KEY_%d", i), long})
+	}
+	cases := []struct {
+		name   string
+		sender []HeaderField
+		want   string
+	}{
+		{"a key with a space", []HeaderField{{"BAD KEY", "1"}}, `BAD KEY`},
+		{"a value of two words", []HeaderField{{"SOURCE", "two words"}}, `SOURCE="two words"`},
+		{"a malformed UTC_START", []HeaderField{{"UTC_START", "yesterday"}}, `UTC_START "yesterday"`},
+		{"a header that no longer fits", many, "more than the 4096-byte header block"},
+		{"too many keywords", make([]HeaderField, MaxHeaderFields+1), "at most 256"},
+	}
+	for _, c := range cases {
+		_, err := b.Build(0, c.sender, time.Now())
+		var he *HeaderError
+		if !errors.As(err, &he) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a HeaderError saying %q", c.name, err, c.want)
+		}
+	}
+	big := ObservationHeaders{Template: []byte("COMMENT " + strings.Repeat("y", 5000) + "\n"), Size: 4096}
+	_, err := big.Build(0, nil, time.Now())
+	var he *HeaderError
+	if err == nil || errors.As(err, &he) {
+		t.Errorf("an oversize template: got %v, want a plain error", err)
+	}
+}
+
+// Each sender stream is an observation with its own header: keywords sent in
+// the handshake reach a fresh reader of that observation; a sender whose
+// keywords cannot fit is refused with the reason and the receiver serves the
+// next; the status shows the current observation's main keywords.
+func TestSenderHeaderKeywords(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	h := testRing(t, nbufs, bufsz)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2,
+		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	send := func(hdr []HeaderField) (Result, error) {
+		return hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3*bufsz + 5, Source: PatternSource{Seed: 7}, Header: hdr})
+	}
+	reads := readObservations(t, ctx, h, 1, 7, 0)
+	if res, err := send([]HeaderField{{"SOURCE", "J0437-4715"}}); err != nil || !res.Complete {
+		t.Fatalf("observation 0: %+v %v", res, err)
+	}
+	first := <-reads
+	if len(first) != 1 || first[0].err != nil || headerKey(t, first[0].header, "SOURCE") != "J0437-4715" {
+		t.Fatalf("observation 0 read: %+v", first)
+	}
+	if got := hs.rx.Tracker().Snapshot().Header["SOURCE"]; got != "J0437-4715" {
+		t.Errorf("status header SOURCE %q during observation 0", got)
+	}
+
+	reads = readObservations(t, ctx, h, 1, 7, 0)
+	var many []HeaderField
+	for i := range 60 {
+		many = append(many, HeaderField{fmt.Sprintf("KEY_%d", i), strings.Repeat("x", 100)})
+	}
+	if _, err := send(many); err == nil || !strings.Contains(err.Error(), "more than the 4096-byte header block") {
+		t.Fatalf("an oversize header: %v, want the receiver's refusal", err)
+	}
+	sent := []HeaderField{{"SOURCE", "J1939+2134"}, {"UTC_START", "2026-11-25-01:02:03"}, {"HDR_SIZE", "1"}}
+	if res, err := send(sent); err != nil || !res.Complete {
+		t.Fatalf("observation 1: %+v %v", res, err)
+	}
+	second := <-reads
+	if len(second) != 1 || second[0].err != nil || second[0].bytes != 3*bufsz+5 {
+		t.Fatalf("observation 1 read: %+v", second)
+	}
+	hdr := second[0].header
+	for k, v := range map[string]string{"SOURCE": "J1939+2134", "UTC_START": "2026-11-25-01:02:03", "RINGCAP_UTC_START_SOURCE": "sender", "HDR_SIZE": "4096", "RINGCAP_OBSERVATION": "1"} {
+		if got := headerKey(t, hdr, k); got != v {
+			t.Errorf("observation 1: %s = %q, want %q\n%s", k, got, v, hdr)
+		}
+	}
+	if err := hs.wait(); err != nil {
+		t.Fatal(err)
+	}
+	st := hs.rx.Tracker().Snapshot()
+	if st.Header["SOURCE"] != "J1939+2134" || st.Header["UTC_START"] != "2026-11-25-01:02:03" || st.Header["RINGCAP_OBSERVATION"] != "1" {
+		t.Errorf("status header %v", st.Header)
+	}
+}
