@@ -9,7 +9,10 @@
 #      new-style headers) are read by one persistent `ringcap ring read`;
 #   3. dada_dbmonitor and `ringcap ring monitor` print the same line;
 #   4. a persistent dada_dbdisk reads 3 observations of one ringcap session and 10 more
-#      sessions (old-style headers).
+#      sessions (old-style headers);
+#   5. a fresh dada_dbdisk -s per observation, each observation a ringcap session with its
+#      own UTC_START, in both header styles: every file is named after and carries its own
+#      observation's header, and dada_header shows the header of the last one.
 #
 #   hack/dada-interop.sh /path/to/psrdada-checkout
 set -euo pipefail
@@ -41,7 +44,7 @@ for f in ascii_header ipcbuf ipcio ipcutil dada_hdu dada_client multilog multilo
   gcc -O1 -w -include sys/vfs.h -I"$B/obj" -I"$SRC/src" -c "$SRC/src/$f.c" -o "$B/obj/$f.o"
 done
 ar rcs "$B/libpsrdada.a" "$B"/obj/*.o
-for a in dada_db dada_dbdisk dada_diskdb dada_dbxferinfo dada_dbmonitor; do
+for a in dada_db dada_dbdisk dada_diskdb dada_dbxferinfo dada_dbmonitor dada_header; do
   gcc -O1 -w -I"$B/obj" -I"$SRC/src" "$SRC/apps/$a.c" "$B/libpsrdada.a" -lm -lpthread -o "$B/$a"
 done
 go build -o "$R" ./cmd/ringcap
@@ -114,3 +117,25 @@ kill "$dbdisk"; wait "$dbdisk" 2>/dev/null || true
 n=$(check_files "$work/d3" 300000)
 echo "$n files verified"
 [ "$n" = 13 ] || fail "dada_dbdisk wrote $n files, want 13"
+
+echo "== 5: a fresh dada_dbdisk -s per observation gets that observation's header"
+for style in "" --new-style-header; do
+  "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+  "$R" ring create -k "$KEY" -b 65536 -n 4 2>/dev/null
+  d="$work/d5$style"
+  mkdir "$d"
+  for i in 1 2 3; do
+    timeout 60 "$B/dada_dbdisk" -k "$KEY" -D "$d" -s >"$d.log" 2>&1 &
+    dbdisk=$!
+    sleep 0.3
+    "$R" ring write -k "$KEY" --seed 11 --bytes 300000 --header FILE_SIZE=100000000 $style \
+      --header "UTC_START=2026-02-0$i-00:00:00" --header "OBSNAME=OBS$i" 2>/dev/null
+    wait "$dbdisk" || fail "dada_dbdisk -s, observation $i: $(cat "$d.log")"
+    f=$(ls "$d"/2026-02-0$i-00:00:00*.dada 2>/dev/null) || fail "no file named after observation $i's UTC_START: $(ls "$d")"
+    head -c 4096 "$f" | grep -aEq "^OBSNAME +OBS$i\$" || fail "$f carries another observation's header"
+  done
+  [ "$(check_files "$d" 300000)" = 3 ] || fail "dada_dbdisk -s wrote the wrong files ($style)"
+  "$R" ring write -k "$KEY" --seed 11 --bytes 1000 $style --header OBSNAME=OBS4 2>/dev/null
+  timeout 10 "$B/dada_header" -k "$KEY" 2>/dev/null | grep -Eq "^OBSNAME +OBS4\$" || fail "dada_header shows a stale header ($style)"
+  echo "3 observations, each with its own header${style:+ ($style)}; dada_header current"
+done

@@ -543,3 +543,89 @@ func mustKey(t *testing.T, s string) dada.Key {
 	}
 	return k
 }
+
+// Each sender stream is an observation with its own header, over real rxe and
+// through the CLI, in both header styles: three streams whose senders set
+// SOURCE, each read by a fresh `ring read -s` (as dada_dbdisk -s), while a
+// persistent reader on the second slot reads all three; every reader gets the
+// header of the observation whose data it reads.
+func TestVMObservationHeaders(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	for _, style := range [][]string{nil, {"--new-style-header"}} {
+		t.Run(fmt.Sprintf("style=%v", style), func(t *testing.T) {
+			key, connect := vmKey(), net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort()))
+			if out, err := run(t, time.Minute, bin, "ring", "create", "-k", key, "-n", "4", "-b", "262144", "-r", "2"); err != nil {
+				t.Fatalf("ring create: %v\n%s", err, out)
+			}
+			t.Cleanup(func() { _, _ = run(t, time.Minute, bin, "ring", "destroy", "-k", key) })
+			recv := start(t, bin, append([]string{"recv", "-k", key, "--mode", "write", "--qps", "2", "--listen", connect,
+				"--metrics-addr", "", "--stop-observations", "3", "--header", "SOURCE=template_src"}, style...)...)
+			waitListening(t, connect, recv)
+			h, err := dada.Connect(mustKey(t, key), dada.ConnectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = h.Close() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			persistent := readObservations(t, ctx, h, 3, 31, 0)
+			waitReaders(t, h, 1)
+			const total = 3<<18 + 99
+			dir := t.TempDir()
+			for i := range 3 {
+				hdrFile := filepath.Join(dir, fmt.Sprintf("h%d", i))
+				fresh := start(t, bin, "ring", "read", "-k", key, "-s", "--verify", "31", "--header-out", hdrFile)
+				waitReaders(t, h, 2)
+				out, err := run(t, 2*time.Minute, bin, "send", "--connect", connect, "--mode", "write", "--qps", "2",
+					"--bytes", strconv.Itoa(total), "--seed", "31", "--header", fmt.Sprintf("SOURCE=PSR_%d", i))
+				if err != nil || !strings.Contains(out, "complete=true") {
+					t.Fatalf("observation %d: send: %v\n%s", i, err, out)
+				}
+				if err := fresh.wait(t, time.Minute); err != nil {
+					t.Fatalf("observation %d: ring read: %v\n%s", i, err, fresh.output())
+				}
+				if r := parseRead(t, fresh.output()); r.bytes != total || r.mismatches != 0 {
+					t.Fatalf("observation %d: fresh reader %+v", i, r)
+				}
+				hdr, err := os.ReadFile(hdrFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !regexp.MustCompile(fmt.Sprintf(`(?m)^SOURCE +PSR_%d$`, i)).Match(hdr) ||
+					!regexp.MustCompile(fmt.Sprintf(`(?m)^RINGCAP_OBSERVATION +%d$`, i)).Match(hdr) {
+					t.Errorf("observation %d: the fresh reader got\n%s", i, hdr)
+				}
+			}
+			obs := <-persistent
+			if len(obs) != 3 {
+				t.Fatalf("persistent reader: %+v", obs)
+			}
+			for i, o := range obs {
+				if o.err != nil || o.bytes != total || o.mismatches != 0 ||
+					!regexp.MustCompile(fmt.Sprintf(`(?m)^SOURCE +PSR_%d$`, i)).MatchString(o.header) {
+					t.Errorf("persistent reader, observation %d: %+v", i, o)
+				}
+			}
+			if err := recv.wait(t, time.Minute); err != nil {
+				t.Fatalf("recv: %v\n%s", err, recv.output())
+			}
+		})
+	}
+}
+
+// waitReaders waits until n reader slots of the data ring are taken.
+func waitReaders(t *testing.T, h *dada.HDU, n int) {
+	t.Helper()
+	for range 3000 {
+		s, err := h.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Data.Readers)-s.Data.SemRead == n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%d readers did not connect", n)
+}
