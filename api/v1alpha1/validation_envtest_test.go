@@ -262,17 +262,34 @@ func TestImmutableWhilePodRuns(t *testing.T) {
 		t.Fatalf("change geometry before the pod exists: %v", err)
 	}
 	setPhase(ringcapv1.PhaseReceiving)
-	for name, mod := range map[string]func(rc *ringcapv1.RingCapture){
-		"blocks":    func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 },
-		"key":       func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" },
-		"hugePages": func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 },
-		"mode":      func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite },
+	// The error names the immutable field as its path (not <nil>): "spec.ring: Forbidden: ...".
+	ringImmutable := "spec.ring: Forbidden: spec.ring is immutable while the capture pod runs"
+	modeImmutable := "spec.receiver.mode: Forbidden: spec.receiver.mode is immutable while the capture pod runs"
+	for _, tc := range []struct {
+		name string
+		mod  func(rc *ringcapv1.RingCapture)
+		want string
+	}{
+		{"blocks", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 }, ringImmutable},
+		{"key", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" }, ringImmutable},
+		{"hugePages", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 }, ringImmutable},
+		{"mode", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite }, modeImmutable},
 	} {
-		err := update(mod)
-		if err == nil || !strings.Contains(err.Error(), "spec.ring and spec.receiver.mode are immutable while the capture pod runs") {
-			t.Errorf("changing %s while Receiving: want the immutability message, got %v", name, err)
+		err := update(tc.mod)
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("changing %s while Receiving: want an Invalid error with %q, got %v", tc.name, tc.want, err)
 		}
 	}
+	// Both at once: each field is named.
+	err := update(func(rc *ringcapv1.RingCapture) {
+		rc.Spec.Ring.Blocks = 8
+		rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite
+	})
+	if err == nil || !strings.Contains(err.Error(), ringImmutable) || !strings.Contains(err.Error(), modeImmutable) {
+		t.Errorf("changing ring and mode while Receiving: want both fields named, got %v", err)
+	}
+	// A status update alone is not refused by the rules on spec.
+	setPhase(ringcapv1.PhaseScheduled)
 	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.QueuePairs = 2 }); err != nil {
 		t.Errorf("changing receiver.queuePairs while Receiving: %v", err)
 	}
