@@ -97,14 +97,20 @@ type RingCaptureSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.blocks * self.blockBytes <= 68719476736",message="ring.blocks * ring.blockBytes must not exceed 64 GiB",fieldPath=".blocks"
 // +kubebuilder:validation:XValidation:rule="!has(self.header) || !has(self.header.template) || size(self.header.template) < self.headerBlockBytes",message="ring.header.template must be shorter than ring.headerBlockBytes",fieldPath=".header.template"
 type RingSpec struct {
-	// key is the SysV key of the data ring in hex, as dada_db -k ("dada" or "0xdada");
-	// the header ring uses key+1. Not 0, at most 0x7fffffff.
+	// key is the SysV key of the data ring in hex, as dada_db -k ("dada", "0xdada" or
+	// "0XDADA"); the header ring uses key+1. Not 0, at most 0x7fffffff. It is a string:
+	// quote it in YAML, where an unquoted 0xdada is the number 56026 and an unquoted
+	// 1234 the decimal number 1234 (the API refuses numbers with a message saying so,
+	// rather than guess which key was meant).
 	// +kubebuilder:default="dada"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Type=""
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=10
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0x)?[0-9a-fA-F]{1,8}$')",message="ring.key must be a hex SysV key such as dada or 0xdada"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?0+$')",message="ring.key must not be 0 (IPC_PRIVATE)"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?[89a-fA-F][0-9a-fA-F]{7}$')",message="ring.key must be at most 0x7fffffff"
+	// +kubebuilder:validation:XValidation:rule="type(self) == string",message="ring.key must be a string: quote it (key: \"0xdada\"); unquoted, YAML reads 0xdada as the number 56026"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || self.matches('^(0[xX])?[0-9a-fA-F]{1,8}$')",message="ring.key must be a hex SysV key such as dada or 0xdada"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || !self.matches('^(0[xX])?0+$')",message="ring.key must not be 0 (IPC_PRIVATE)"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || !self.matches('^(0[xX])?[89a-fA-F][0-9a-fA-F]{7}$')",message="ring.key must be at most 0x7fffffff"
 	// +optional
 	Key string `json:"key,omitempty"`
 
@@ -224,6 +230,8 @@ const (
 )
 
 // ReceiverSpec configures `ringcap recv`.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.metricsPort) || self.port != self.metricsPort",message="receiver.metricsPort must differ from receiver.port (they default to 9100 and 18515): the handshake and /metrics cannot share a TCP port",fieldPath=".metricsPort"
 type ReceiverSpec struct {
 	// queuePairs is the number of RC queue pairs (connections) the receiver accepts.
 	// +kubebuilder:default=4
@@ -337,10 +345,12 @@ type StopSpec struct {
 	// +optional
 	Bytes *int64 `json:"bytes,omitempty"`
 
-	// duration is how long the receiver runs, for example "10m".
+	// duration is how long the receiver runs, a Go duration such as "90s", "10m" or
+	// "1h30m" (units ns, us, ms, s, m and h; no days: write 24h for a day).
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="receiver.stop.duration must be positive"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="receiver.stop.duration must be a duration such as 90s, 10m or 1h30m (units ns, us, ms, s, m and h; no days: write 24h for a day)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="receiver.stop.duration must be positive"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 

@@ -69,52 +69,67 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 		name, spec string
 		// want are substrings of the API server's message: the field's path and what is wrong.
 		want []string
+		// avoid are substrings the message must not have (internals a user cannot act on).
+		avoid []string
 	}{
-		{"key zero", `{ring: {key: "0x0"}}`, []string{"spec.ring.key", "must not be 0"}},
-		{"key not hex", `{ring: {key: "xyz"}}`, []string{"spec.ring.key", "must be a hex SysV key"}},
-		{"key above 0x7fffffff", `{ring: {key: "80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}},
-		{"key too long", `{ring: {key: "0x1234567890"}}`, []string{"spec.ring.key"}},
-		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}},
-		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}},
-		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}},
-		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}},
+		{"key zero", `{ring: {key: "0x0"}}`, []string{"spec.ring.key", "must not be 0"}, nil},
+		{"key not hex", `{ring: {key: "xyz"}}`, []string{"spec.ring.key", "must be a hex SysV key"}, nil},
+		{"key above 0x7fffffff", `{ring: {key: "80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}, nil},
+		{"key too long", `{ring: {key: "0x1234567890"}}`, []string{"spec.ring.key"}, nil},
+		{"key above 0x7fffffff with upper-case X", `{ring: {key: "0X80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}, nil},
+		{"key zero with upper-case X", `{ring: {key: "0X0"}}`, []string{"spec.ring.key", "must not be 0"}, nil},
+		// YAML 1.1 (kubectl's) reads an unquoted 0xdada as the integer 56026.
+		{"key unquoted hex", `{ring: {key: 0xdada}}`, []string{"spec.ring.key", "must be a string: quote it"}, []string{"must be of type string"}},
+		{"key unquoted decimal", `{ring: {key: 1234}}`, []string{"spec.ring.key", "must be a string: quote it"}, []string{"must be of type string"}},
+		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}, nil},
+		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}, nil},
+		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}, nil},
+		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}, nil},
 		{"ring above 64 GiB", `{ring: {blockBytes: 4294967296, blocks: 17}, receiver: {messageBytes: 65536}}`,
-			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}},
+			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}, nil},
 		{"huge pages need 2 MiB blocks", `{ring: {hugePages: true, blockBytes: 1048576}}`,
-			[]string{"spec.ring.blockBytes", "multiple of 2 MiB"}},
+			[]string{"spec.ring.blockBytes", "multiple of 2 MiB"}, nil},
 		{"whole ring needs page-multiple blocks", `{ring: {blockBytes: 6000}, receiver: {memoryRegistration: WholeRing, messageBytes: 1000}}`,
-			[]string{"spec.ring.blockBytes", "multiple of 4096 when spec.receiver.memoryRegistration is WholeRing"}},
+			[]string{"spec.ring.blockBytes", "multiple of 4096 when spec.receiver.memoryRegistration is WholeRing"}, nil},
 		{"message does not divide block", `{ring: {blockBytes: 100000}, receiver: {messageBytes: 65536}}`,
-			[]string{"spec.receiver.messageBytes", "must divide spec.ring.blockBytes"}},
-		{"zero queue pairs", `{receiver: {queuePairs: 0}}`, []string{"spec.receiver.queuePairs", "greater than or equal to 1"}},
-		{"65 queue pairs", `{receiver: {queuePairs: 65}}`, []string{"spec.receiver.queuePairs", "less than or equal to 64"}},
-		{"unknown mode", `{receiver: {mode: Read}}`, []string{"spec.receiver.mode", "Unsupported value"}},
-		{"unknown memory registration", `{receiver: {memoryRegistration: Huge}}`, []string{"spec.receiver.memoryRegistration", "Unsupported value"}},
-		{"port out of range", `{receiver: {port: 70000}}`, []string{"spec.receiver.port"}},
-		{"gid index out of range", `{receiver: {gidIndex: 256}}`, []string{"spec.receiver.gidIndex"}},
-		{"receive depth zero", `{receiver: {receiveDepth: 0}}`, []string{"spec.receiver.receiveDepth"}},
-		{"resource name without domain", `{receiver: {resourceName: rdma}}`, []string{"spec.receiver.resourceName", "domain-prefixed"}},
+			[]string{"spec.receiver.messageBytes", "must divide spec.ring.blockBytes"}, nil},
+		{"zero queue pairs", `{receiver: {queuePairs: 0}}`, []string{"spec.receiver.queuePairs", "greater than or equal to 1"}, nil},
+		{"65 queue pairs", `{receiver: {queuePairs: 65}}`, []string{"spec.receiver.queuePairs", "less than or equal to 64"}, nil},
+		{"unknown mode", `{receiver: {mode: Read}}`, []string{"spec.receiver.mode", "Unsupported value"}, nil},
+		{"unknown memory registration", `{receiver: {memoryRegistration: Huge}}`, []string{"spec.receiver.memoryRegistration", "Unsupported value"}, nil},
+		{"port out of range", `{receiver: {port: 70000}}`, []string{"spec.receiver.port"}, nil},
+		{"gid index out of range", `{receiver: {gidIndex: 256}}`, []string{"spec.receiver.gidIndex"}, nil},
+		{"receive depth zero", `{receiver: {receiveDepth: 0}}`, []string{"spec.receiver.receiveDepth"}, nil},
+		{"resource name without domain", `{receiver: {resourceName: rdma}}`, []string{"spec.receiver.resourceName", "domain-prefixed"}, nil},
 		{"stop after bytes without bytes", `{receiver: {stop: {after: Bytes}}}`,
-			[]string{"spec.receiver.stop.bytes", "must be set exactly when receiver.stop.after is Bytes"}},
-		{"stop bytes without after", `{receiver: {stop: {bytes: 100}}}`, []string{"spec.receiver.stop.bytes"}},
-		{"stop duration malformed", `{receiver: {stop: {after: Duration, duration: "ten minutes"}}}`, []string{"spec.receiver.stop.duration"}},
-		{"stop duration zero", `{receiver: {stop: {after: Duration, duration: "0s"}}}`, []string{"spec.receiver.stop.duration", "must be positive"}},
-		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}},
+			[]string{"spec.receiver.stop.bytes", "must be set exactly when receiver.stop.after is Bytes"}, nil},
+		{"stop bytes without after", `{receiver: {stop: {bytes: 100}}}`, []string{"spec.receiver.stop.bytes"}, nil},
+		{"stop duration malformed", `{receiver: {stop: {after: Duration, duration: "ten minutes"}}}`, []string{"spec.receiver.stop.duration"}, nil},
+		{"stop duration zero", `{receiver: {stop: {after: Duration, duration: "0s"}}}`, []string{"spec.receiver.stop.duration", "must be positive"}, nil},
+		{"stop duration in days", `{receiver: {stop: {after: Duration, duration: "1d"}}}`,
+			[]string{"spec.receiver.stop.duration", "such as 90s, 10m or 1h30m", "no days"}, []string{"conversion", "proto", "compilation", "evaluation"}},
+		{"port equal to the default metrics port", `{receiver: {port: 9100}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"metrics port equal to the default port", `{receiver: {metricsPort: 18515}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"port equal to metrics port", `{receiver: {port: 8000, metricsPort: 8000}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}, nil},
 		{"reader named receiver", `{readers: [{name: receiver, args: [ring, read]}]}`,
-			[]string{"spec.readers[0].name", "must not be receiver"}},
-		{"reader name not a DNS label", `{readers: [{name: Reader_1}]}`, []string{"spec.readers[0].name"}},
-		{"duplicate reader names", `{ring: {readers: 2}, readers: [{name: a}, {name: a}]}`, []string{"spec.readers[1]", "Duplicate value"}},
+			[]string{"spec.readers[0].name", "must not be receiver"}, nil},
+		{"reader name not a DNS label", `{readers: [{name: Reader_1}]}`, []string{"spec.readers[0].name"}, nil},
+		{"duplicate reader names", `{ring: {readers: 2}, readers: [{name: a}, {name: a}]}`, []string{"spec.readers[1]", "Duplicate value"}, nil},
 		{"more readers than slots", `{ring: {readers: 1}, readers: [{name: a}, {name: b}]}`,
-			[]string{"spec.readers", "more containers than spec.ring.readers"}},
+			[]string{"spec.readers", "more containers than spec.ring.readers"}, nil},
 		{"template and configmap", `{ring: {header: {template: "TELESCOPE Parkes", configMapRef: {name: hdr}}}}`,
-			[]string{"spec.ring.header", "at most one of template and configMapRef"}},
+			[]string{"spec.ring.header", "at most one of template and configMapRef"}, nil},
 		{"header key lower case", `{ring: {header: {values: {telescope: Parkes}}}}`,
-			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}},
+			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}, nil},
 		{"header value with newline", `{ring: {header: {values: {SOURCE: "a\nb"}}}}`,
-			[]string{"spec.ring.header.values", "single lines"}},
+			[]string{"spec.ring.header.values", "single lines"}, nil},
 		{"template longer than header block", `{ring: {header: {template: "` + strings.Repeat("X", 5000) + `"}}}`,
-			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}},
-		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}},
+			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}, nil},
+		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}, nil},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
@@ -131,6 +146,11 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("spec %s: error does not mention %q:\n%v", tc.spec, w, err)
+				}
+			}
+			for _, a := range tc.avoid {
+				if strings.Contains(err.Error(), a) {
+					t.Errorf("spec %s: error mentions %q:\n%v", tc.spec, a, err)
 				}
 			}
 		})
@@ -198,6 +218,8 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}}`,
 		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
 		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}}`,
+		`{ring: {key: "0XDADA"}}`,
+		`{ring: {key: "0X7E50"}, receiver: {stop: {after: Duration, duration: "1.5h"}, port: 9100, metricsPort: 9101}}`,
 	} {
 		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
 		if err := env.Client.Create(ctx, obj); err != nil {

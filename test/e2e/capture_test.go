@@ -237,6 +237,8 @@ func stepInvalid(t *testing.T) {
 		{"unknown-mode", `{receiver: {mode: Teleport}}`, "spec.receiver.mode"},
 		{"stop-bytes-missing", `{receiver: {stop: {after: Bytes, observations: null}}}`, "spec.receiver.stop.bytes"},
 		{"reader-named-receiver", `{readers: [{name: receiver}]}`, "spec.readers[0].name"},
+		{"key-unquoted", `{ring: {key: 0xdada}}`, "spec.ring.key"},
+		{"port-is-metrics-port", `{receiver: {port: 9100}}`, "spec.receiver.metricsPort"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := loadSample(t)
