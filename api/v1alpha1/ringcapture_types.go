@@ -27,6 +27,12 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
 // +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.endpoint.address`,priority=1,description="The receiver's address (status.endpoint.address)"
+// +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.status.endpoint.port`,priority=1,description="The handshake port a sender connects to (status.endpoint.port)"
+// +kubebuilder:printcolumn:name="GID index",type=integer,JSONPath=`.status.endpoint.gidIndex`,priority=1,description="The GID index the receiver uses (status.endpoint.gidIndex)"
+// +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.spec.ring.blocks`,priority=1,description="Data blocks in the ring (spec.ring.blocks; fixed while the pod runs)"
+// +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.spec.ring.blockBytes`,priority=1,description="Bytes per data block (spec.ring.blockBytes; fixed while the pod runs)"
+// +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
 type RingCapture struct {
@@ -512,6 +518,11 @@ type RingCaptureStatus struct {
 	// completionTime is when the capture ended.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// heldBackSeconds is how long, in whole seconds, the readers have held the receiver
+	// back in this run (waiting for a free ring block), including a hold still going on.
+	// +optional
+	HeldBackSeconds int64 `json:"heldBackSeconds,omitempty"`
 }
 
 // EndpointStatus is where a sender connects.

@@ -3,7 +3,9 @@
 package v1alpha1_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -335,11 +339,69 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range cols {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age"; got != want {
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Held back (s)"; got != want {
 		t.Errorf("printer columns %s, want %s", got, want)
+	}
+	// The columns after Age are for `kubectl get -o wide` only (priority 1).
+	for i, c := range cols {
+		p, _, _ := unstructured.NestedInt64(c.(map[string]any), "priority")
+		if want := int64(map[bool]int{true: 1}[i > 6]); p != want {
+			t.Errorf("column %s has priority %d, want %d", names[i], p, want)
+		}
 	}
 	short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
 	if len(short) != 1 || short[0] != "rcap" {
 		t.Errorf("short names %v, want [rcap]", short)
 	}
 }
+
+// `kubectl get rcap -o wide` shows the endpoint, the GID index, the ring's geometry and
+// the held-back time: the API server's table (what kubectl prints) has them.
+func TestWideColumns(t *testing.T) {
+	ctx := context.Background()
+	obj := object(t, "wide", `{ring: {blocks: 8, blockBytes: 1048576}, readers: [{name: r}]}`)
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	var rc ringcapv1.RingCapture
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Status.Endpoint = &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, GIDIndex: ptr(int32(3))}
+	rc.Status.HeldBackSeconds = 42
+	if err := env.Client.Status().Update(ctx, &rc); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.APIPath, cfg.GroupVersion = "/apis", &ringcapv1.GroupVersion
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rest0, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rest0.Get().Namespace(ns).Resource("ringcaptures").Name("wide").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("get RingCapture wide as a table: %v", err)
+	}
+	var table metav1.Table
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("table of RingCapture wide: %d rows, %v\n%s", len(table.Rows), err, raw)
+	}
+	got := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	for col, want := range map[string]string{
+		"Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Held back (s)": "42",
+	} {
+		if got[col] != want {
+			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
