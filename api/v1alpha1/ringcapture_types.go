@@ -53,9 +53,10 @@ type RingCapture struct {
 // +kubebuilder:validation:XValidation:rule="self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
 // +kubebuilder:validation:XValidation:rule="self.receiver.memoryRegistration != 'WholeRing' || self.ring.blockBytes % 4096 == 0",message="spec.ring.blockBytes must be a multiple of 4096 when spec.receiver.memoryRegistration is WholeRing",fieldPath=".ring.blockBytes"
 // +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
+// +kubebuilder:validation:XValidation:rule="(has(self.ring.hostIPC) && self.ring.hostIPC) || (has(self.readers) ? size(self.readers) : 0) >= self.ring.readers",message="spec.ring.readers has more reader slots than spec.readers has containers: the pod has its own IPC namespace, so nothing else can take the free slots and the receiver would stop at the first full ring; add reader containers, lower spec.ring.readers, or set spec.ring.hostIPC to leave the free slots to readers on the node",fieldPath=".ring.readers"
 type RingCaptureSpec struct {
 	// ring is the PSRDADA ring the receiver creates in the pod's IPC namespace.
-	// +kubebuilder:default={key: "dada", blockBytes: 524288, blocks: 4, readers: 1, headerBlockBytes: 4096, lockMemory: false, hugePages: false}
+	// +kubebuilder:default={key: "dada", blockBytes: 524288, blocks: 4, readers: 1, headerBlockBytes: 4096, lockMemory: false, hugePages: false, hostIPC: false}
 	// +optional
 	Ring RingSpec `json:"ring,omitempty"`
 
@@ -66,7 +67,9 @@ type RingCaptureSpec struct {
 
 	// readers are containers that read the ring beside the receiver, in the same pod
 	// and so in the same IPC namespace: for example `ringcap ring read` or a PSRDADA
-	// tool such as dada_dbdisk. Each one takes one of ring.readers reader slots.
+	// tool such as dada_dbdisk. Each one takes one of ring.readers reader slots; there
+	// must be one container per slot unless ring.hostIPC leaves the other slots to
+	// readers on the node.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=5
@@ -135,7 +138,8 @@ type RingSpec struct {
 	Blocks int64 `json:"blocks,omitempty"`
 
 	// readers is the number of reader slots (dada_db -r): every reader must clear a
-	// block before the receiver reuses it.
+	// block before the receiver reuses it. Each slot needs a reader: one container in
+	// spec.readers per slot, or, with hostIPC, readers on the node outside the pod.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=5
@@ -160,6 +164,20 @@ type RingSpec struct {
 	// +kubebuilder:default=false
 	// +optional
 	HugePages bool `json:"hugePages,omitempty"`
+
+	// hostIPC runs the capture pod in the node's IPC namespace (the pod's hostIPC), so
+	// that PSRDADA readers on the node outside the pod (dada_dbdisk started by hand, a
+	// pipeline in another pod with hostIPC) can attach to the ring and take the reader
+	// slots spec.readers leaves free. This exposes every SysV shared memory segment,
+	// semaphore and message queue of the node to the pod's containers and the ring to
+	// every process on the node; the ring's key must then be unique on the node (a
+	// second capture with the same key fails to create its ring), and a receiver killed
+	// without its clean-up leaves the ring on the node until it is destroyed by hand
+	// (`ringcap ring destroy -k KEY`). Pod Security admits such a pod only at the
+	// privileged level.
+	// +kubebuilder:default=false
+	// +optional
+	HostIPC bool `json:"hostIPC,omitempty"`
 
 	// header is the ASCII header the receiver writes at the start of each observation.
 	// +optional

@@ -118,6 +118,12 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
 		{"port equal to metrics port", `{receiver: {port: 8000, metricsPort: 8000}}`,
 			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"no reader container for the default reader slot", `{}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers", "own IPC namespace", "spec.ring.hostIPC"}, nil},
+		{"two reader slots, one reader container", `{ring: {readers: 2}, readers: [{name: a}]}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers"}, nil},
+		{"hostIPC false says nothing else takes the slot", `{ring: {readers: 3, hostIPC: false}, readers: [{name: a}, {name: b}]}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers"}, nil},
 		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}, nil},
 		{"reader named receiver", `{readers: [{name: receiver, args: [ring, read]}]}`,
 			[]string{"spec.readers[0].name", "must not be receiver"}, nil},
@@ -166,7 +172,7 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 
 func TestDefaultsApplied(t *testing.T) {
 	ctx := context.Background()
-	obj := object(t, "defaults", `{}`)
+	obj := object(t, "defaults", `{readers: [{name: r}]}`)
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatalf("create empty RingCapture: %v", err)
 	}
@@ -186,6 +192,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"ring.headerBlockBytes", r.HeaderBlockBytes, int64(4096)},
 		{"ring.lockMemory", r.LockMemory, false},
 		{"ring.hugePages", r.HugePages, false},
+		{"ring.hostIPC", r.HostIPC, false},
 		{"receiver.queuePairs", rx.QueuePairs, int32(4)},
 		{"receiver.mode", rx.Mode, ringcapv1.TransferModeSend},
 		{"receiver.memoryRegistration", rx.MemoryRegistration, ringcapv1.MemoryRegistrationAuto},
@@ -203,7 +210,7 @@ func TestDefaultsApplied(t *testing.T) {
 	}
 
 	// A header ConfigMap reference defaults its key.
-	obj = object(t, "defaults-header", `{ring: {header: {configMapRef: {name: hdr}}}}`)
+	obj = object(t, "defaults-header", `{ring: {header: {configMapRef: {name: hdr}}}, readers: [{name: r}]}`)
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -218,12 +225,15 @@ func TestDefaultsApplied(t *testing.T) {
 func TestValidRingCapturesAccepted(t *testing.T) {
 	ctx := context.Background()
 	for i, spec := range []string{
-		`{ring: {key: "0xEADA", blockBytes: 8388608, blocks: 8, hugePages: true, lockMemory: true}, receiver: {mode: Write, memoryRegistration: WholeRing, queuePairs: 64}}`,
-		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}}`,
+		`{ring: {key: "0xEADA", blockBytes: 8388608, blocks: 8, hugePages: true, lockMemory: true}, receiver: {mode: Write, memoryRegistration: WholeRing, queuePairs: 64}, readers: [{name: r}]}`,
+		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}, readers: [{name: r}]}`,
 		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
-		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}}`,
-		`{ring: {key: "0XDADA"}}`,
-		`{ring: {key: "0X7E50"}, receiver: {stop: {after: Duration, duration: "1.5h"}, port: 9100, metricsPort: 9101}}`,
+		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}, readers: [{name: r}]}`,
+		`{ring: {key: "0XDADA"}, readers: [{name: r}]}`,
+		`{ring: {key: "0X7E50"}, receiver: {stop: {after: Duration, duration: "1.5h"}, port: 9100, metricsPort: 9101}, readers: [{name: r}]}`,
+		// Reader slots left to readers on the node, outside the pod.
+		`{ring: {hostIPC: true}}`,
+		`{ring: {readers: 3, hostIPC: true}, readers: [{name: a}]}`,
 	} {
 		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
 		if err := env.Client.Create(ctx, obj); err != nil {
@@ -238,7 +248,12 @@ func TestSamplesAccepted(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples in config/samples: %v", err)
 	}
-	for _, f := range files {
+	chart, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "charts", "ringcap", "examples", "*.yaml"))
+	if err != nil || len(chart) == 0 {
+		t.Fatalf("no examples in charts/ringcap/examples: %v", err)
+	}
+	files = append(files, chart...)
+	for i, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +263,7 @@ func TestSamplesAccepted(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		u.SetNamespace(ns)
-		u.SetName("sample-" + u.GetName())
+		u.SetName(fmt.Sprintf("sample-%d-%s", i, u.GetName()))
 		if err := env.Client.Create(context.Background(), u); err != nil {
 			t.Errorf("sample %s rejected: %v", f, err)
 		}
@@ -299,6 +314,7 @@ func TestImmutableWhilePodRuns(t *testing.T) {
 		{"blocks", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 }, ringImmutable},
 		{"key", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" }, ringImmutable},
 		{"hugePages", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 }, ringImmutable},
+		{"hostIPC", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HostIPC = true }, ringImmutable},
 		{"mode", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite }, modeImmutable},
 	} {
 		err := update(tc.mod)
