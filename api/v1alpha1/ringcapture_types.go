@@ -27,7 +27,14 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
 // +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || (self.spec.ring == oldSelf.spec.ring && self.spec.receiver.mode == oldSelf.spec.receiver.mode)",message="spec.ring and spec.receiver.mode are immutable while the capture pod runs"
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.endpoint.address`,priority=1,description="The receiver's address (status.endpoint.address)"
+// +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.status.endpoint.port`,priority=1,description="The handshake port a sender connects to (status.endpoint.port)"
+// +kubebuilder:printcolumn:name="GID index",type=integer,JSONPath=`.status.endpoint.gidIndex`,priority=1,description="The GID index the receiver uses (status.endpoint.gidIndex)"
+// +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.spec.ring.blocks`,priority=1,description="Data blocks in the ring (spec.ring.blocks; fixed while the pod runs)"
+// +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.spec.ring.blockBytes`,priority=1,description="Bytes per data block (spec.ring.blockBytes; fixed while the pod runs)"
+// +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
 type RingCapture struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -46,9 +53,10 @@ type RingCapture struct {
 // +kubebuilder:validation:XValidation:rule="self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
 // +kubebuilder:validation:XValidation:rule="self.receiver.memoryRegistration != 'WholeRing' || self.ring.blockBytes % 4096 == 0",message="spec.ring.blockBytes must be a multiple of 4096 when spec.receiver.memoryRegistration is WholeRing",fieldPath=".ring.blockBytes"
 // +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
+// +kubebuilder:validation:XValidation:rule="(has(self.ring.hostIPC) && self.ring.hostIPC) || (has(self.readers) ? size(self.readers) : 0) >= self.ring.readers",message="spec.ring.readers has more reader slots than spec.readers has containers: the pod has its own IPC namespace, so nothing else can take the free slots and the receiver would stop at the first full ring; add reader containers, lower spec.ring.readers, or set spec.ring.hostIPC to leave the free slots to readers on the node",fieldPath=".ring.readers"
 type RingCaptureSpec struct {
 	// ring is the PSRDADA ring the receiver creates in the pod's IPC namespace.
-	// +kubebuilder:default={key: "dada", blockBytes: 524288, blocks: 4, readers: 1, headerBlockBytes: 4096, lockMemory: false, hugePages: false}
+	// +kubebuilder:default={key: "dada", blockBytes: 524288, blocks: 4, readers: 1, headerBlockBytes: 4096, lockMemory: false, hugePages: false, hostIPC: false}
 	// +optional
 	Ring RingSpec `json:"ring,omitempty"`
 
@@ -59,7 +67,9 @@ type RingCaptureSpec struct {
 
 	// readers are containers that read the ring beside the receiver, in the same pod
 	// and so in the same IPC namespace: for example `ringcap ring read` or a PSRDADA
-	// tool such as dada_dbdisk. Each one takes one of ring.readers reader slots.
+	// tool such as dada_dbdisk. Each one takes one of ring.readers reader slots; there
+	// must be one container per slot unless ring.hostIPC leaves the other slots to
+	// readers on the node.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=5
@@ -96,14 +106,20 @@ type RingCaptureSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.blocks * self.blockBytes <= 68719476736",message="ring.blocks * ring.blockBytes must not exceed 64 GiB",fieldPath=".blocks"
 // +kubebuilder:validation:XValidation:rule="!has(self.header) || !has(self.header.template) || size(self.header.template) < self.headerBlockBytes",message="ring.header.template must be shorter than ring.headerBlockBytes",fieldPath=".header.template"
 type RingSpec struct {
-	// key is the SysV key of the data ring in hex, as dada_db -k ("dada" or "0xdada");
-	// the header ring uses key+1. Not 0, at most 0x7fffffff.
+	// key is the SysV key of the data ring in hex, as dada_db -k ("dada", "0xdada" or
+	// "0XDADA"); the header ring uses key+1. Not 0, at most 0x7fffffff. It is a string:
+	// quote it in YAML, where an unquoted 0xdada is the number 56026 and an unquoted
+	// 1234 the decimal number 1234 (the API refuses numbers with a message saying so,
+	// rather than guess which key was meant).
 	// +kubebuilder:default="dada"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Type=""
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=10
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0x)?[0-9a-fA-F]{1,8}$')",message="ring.key must be a hex SysV key such as dada or 0xdada"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?0+$')",message="ring.key must not be 0 (IPC_PRIVATE)"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0x)?[89a-fA-F][0-9a-fA-F]{7}$')",message="ring.key must be at most 0x7fffffff"
+	// +kubebuilder:validation:XValidation:rule="type(self) == string",message="ring.key must be a string: quote it (key: \"0xdada\"); unquoted, YAML reads 0xdada as the number 56026"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || self.matches('^(0[xX])?[0-9a-fA-F]{1,8}$')",message="ring.key must be a hex SysV key such as dada or 0xdada"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || !self.matches('^(0[xX])?0+$')",message="ring.key must not be 0 (IPC_PRIVATE)"
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || !self.matches('^(0[xX])?[89a-fA-F][0-9a-fA-F]{7}$')",message="ring.key must be at most 0x7fffffff"
 	// +optional
 	Key string `json:"key,omitempty"`
 
@@ -122,7 +138,8 @@ type RingSpec struct {
 	Blocks int64 `json:"blocks,omitempty"`
 
 	// readers is the number of reader slots (dada_db -r): every reader must clear a
-	// block before the receiver reuses it.
+	// block before the receiver reuses it. Each slot needs a reader: one container in
+	// spec.readers per slot, or, with hostIPC, readers on the node outside the pod.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=5
@@ -147,6 +164,20 @@ type RingSpec struct {
 	// +kubebuilder:default=false
 	// +optional
 	HugePages bool `json:"hugePages,omitempty"`
+
+	// hostIPC runs the capture pod in the node's IPC namespace (the pod's hostIPC), so
+	// that PSRDADA readers on the node outside the pod (dada_dbdisk started by hand, a
+	// pipeline in another pod with hostIPC) can attach to the ring and take the reader
+	// slots spec.readers leaves free. This exposes every SysV shared memory segment,
+	// semaphore and message queue of the node to the pod's containers and the ring to
+	// every process on the node; the ring's key must then be unique on the node (a
+	// second capture with the same key fails to create its ring), and a receiver killed
+	// without its clean-up leaves the ring on the node until it is destroyed by hand
+	// (`ringcap ring destroy -k KEY`). Pod Security admits such a pod only at the
+	// privileged level.
+	// +kubebuilder:default=false
+	// +optional
+	HostIPC bool `json:"hostIPC,omitempty"`
 
 	// header is the ASCII header the receiver writes at the start of each observation.
 	// +optional
@@ -223,6 +254,8 @@ const (
 )
 
 // ReceiverSpec configures `ringcap recv`.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.metricsPort) || self.port != self.metricsPort",message="receiver.metricsPort must differ from receiver.port (they default to 9100 and 18515): the handshake and /metrics cannot share a TCP port",fieldPath=".metricsPort"
 type ReceiverSpec struct {
 	// queuePairs is the number of RC queue pairs (connections) the receiver accepts.
 	// +kubebuilder:default=4
@@ -336,10 +369,12 @@ type StopSpec struct {
 	// +optional
 	Bytes *int64 `json:"bytes,omitempty"`
 
-	// duration is how long the receiver runs, for example "10m".
+	// duration is how long the receiver runs, a Go duration such as "90s", "10m" or
+	// "1h30m" (units ns, us, ms, s, m and h; no days: write 24h for a day).
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="receiver.stop.duration must be positive"
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="receiver.stop.duration must be a duration such as 90s, 10m or 1h30m (units ns, us, ms, s, m and h; no days: write 24h for a day)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="receiver.stop.duration must be positive"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 
@@ -501,6 +536,11 @@ type RingCaptureStatus struct {
 	// completionTime is when the capture ended.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// heldBackSeconds is how long, in whole seconds, the readers have held the receiver
+	// back in this run (waiting for a free ring block), including a hold still going on.
+	// +optional
+	HeldBackSeconds int64 `json:"heldBackSeconds,omitempty"`
 }
 
 // EndpointStatus is where a sender connects.

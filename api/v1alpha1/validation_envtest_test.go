@@ -3,7 +3,9 @@
 package v1alpha1_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -69,52 +73,73 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 		name, spec string
 		// want are substrings of the API server's message: the field's path and what is wrong.
 		want []string
+		// avoid are substrings the message must not have (internals a user cannot act on).
+		avoid []string
 	}{
-		{"key zero", `{ring: {key: "0x0"}}`, []string{"spec.ring.key", "must not be 0"}},
-		{"key not hex", `{ring: {key: "xyz"}}`, []string{"spec.ring.key", "must be a hex SysV key"}},
-		{"key above 0x7fffffff", `{ring: {key: "80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}},
-		{"key too long", `{ring: {key: "0x1234567890"}}`, []string{"spec.ring.key"}},
-		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}},
-		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}},
-		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}},
-		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}},
+		{"key zero", `{ring: {key: "0x0"}}`, []string{"spec.ring.key", "must not be 0"}, nil},
+		{"key not hex", `{ring: {key: "xyz"}}`, []string{"spec.ring.key", "must be a hex SysV key"}, nil},
+		{"key above 0x7fffffff", `{ring: {key: "80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}, nil},
+		{"key too long", `{ring: {key: "0x1234567890"}}`, []string{"spec.ring.key"}, nil},
+		{"key above 0x7fffffff with upper-case X", `{ring: {key: "0X80000000"}}`, []string{"spec.ring.key", "at most 0x7fffffff"}, nil},
+		{"key zero with upper-case X", `{ring: {key: "0X0"}}`, []string{"spec.ring.key", "must not be 0"}, nil},
+		// YAML 1.1 (kubectl's) reads an unquoted 0xdada as the integer 56026.
+		{"key unquoted hex", `{ring: {key: 0xdada}}`, []string{"spec.ring.key", "must be a string: quote it"}, []string{"must be of type string"}},
+		{"key unquoted decimal", `{ring: {key: 1234}}`, []string{"spec.ring.key", "must be a string: quote it"}, []string{"must be of type string"}},
+		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}, nil},
+		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}, nil},
+		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}, nil},
+		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}, nil},
 		{"ring above 64 GiB", `{ring: {blockBytes: 4294967296, blocks: 17}, receiver: {messageBytes: 65536}}`,
-			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}},
+			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}, nil},
 		{"huge pages need 2 MiB blocks", `{ring: {hugePages: true, blockBytes: 1048576}}`,
-			[]string{"spec.ring.blockBytes", "multiple of 2 MiB"}},
+			[]string{"spec.ring.blockBytes", "multiple of 2 MiB"}, nil},
 		{"whole ring needs page-multiple blocks", `{ring: {blockBytes: 6000}, receiver: {memoryRegistration: WholeRing, messageBytes: 1000}}`,
-			[]string{"spec.ring.blockBytes", "multiple of 4096 when spec.receiver.memoryRegistration is WholeRing"}},
+			[]string{"spec.ring.blockBytes", "multiple of 4096 when spec.receiver.memoryRegistration is WholeRing"}, nil},
 		{"message does not divide block", `{ring: {blockBytes: 100000}, receiver: {messageBytes: 65536}}`,
-			[]string{"spec.receiver.messageBytes", "must divide spec.ring.blockBytes"}},
-		{"zero queue pairs", `{receiver: {queuePairs: 0}}`, []string{"spec.receiver.queuePairs", "greater than or equal to 1"}},
-		{"65 queue pairs", `{receiver: {queuePairs: 65}}`, []string{"spec.receiver.queuePairs", "less than or equal to 64"}},
-		{"unknown mode", `{receiver: {mode: Read}}`, []string{"spec.receiver.mode", "Unsupported value"}},
-		{"unknown memory registration", `{receiver: {memoryRegistration: Huge}}`, []string{"spec.receiver.memoryRegistration", "Unsupported value"}},
-		{"port out of range", `{receiver: {port: 70000}}`, []string{"spec.receiver.port"}},
-		{"gid index out of range", `{receiver: {gidIndex: 256}}`, []string{"spec.receiver.gidIndex"}},
-		{"receive depth zero", `{receiver: {receiveDepth: 0}}`, []string{"spec.receiver.receiveDepth"}},
-		{"resource name without domain", `{receiver: {resourceName: rdma}}`, []string{"spec.receiver.resourceName", "domain-prefixed"}},
+			[]string{"spec.receiver.messageBytes", "must divide spec.ring.blockBytes"}, nil},
+		{"zero queue pairs", `{receiver: {queuePairs: 0}}`, []string{"spec.receiver.queuePairs", "greater than or equal to 1"}, nil},
+		{"65 queue pairs", `{receiver: {queuePairs: 65}}`, []string{"spec.receiver.queuePairs", "less than or equal to 64"}, nil},
+		{"unknown mode", `{receiver: {mode: Read}}`, []string{"spec.receiver.mode", "Unsupported value"}, nil},
+		{"unknown memory registration", `{receiver: {memoryRegistration: Huge}}`, []string{"spec.receiver.memoryRegistration", "Unsupported value"}, nil},
+		{"port out of range", `{receiver: {port: 70000}}`, []string{"spec.receiver.port"}, nil},
+		{"gid index out of range", `{receiver: {gidIndex: 256}}`, []string{"spec.receiver.gidIndex"}, nil},
+		{"receive depth zero", `{receiver: {receiveDepth: 0}}`, []string{"spec.receiver.receiveDepth"}, nil},
+		{"resource name without domain", `{receiver: {resourceName: rdma}}`, []string{"spec.receiver.resourceName", "domain-prefixed"}, nil},
 		{"stop after bytes without bytes", `{receiver: {stop: {after: Bytes}}}`,
-			[]string{"spec.receiver.stop.bytes", "must be set exactly when receiver.stop.after is Bytes"}},
-		{"stop bytes without after", `{receiver: {stop: {bytes: 100}}}`, []string{"spec.receiver.stop.bytes"}},
-		{"stop duration malformed", `{receiver: {stop: {after: Duration, duration: "ten minutes"}}}`, []string{"spec.receiver.stop.duration"}},
-		{"stop duration zero", `{receiver: {stop: {after: Duration, duration: "0s"}}}`, []string{"spec.receiver.stop.duration", "must be positive"}},
-		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}},
+			[]string{"spec.receiver.stop.bytes", "must be set exactly when receiver.stop.after is Bytes"}, nil},
+		{"stop bytes without after", `{receiver: {stop: {bytes: 100}}}`, []string{"spec.receiver.stop.bytes"}, nil},
+		{"stop duration malformed", `{receiver: {stop: {after: Duration, duration: "ten minutes"}}}`, []string{"spec.receiver.stop.duration"}, nil},
+		{"stop duration zero", `{receiver: {stop: {after: Duration, duration: "0s"}}}`, []string{"spec.receiver.stop.duration", "must be positive"}, nil},
+		{"stop duration in days", `{receiver: {stop: {after: Duration, duration: "1d"}}}`,
+			[]string{"spec.receiver.stop.duration", "such as 90s, 10m or 1h30m", "no days"}, []string{"conversion", "proto", "compilation", "evaluation"}},
+		{"port equal to the default metrics port", `{receiver: {port: 9100}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"metrics port equal to the default port", `{receiver: {metricsPort: 18515}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"port equal to metrics port", `{receiver: {port: 8000, metricsPort: 8000}}`,
+			[]string{"spec.receiver.metricsPort", "must differ from receiver.port"}, nil},
+		{"no reader container for the default reader slot", `{}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers", "own IPC namespace", "spec.ring.hostIPC"}, nil},
+		{"two reader slots, one reader container", `{ring: {readers: 2}, readers: [{name: a}]}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers"}, nil},
+		{"hostIPC false says nothing else takes the slot", `{ring: {readers: 3, hostIPC: false}, readers: [{name: a}, {name: b}]}`,
+			[]string{"spec.ring.readers", "more reader slots than spec.readers has containers"}, nil},
+		{"unknown stop condition", `{receiver: {stop: {after: Forever}}}`, []string{"spec.receiver.stop.after", "Unsupported value"}, nil},
 		{"reader named receiver", `{readers: [{name: receiver, args: [ring, read]}]}`,
-			[]string{"spec.readers[0].name", "must not be receiver"}},
-		{"reader name not a DNS label", `{readers: [{name: Reader_1}]}`, []string{"spec.readers[0].name"}},
-		{"duplicate reader names", `{ring: {readers: 2}, readers: [{name: a}, {name: a}]}`, []string{"spec.readers[1]", "Duplicate value"}},
+			[]string{"spec.readers[0].name", "must not be receiver"}, nil},
+		{"reader name not a DNS label", `{readers: [{name: Reader_1}]}`, []string{"spec.readers[0].name"}, nil},
+		{"duplicate reader names", `{ring: {readers: 2}, readers: [{name: a}, {name: a}]}`, []string{"spec.readers[1]", "Duplicate value"}, nil},
 		{"more readers than slots", `{ring: {readers: 1}, readers: [{name: a}, {name: b}]}`,
-			[]string{"spec.readers", "more containers than spec.ring.readers"}},
+			[]string{"spec.readers", "more containers than spec.ring.readers"}, nil},
 		{"template and configmap", `{ring: {header: {template: "TELESCOPE Parkes", configMapRef: {name: hdr}}}}`,
-			[]string{"spec.ring.header", "at most one of template and configMapRef"}},
+			[]string{"spec.ring.header", "at most one of template and configMapRef"}, nil},
 		{"header key lower case", `{ring: {header: {values: {telescope: Parkes}}}}`,
-			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}},
+			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}, nil},
 		{"header value with newline", `{ring: {header: {values: {SOURCE: "a\nb"}}}}`,
-			[]string{"spec.ring.header.values", "single lines"}},
+			[]string{"spec.ring.header.values", "single lines"}, nil},
 		{"template longer than header block", `{ring: {header: {template: "` + strings.Repeat("X", 5000) + `"}}}`,
-			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}},
-		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}},
+			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}, nil},
+		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}, nil},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
@@ -133,6 +158,11 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 					t.Errorf("spec %s: error does not mention %q:\n%v", tc.spec, w, err)
 				}
 			}
+			for _, a := range tc.avoid {
+				if strings.Contains(err.Error(), a) {
+					t.Errorf("spec %s: error mentions %q:\n%v", tc.spec, a, err)
+				}
+			}
 		})
 	}
 	if len(tests) < 15 {
@@ -142,7 +172,7 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 
 func TestDefaultsApplied(t *testing.T) {
 	ctx := context.Background()
-	obj := object(t, "defaults", `{}`)
+	obj := object(t, "defaults", `{readers: [{name: r}]}`)
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatalf("create empty RingCapture: %v", err)
 	}
@@ -162,6 +192,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"ring.headerBlockBytes", r.HeaderBlockBytes, int64(4096)},
 		{"ring.lockMemory", r.LockMemory, false},
 		{"ring.hugePages", r.HugePages, false},
+		{"ring.hostIPC", r.HostIPC, false},
 		{"receiver.queuePairs", rx.QueuePairs, int32(4)},
 		{"receiver.mode", rx.Mode, ringcapv1.TransferModeSend},
 		{"receiver.memoryRegistration", rx.MemoryRegistration, ringcapv1.MemoryRegistrationAuto},
@@ -179,7 +210,7 @@ func TestDefaultsApplied(t *testing.T) {
 	}
 
 	// A header ConfigMap reference defaults its key.
-	obj = object(t, "defaults-header", `{ring: {header: {configMapRef: {name: hdr}}}}`)
+	obj = object(t, "defaults-header", `{ring: {header: {configMapRef: {name: hdr}}}, readers: [{name: r}]}`)
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -194,10 +225,15 @@ func TestDefaultsApplied(t *testing.T) {
 func TestValidRingCapturesAccepted(t *testing.T) {
 	ctx := context.Background()
 	for i, spec := range []string{
-		`{ring: {key: "0xEADA", blockBytes: 8388608, blocks: 8, hugePages: true, lockMemory: true}, receiver: {mode: Write, memoryRegistration: WholeRing, queuePairs: 64}}`,
-		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}}`,
+		`{ring: {key: "0xEADA", blockBytes: 8388608, blocks: 8, hugePages: true, lockMemory: true}, receiver: {mode: Write, memoryRegistration: WholeRing, queuePairs: 64}, readers: [{name: r}]}`,
+		`{ring: {key: "7fffffff"}, receiver: {memoryRegistration: PerBlock, stop: {after: Duration, duration: "1h30m"}}, readers: [{name: r}]}`,
 		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
-		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}}`,
+		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}, readers: [{name: r}]}`,
+		`{ring: {key: "0XDADA"}, readers: [{name: r}]}`,
+		`{ring: {key: "0X7E50"}, receiver: {stop: {after: Duration, duration: "1.5h"}, port: 9100, metricsPort: 9101}, readers: [{name: r}]}`,
+		// Reader slots left to readers on the node, outside the pod.
+		`{ring: {hostIPC: true}}`,
+		`{ring: {readers: 3, hostIPC: true}, readers: [{name: a}]}`,
 	} {
 		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
 		if err := env.Client.Create(ctx, obj); err != nil {
@@ -212,7 +248,12 @@ func TestSamplesAccepted(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples in config/samples: %v", err)
 	}
-	for _, f := range files {
+	chart, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "charts", "ringcap", "examples", "*.yaml"))
+	if err != nil || len(chart) == 0 {
+		t.Fatalf("no examples in charts/ringcap/examples: %v", err)
+	}
+	files = append(files, chart...)
+	for i, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -222,7 +263,7 @@ func TestSamplesAccepted(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		u.SetNamespace(ns)
-		u.SetName("sample-" + u.GetName())
+		u.SetName(fmt.Sprintf("sample-%d-%s", i, u.GetName()))
 		if err := env.Client.Create(context.Background(), u); err != nil {
 			t.Errorf("sample %s rejected: %v", f, err)
 		}
@@ -262,17 +303,35 @@ func TestImmutableWhilePodRuns(t *testing.T) {
 		t.Fatalf("change geometry before the pod exists: %v", err)
 	}
 	setPhase(ringcapv1.PhaseReceiving)
-	for name, mod := range map[string]func(rc *ringcapv1.RingCapture){
-		"blocks":    func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 },
-		"key":       func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" },
-		"hugePages": func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 },
-		"mode":      func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite },
+	// The error names the immutable field as its path (not <nil>): "spec.ring: Forbidden: ...".
+	ringImmutable := "spec.ring: Forbidden: spec.ring is immutable while the capture pod runs"
+	modeImmutable := "spec.receiver.mode: Forbidden: spec.receiver.mode is immutable while the capture pod runs"
+	for _, tc := range []struct {
+		name string
+		mod  func(rc *ringcapv1.RingCapture)
+		want string
+	}{
+		{"blocks", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 }, ringImmutable},
+		{"key", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Key = "eada" }, ringImmutable},
+		{"hugePages", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HugePages = true; rc.Spec.Ring.BlockBytes = 2 << 20 }, ringImmutable},
+		{"hostIPC", func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.HostIPC = true }, ringImmutable},
+		{"mode", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite }, modeImmutable},
 	} {
-		err := update(mod)
-		if err == nil || !strings.Contains(err.Error(), "spec.ring and spec.receiver.mode are immutable while the capture pod runs") {
-			t.Errorf("changing %s while Receiving: want the immutability message, got %v", name, err)
+		err := update(tc.mod)
+		if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("changing %s while Receiving: want an Invalid error with %q, got %v", tc.name, tc.want, err)
 		}
 	}
+	// Both at once: each field is named.
+	err := update(func(rc *ringcapv1.RingCapture) {
+		rc.Spec.Ring.Blocks = 8
+		rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite
+	})
+	if err == nil || !strings.Contains(err.Error(), ringImmutable) || !strings.Contains(err.Error(), modeImmutable) {
+		t.Errorf("changing ring and mode while Receiving: want both fields named, got %v", err)
+	}
+	// A status update alone is not refused by the rules on spec.
+	setPhase(ringcapv1.PhaseScheduled)
 	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.QueuePairs = 2 }); err != nil {
 		t.Errorf("changing receiver.queuePairs while Receiving: %v", err)
 	}
@@ -296,11 +355,69 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range cols {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age"; got != want {
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Held back (s)"; got != want {
 		t.Errorf("printer columns %s, want %s", got, want)
+	}
+	// The columns after Age are for `kubectl get -o wide` only (priority 1).
+	for i, c := range cols {
+		p, _, _ := unstructured.NestedInt64(c.(map[string]any), "priority")
+		if want := int64(map[bool]int{true: 1}[i > 6]); p != want {
+			t.Errorf("column %s has priority %d, want %d", names[i], p, want)
+		}
 	}
 	short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
 	if len(short) != 1 || short[0] != "rcap" {
 		t.Errorf("short names %v, want [rcap]", short)
 	}
 }
+
+// `kubectl get rcap -o wide` shows the endpoint, the GID index, the ring's geometry and
+// the held-back time: the API server's table (what kubectl prints) has them.
+func TestWideColumns(t *testing.T) {
+	ctx := context.Background()
+	obj := object(t, "wide", `{ring: {blocks: 8, blockBytes: 1048576}, readers: [{name: r}]}`)
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	var rc ringcapv1.RingCapture
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &rc); err != nil {
+		t.Fatal(err)
+	}
+	rc.Status.Endpoint = &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, GIDIndex: ptr(int32(3))}
+	rc.Status.HeldBackSeconds = 42
+	if err := env.Client.Status().Update(ctx, &rc); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.APIPath, cfg.GroupVersion = "/apis", &ringcapv1.GroupVersion
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rest0, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rest0.Get().Namespace(ns).Resource("ringcaptures").Name("wide").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("get RingCapture wide as a table: %v", err)
+	}
+	var table metav1.Table
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("table of RingCapture wide: %d rows, %v\n%s", len(table.Rows), err, raw)
+	}
+	got := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	for col, want := range map[string]string{
+		"Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Held back (s)": "42",
+	} {
+		if got[col] != want {
+			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

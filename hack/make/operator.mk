@@ -13,10 +13,11 @@ BENCH += bench-operator
 
 .PHONY: generate-api envtest-assets test-envtest bench-operator
 
-## generate-api: deepcopy code, CRD YAML (config/crd/bases) and RBAC (config/rbac) from api/v1alpha1 markers
+## generate-api: deepcopy code, CRD YAML (config/crd/bases, descriptions one line per paragraph) and RBAC (config/rbac) from api/v1alpha1 markers
 generate-api:
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/crddesc config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=ringcap-operator paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
 
 ## envtest-assets: kube-apiserver + kube-controller-manager + etcd for the envtest tier

@@ -200,7 +200,7 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 
 // BuildPod returns the capture pod of a RingCapture: the receiver container and the
 // reader containers in one pod (one IPC namespace, so the readers see the ring the
-// receiver creates), restartPolicy Never, no service account token, not privileged;
+// receiver creates; the node's when ring.hostIPC is set), restartPolicy Never, no service account token, not privileged;
 // the receiver gets IPC_LOCK (to register the ring with the RDMA device beyond
 // RLIMIT_MEMLOCK) and nothing else. The controller reference is set by the caller.
 func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
@@ -308,6 +308,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
+			HostIPC:                       spec.Ring.HostIPC,
 			AutomountServiceAccountToken:  ptr(false),
 			EnableServiceLinks:            ptr(false),
 			TerminationGracePeriodSeconds: ptr(int64(30)),
@@ -318,6 +319,35 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			Tolerations:                   append([]corev1.Toleration(nil), spec.Tolerations...),
 			PriorityClassName:             spec.PriorityClassName,
 		},
+	}
+}
+
+// externalReaderSlots returns how many of a ring's reader slots the pod's reader
+// containers leave to readers outside the pod: 0 unless the pod runs in the node's IPC
+// namespace (ring.hostIPC), the only way such readers can reach the ring.
+func externalReaderSlots(pod *corev1.Pod, slots int) int {
+	if pod == nil || !pod.Spec.HostIPC {
+		return 0
+	}
+	readers := 0
+	for _, c := range pod.Spec.Containers {
+		if c.Name != ringcapv1.ReceiverContainerName {
+			readers++
+		}
+	}
+	return max(slots-readers, 0)
+}
+
+// externalReadersNote is the part of the RingReady message that says which reader slots
+// wait for readers outside the pod ("" when none do).
+func externalReadersNote(pod *corev1.Pod, slots int) string {
+	switch n := externalReaderSlots(pod, slots); n {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 reader slot is left for a reader outside the pod (hostIPC: the ring is in the node's IPC namespace)"
+	default:
+		return fmt.Sprintf("; %d reader slots are left for readers outside the pod (hostIPC: the ring is in the node's IPC namespace)", n)
 	}
 }
 

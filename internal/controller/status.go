@@ -147,7 +147,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	switch {
 	case ringReady:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionTrue, ReasonRingCreated,
-			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers))
+			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers)+externalReadersNote(in.Pod, int(rs.Ring.Readers)))
 	case v.ended:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited and its ring went with it")
 	case rs == nil:

@@ -249,12 +249,17 @@ func newNamespace(tb testing.TB, name string) string {
 	return name
 }
 
-// newCapture creates a RingCapture (the API server applies the schema defaults).
+// newCapture creates a RingCapture (the API server applies the schema defaults). A
+// capture left without reader containers leaves its reader slot to a reader on the node
+// (ring.hostIPC), as the API requires: these tests are about the receiver and the pod.
 func newCapture(tb testing.TB, ns, name string, mod func(rc *ringcapv1.RingCapture)) *ringcapv1.RingCapture {
 	tb.Helper()
 	rc := &ringcapv1.RingCapture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if mod != nil {
 		mod(rc)
+	}
+	if len(rc.Spec.Readers) == 0 {
+		rc.Spec.Ring.HostIPC = true
 	}
 	if err := env.Client.Create(context.Background(), rc); err != nil {
 		tb.Fatalf("create RingCapture %s/%s: %v", ns, name, err)

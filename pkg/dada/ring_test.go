@@ -18,7 +18,7 @@ func TestParseKey(t *testing.T) {
 		want Key
 		ok   bool
 	}{
-		{"dada", 0xdada, true}, {"0xdada", 0xdada, true}, {"DADA", 0xdada, true}, {"7e10", 0x7e10, true},
+		{"dada", 0xdada, true}, {"0xdada", 0xdada, true}, {"DADA", 0xdada, true}, {"0XDADA", 0xdada, true}, {"0X7E50", 0x7e50, true}, {"7e10", 0x7e10, true},
 		{"7fffffff", 0x7fffffff, true}, {"0", 0, false}, {"", 0, false}, {"0x", 0, false},
 		{"80000000", 0, false}, {"xyz", 0, false}, {"-1", 0, false}, {"da da", 0, false},
 	} {

@@ -237,6 +237,9 @@ func stepInvalid(t *testing.T) {
 		{"unknown-mode", `{receiver: {mode: Teleport}}`, "spec.receiver.mode"},
 		{"stop-bytes-missing", `{receiver: {stop: {after: Bytes, observations: null}}}`, "spec.receiver.stop.bytes"},
 		{"reader-named-receiver", `{readers: [{name: receiver}]}`, "spec.readers[0].name"},
+		{"reader-slot-nothing-can-take", `{ring: {readers: 2}}`, "spec.ring.readers"},
+		{"key-unquoted", `{ring: {key: 0xdada}}`, "spec.ring.key"},
+		{"port-is-metrics-port", `{receiver: {port: 9100}}`, "spec.receiver.metricsPort"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := loadSample(t)
@@ -358,7 +361,9 @@ for d in /sys/class/infiniband_verbs/uverbs*; do echo "MAP $(basename $d) $(cat 
 	// operator restart: a running capture keeps exactly its pod
 	steady := loadSample(t)
 	steady.SetName("steady")
-	unstructured.RemoveNestedField(steady.Object, "spec", "readers")
+	// One reader that drains the ring until the pod goes: the API refuses a reader slot
+	// that no container (and no reader on the node, without ring.hostIPC) can take.
+	_ = unstructured.SetNestedSlice(steady.Object, []any{map[string]any{"name": "drain", "args": []any{"ring", "read", "-k", "beef", "--wait", "60s"}}}, "spec", "readers")
 	_ = unstructured.SetNestedField(steady.Object, "beef", "spec", "ring", "key")
 	_ = unstructured.SetNestedMap(steady.Object, map[string]any{"after": "Never"}, "spec", "receiver", "stop")
 	if _, err := s.dyn.Resource(gvrRingCapture).Namespace(testNamespace).Create(ctx, steady, metav1.CreateOptions{}); err != nil {
@@ -403,7 +408,9 @@ for d in /sys/class/infiniband_verbs/uverbs*; do echo "MAP $(basename $d) $(cat 
 	// after its start, so it has also been through the existing one.
 	probe := loadSample(t)
 	probe.SetName("after-restart")
-	unstructured.RemoveNestedField(probe.Object, "spec", "readers")
+	// One reader that drains the ring until the pod goes: the API refuses a reader slot
+	// that no container (and no reader on the node, without ring.hostIPC) can take.
+	_ = unstructured.SetNestedSlice(probe.Object, []any{map[string]any{"name": "drain", "args": []any{"ring", "read", "-k", "cafe", "--wait", "60s"}}}, "spec", "readers")
 	_ = unstructured.SetNestedField(probe.Object, "cafe", "spec", "ring", "key")
 	_ = unstructured.SetNestedMap(probe.Object, map[string]any{"after": "Never"}, "spec", "receiver", "stop")
 	if _, err := s.dyn.Resource(gvrRingCapture).Namespace(testNamespace).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
