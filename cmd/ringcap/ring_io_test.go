@@ -195,4 +195,3 @@ func TestRingWriteHeaderKeys(t *testing.T) {
 		})
 	}
 }
-
