@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -313,5 +314,121 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 				t.Fatalf("current hold %g s after it ended", c)
 			}
 		})
+	}
+}
+
+// The rate gauge is current for a scrape of /metrics alone: nothing else
+// needs to read /status for it to move.
+func TestRateGaugeMovesWithScrapesAlone(t *testing.T) {
+	tr := NewTracker()
+	srv := httptest.NewServer(tr.Handler())
+	defer srv.Close()
+	if r := getMetric(t, srv.URL, "ringcap_recv_rate_bytes_per_second"); r != 0 {
+		t.Fatalf("rate %g before anything arrived", r)
+	}
+	tr.landed(0, 4000)
+	tr.mu.Lock()
+	tr.rateAt = tr.rateAt.Add(-2 * time.Second) // the first scrape was two seconds ago
+	tr.mu.Unlock()
+	if r := getMetric(t, srv.URL, "ringcap_recv_rate_bytes_per_second"); r <= 0 || r > 4000 {
+		t.Fatalf("rate %g after 4000 bytes in the two seconds since the last scrape: want about 2000", r)
+	}
+}
+
+// stuckWriter is a BlockWriter over a ring whose readers hold every block
+// once the first nbufs are filled (OpenBlock then waits until cancelled), and
+// whose end of data waits for a block too, until release is closed; ending
+// is closed when the end of data begins to wait.
+type stuckWriter struct {
+	nbufs   int
+	opened  int
+	ending  chan struct{}
+	release chan struct{}
+}
+
+func (w *stuckWriter) WriteHeader([]byte) error { return nil }
+
+func (w *stuckWriter) OpenBlock(ctx context.Context) (int, error) {
+	if w.opened < w.nbufs {
+		w.opened++
+		return w.opened - 1, nil
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func (w *stuckWriter) MarkFilled(int, bool) error { return nil }
+
+func (w *stuckWriter) EndOfData() error {
+	close(w.ending)
+	<-w.release
+	return nil
+}
+
+// A stream that ends while readers hold the receiver back stays held back
+// until the end of the observation is in the ring: while that waits for a
+// block, /status still shows the hold.
+func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	blocks := make([][]byte, nbufs)
+	for i := range blocks {
+		blocks[i] = make([]byte, bufsz)
+	}
+	w := &stuckWriter{nbufs: nbufs, ending: make(chan struct{}), release: make(chan struct{})}
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(w.release) }) }
+	defer letGo()
+	n := newMemNet()
+	cfg := ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 1,
+		Header: func(int) ([]byte, error) { return []byte("HDR_SIZE 4096\n"), nil }}
+	rx, err := NewReceiver(cfg, RingGeometry{NBufs: nbufs, BufSize: bufsz}, w, &memRecvFabric{n: n, blocks: blocks, mode: MRWholeRing}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	served, stopped := make(chan error, 1), make(chan struct{})
+	go func() { served <- rx.Serve(ctx, ln); close(stopped) }()
+	defer func() { cancel(); letGo(); <-stopped }()
+
+	sctx, stopSender := context.WithCancel(ctx)
+	defer stopSender()
+	prog := newProgressLog()
+	sent := make(chan error, 1)
+	go func() {
+		f := &memSendFabric{n: n, buf: make([]byte, 2*4*msg)}
+		_, err := Send(sctx, ln.Addr().String(), SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
+			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
+		sent <- err
+	}()
+	if _, _, err := prog.await(ctx, func(_, p Progress) bool { return p.Holding }); err != nil {
+		t.Fatalf("the sender never reported the hold: %v", err)
+	}
+	stopSender() // the stream ends while the receiver is held back
+	select {
+	case <-w.ending:
+	case <-ctx.Done():
+		t.Fatal("the receiver never ended the observation")
+	}
+	s1 := rx.Tracker().Snapshot()
+	if s1.HeldBackSince == "" || s1.HeldBackSeconds <= 0 {
+		t.Fatalf("while the end of data waits for a block: heldBackSince %q, heldBackSeconds %g: want the hold going on", s1.HeldBackSince, s1.HeldBackSeconds)
+	}
+	letGo()
+	select {
+	case <-sent:
+	case <-ctx.Done():
+		t.Fatal("the sender did not return")
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("receiver: %v", err)
+	}
+	s2 := rx.Tracker().Snapshot()
+	if s2.HeldBackSince != "" || s2.HeldBackSeconds < s1.HeldBackSeconds {
+		t.Fatalf("after the end of data: heldBackSince %q, heldBackSeconds %g (had %g)", s2.HeldBackSince, s2.HeldBackSeconds, s1.HeldBackSeconds)
 	}
 }

@@ -401,6 +401,9 @@ func (s *session) run(ctx context.Context) (err error) {
 		}
 	}
 	s.rw.stop()
+	// A hold going on when the stream ended lasted until the end of the
+	// observation was in the ring (which may need a block the readers hold).
+	s.holdEnded()
 	secs := time.Since(start).Seconds()
 	o := ObservationStatus{Number: n, Bytes: s.bytes, Blocks: s.blocks, Seconds: secs, Complete: complete && err == nil, Message: msg}
 	if secs > 0 {
@@ -521,7 +524,6 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	}
 	// Hold the first block (and, in send mode, post its receives) before
 	// accepting, so the sender's first messages find receive WRs.
-	defer s.holdEnded() // a hold going on when the stream ends ends with it
 	var first int
 	select {
 	case first = <-s.rw.opened:

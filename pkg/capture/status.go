@@ -106,7 +106,6 @@ type Tracker struct {
 	blocks    prometheus.Counter
 	wcErrors  *prometheus.CounterVec
 	obs       *prometheus.CounterVec
-	rate      prometheus.Gauge
 	stateGage *prometheus.GaugeVec
 }
 
@@ -127,9 +126,10 @@ func NewTracker() *Tracker {
 		func() float64 { return t.heldBack(time.Now()).current.Seconds() })
 	t.wcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_completion_errors_total", Help: "Failed work completions, per queue pair and status."}, []string{"qp", "status"})
 	t.obs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_observations_total", Help: "Observations ended, by outcome."}, []string{"outcome"})
-	t.rate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate over the last second."})
+	// Computed when scraped, as /status computes it: a scrape alone keeps it current.
+	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate since the previous reading of /status or /metrics (at least a second before)."}, t.rateNow)
 	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
-	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, t.rate, t.stateGage,
+	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	t.setStateGauge(StateStarting)
 	return t
@@ -168,13 +168,7 @@ func (t *Tracker) Snapshot() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
-	if d := now.Sub(t.rateAt); d >= time.Second || t.rateAt.IsZero() {
-		if !t.rateAt.IsZero() {
-			t.st.RateBytesPerSecond = float64(t.st.BytesReceived-t.rateB) / d.Seconds()
-			t.rate.Set(t.st.RateBytesPerSecond)
-		}
-		t.rateAt, t.rateB = now, t.st.BytesReceived
-	}
+	t.updateRate(now)
 	s := t.st
 	h := t.held.at(now)
 	s.HeldBackSeconds = h.total.Seconds()
@@ -186,6 +180,25 @@ func (t *Tracker) Snapshot() Status {
 		s.LastObservation = &o
 	}
 	return s
+}
+
+// updateRate recomputes the receive rate over the time since it was last
+// computed, once that is a second or more; the caller holds t.mu.
+func (t *Tracker) updateRate(now time.Time) {
+	if d := now.Sub(t.rateAt); d >= time.Second || t.rateAt.IsZero() {
+		if !t.rateAt.IsZero() {
+			t.st.RateBytesPerSecond = float64(t.st.BytesReceived-t.rateB) / d.Seconds()
+		}
+		t.rateAt, t.rateB = now, t.st.BytesReceived
+	}
+}
+
+// rateNow is the receive rate as of now, for a scrape.
+func (t *Tracker) rateNow() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.updateRate(time.Now())
+	return t.st.RateBytesPerSecond
 }
 
 func (t *Tracker) landed(qp int, n uint64) {
