@@ -160,14 +160,21 @@ func (l *progressLog) add(p Progress) {
 	l.cond.Broadcast()
 }
 
-// await waits for a report that, with the one before it, satisfies ok and
-// returns both; ctx bounds the wait.
-func (l *progressLog) await(ctx context.Context, ok func(prev, p Progress) bool) (prev, p Progress, err error) {
+// len is the number of reports so far.
+func (l *progressLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
+// await waits for a report after the first `from` that, with the one before
+// it, satisfies ok and returns both; ctx bounds the wait.
+func (l *progressLog) await(ctx context.Context, from int, ok func(prev, p Progress) bool) (prev, p Progress, err error) {
 	stop := context.AfterFunc(ctx, l.cond.Broadcast)
 	defer stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := 1; ; i++ {
+	for i := max(from, 1); ; i++ {
 		for i >= len(l.all) {
 			if ctx.Err() != nil {
 				return Progress{}, Progress{}, ctx.Err()
@@ -259,7 +266,7 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			defer letGo() // a failed test lets the ring go before it cancels the sender
 
 			// The sender reports the hold, and reports while nothing moves.
-			p1, p2, err := prog.await(ctx, func(prev, p Progress) bool { return prev.Holding && p.Holding && p.Acked == prev.Acked })
+			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool { return prev.Holding && p.Holding && p.Acked == prev.Acked })
 			if err != nil {
 				t.Fatalf("no two progress reports in a row said the sender is held back, with nothing moving, while the reader keeps a block: %v", err)
 			}
@@ -405,7 +412,7 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
 		sent <- err
 	}()
-	if _, _, err := prog.await(ctx, func(_, p Progress) bool { return p.Holding }); err != nil {
+	if _, _, err := prog.await(ctx, 0, func(_, p Progress) bool { return p.Holding }); err != nil {
 		t.Fatalf("the sender never reported the hold: %v", err)
 	}
 	stopSender() // the stream ends while the receiver is held back
@@ -417,6 +424,10 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	s1 := rx.Tracker().Snapshot()
 	if s1.HeldBackSince == "" || s1.HeldBackSeconds <= 0 {
 		t.Fatalf("while the end of data waits for a block: heldBackSince %q, heldBackSeconds %g: want the hold going on", s1.HeldBackSince, s1.HeldBackSeconds)
+	}
+	// The sender, waiting for the receiver's word, still reports the hold.
+	if _, _, err := prog.await(ctx, prog.len(), func(_, p Progress) bool { return p.Holding }); err != nil {
+		t.Fatalf("no progress report while the sender waits for the receiver to end the observation: %v", err)
 	}
 	letGo()
 	select {

@@ -1094,8 +1094,18 @@ func withReceiver(err error, d Done) error {
 // awaitDone waits for the receiver's account of the observation.
 func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete bool, stopErr error) (Result, error) {
 	timeout := time.After(s.cfg.DoneTimeout)
+	// Progress reports go on while the receiver ends the observation (which
+	// can wait for a block its readers hold).
+	var tick <-chan time.Time
+	if s.cfg.Progress != nil {
+		t := time.NewTicker(s.cfg.ProgressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			s.progress(false)
 		case ev := <-events:
 			switch {
 			case ev.done != nil:
