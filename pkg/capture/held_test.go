@@ -431,7 +431,10 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	}
 	letGo()
 	select {
-	case <-sent:
+	case err := <-sent:
+		if err == nil {
+			t.Fatal("the sender stopped mid-stream reports success")
+		}
 	case <-ctx.Done():
 		t.Fatal("the sender did not return")
 	}
