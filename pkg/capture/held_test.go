@@ -265,8 +265,13 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			}
 			defer letGo() // a failed test lets the ring go before it cancels the sender
 
-			// The sender reports the hold, and reports while nothing moves.
-			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool { return prev.Holding && p.Holding && p.Acked == prev.Acked })
+			// The sender reports the hold, and reports while nothing moves:
+			// the ring's blocks have all landed and the reader keeps the
+			// first one, which the stream needs next. (Short holds before
+			// that, while the receiver waits for its ring worker to open the
+			// next block, end at once.)
+			stuck := func(p Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }
+			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool { return stuck(prev) && stuck(p) })
 			if err != nil {
 				t.Fatalf("no two progress reports in a row said the sender is held back, with nothing moving, while the reader keeps a block: %v", err)
 			}
@@ -274,8 +279,13 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 				t.Fatalf("progress while stalled: %+v then %+v: want held-back time above 0 and growing", p1, p2)
 			}
 
-			// The receiver's /status and metrics show the hold growing.
+			// The receiver's /status and metrics show the hold growing (once
+			// it has taken in the completions of the last blocks).
 			s1 := getStatus(t, srv.URL)
+			for s1.HeldBackSince == "" && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+				s1 = getStatus(t, srv.URL)
+			}
 			time.Sleep(time.Millisecond) // let the clock move between the two reads
 			s2 := getStatus(t, srv.URL)
 			since, err := time.Parse(time.RFC3339Nano, s1.HeldBackSince)
@@ -412,7 +422,9 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
 		sent <- err
 	}()
-	if _, _, err := prog.await(ctx, 0, func(_, p Progress) bool { return p.Holding }); err != nil {
+	// Stuck for good: every block landed and none comes free. (Short holds
+	// before, while the ring worker opens the next block, end at once.)
+	if _, _, err := prog.await(ctx, 0, func(_, p Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }); err != nil {
 		t.Fatalf("the sender never reported the hold: %v", err)
 	}
 	stopSender() // the stream ends while the receiver is held back

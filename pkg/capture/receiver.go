@@ -384,6 +384,12 @@ func (s *session) run(ctx context.Context) (err error) {
 	go s.rw.run(ctx)
 
 	complete, msg, err := s.stream(ctx)
+	if !complete && s.a.room() == 0 {
+		// Ended before the loop saw that no block can take data (the
+		// last blocks landed with the sender's End): ending the observation
+		// may wait for a block the readers hold.
+		s.holdBegan()
+	}
 	// Stop the data path before committing the end: no DMA may touch a block
 	// after it is handed to readers.
 	_ = s.ep.Close()
