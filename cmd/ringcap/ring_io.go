@@ -34,6 +34,16 @@ func newRingWriteCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "write",
 		Short: "Write observations into a ring from a file or the deterministic test pattern",
+		Long: "Writes each observation as PSRDADA's writers (dada_junkdb, dada_diskdb) do: a header, then the data,\n" +
+			"the last block ending it. The header starts from --header-file (else a minimal one: HDR_VERSION 1.0,\n" +
+			"INSTRUMENT ringcap, SOURCE test_pattern, NBIT 8, NPOL 1, NDIM 1); ring write then sets\n" +
+			"  HDR_SIZE      the header ring's block size (the header's size in bytes)\n" +
+			"  OBS_OFFSET    0 (byte offset of the observation's first byte)\n" +
+			"  FILE_SIZE     the observation's data bytes (as dada_junkdb and dada_diskdb set it)\n" +
+			"  UTC_START     now (YYYY-MM-DD-hh:mm:ss, UTC), unless the header has one\n" +
+			"  RINGCAP_SEED  with --seed: the pattern's seed (ringcap ring read --verify SEED)\n" +
+			"and last the --header settings. No TRANSFER_SIZE: PSRDADA's dada_dbib would then skip its closing\n" +
+			"handshake and dada_ibdb wait forever for the end of the data. See docs/headers.md.",
 		Example: "  ringcap ring write -k dada --seed 7 --bytes 100000000\n" +
 			"  ringcap ring write -k dada -f data.raw --header-file obs.hdr",
 		Args: cobra.NoArgs,
@@ -87,7 +97,8 @@ func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error)
 	if o.seedSet {
 		sets = append(sets, [2]string{"RINGCAP_SEED", strconv.FormatUint(o.seed, 10)})
 	}
-	sets = append(sets, [2]string{"TRANSFER_SIZE", strconv.FormatUint(obsBytes, 10)})
+	// What dada_junkdb and dada_diskdb set; not TRANSFER_SIZE (docs/headers.md).
+	sets = append(sets, [2]string{"FILE_SIZE", strconv.FormatUint(obsBytes, 10)})
 	for _, kv := range o.headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -134,7 +145,7 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 		}
 		var n, nb uint64
 		if o.file != "" {
-			n, nb, err = writeFile(ctx, w, o.file, h.Data.BufSize())
+			n, nb, err = writeFile(ctx, w, o.file, obsBytes)
 		} else {
 			n, nb, err = writePattern(ctx, w, o.seed, obsBytes)
 		}
@@ -155,6 +166,42 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 
 // writePattern fills blocks in place with the pattern; the last block ends the observation.
 func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, uint64, error) {
+	return writeBlocks(ctx, w, n, func(b []byte, off uint64) error {
+		pattern.Fill(b, seed, off)
+		return nil
+	})
+}
+
+// writeFile writes the first n bytes of the file at path (its size when the observation
+// began) as one observation.
+func writeFile(ctx context.Context, w *dada.Writer, path string, n uint64) (uint64, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("write: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	return writeFrom(ctx, w, f, path, n)
+}
+
+// writeFrom writes n bytes of r (named name in errors) as one observation, read straight
+// into each block, one read per block (a regular file fills it in one read), the last
+// block ending the observation.
+func writeFrom(ctx context.Context, w *dada.Writer, r io.Reader, name string, n uint64) (uint64, uint64, error) {
+	return writeBlocks(ctx, w, n, func(b []byte, off uint64) error {
+		if k, err := io.ReadFull(r, b); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return fmt.Errorf("read %s: it ended at byte %d, short of the %d bytes it had when the observation began", name, off+uint64(k), n)
+			}
+			return fmt.Errorf("read %s at byte %d: %w", name, off, err)
+		}
+		return nil
+	})
+}
+
+// writeBlocks writes an observation of n bytes, each block filled in place by fill (its
+// bytes and their offset in the observation); the block holding byte n-1 ends it (no
+// empty block after exactly whole blocks), and an empty observation is an end of data.
+func writeBlocks(ctx context.Context, w *dada.Writer, n uint64, fill func(b []byte, off uint64) error) (uint64, uint64, error) {
 	if n == 0 {
 		return 0, 0, w.EndOfDataContext(ctx)
 	}
@@ -165,7 +212,9 @@ func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, 
 			return off, blocks, err
 		}
 		c := min(uint64(len(b.Data)), n-off)
-		pattern.Fill(b.Data[:c], seed, off)
+		if err := fill(b.Data[:c], off); err != nil {
+			return off, blocks, err
+		}
 		off += c
 		blocks++
 		if off == n {
@@ -178,27 +227,6 @@ func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, 
 		}
 	}
 	return off, blocks, nil
-}
-
-// ctxWriter adapts a Writer to io.Writer with a context for its waits.
-type ctxWriter struct {
-	ctx context.Context
-	w   *dada.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) { return c.w.WriteContext(c.ctx, p) }
-
-func writeFile(ctx context.Context, w *dada.Writer, path string, bufsz int) (uint64, uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() { _ = f.Close() }()
-	n, err := io.CopyBuffer(ctxWriter{ctx, w}, f, make([]byte, 1<<20))
-	if err != nil {
-		return uint64(n), 0, err
-	}
-	return uint64(n), (uint64(n) + uint64(bufsz) - 1) / uint64(bufsz), w.EndOfDataContext(ctx)
 }
 
 type ringReadOpts struct {

@@ -27,7 +27,7 @@ var (
 	used    []dada.Key
 )
 
-func testKey(t *testing.T) dada.Key {
+func testKey(t testing.TB) dada.Key {
 	t.Helper()
 	keyMu.Lock()
 	defer keyMu.Unlock()
@@ -250,6 +250,7 @@ func removeStaleTestRings() {
 func TestMain(m *testing.M) {
 	removeStaleTestRings()
 	code := m.Run()
+	printBenchLines()
 	// Fail when any goroutine of a command outlives its test.
 	if err := goleak.Find(); err != nil {
 		fmt.Fprintln(os.Stderr, "LEAK:", err)

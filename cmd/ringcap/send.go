@@ -53,8 +53,9 @@ func newSendCmd() *cobra.Command {
 		Long: "send connects to `ringcap recv`, negotiates queue pairs and mode, and stripes the stream over the\n" +
 			"queue pairs (send mode: message g on queue pair g mod N; write mode: each block whole on the next queue pair with room).\n" +
 			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
-			"The last line is a summary:\n" +
-			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR complete=true",
+			"Progress lines say when the receiver's ring readers hold it back (no ring block free) and for how long.\n" +
+			"The last line is a summary (held_back_seconds: the time the receiver was held back, as it reports):\n" +
+			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw",
@@ -315,8 +316,16 @@ func printProgress(w io.Writer, tty bool, p capture.Progress) {
 	if s := p.Elapsed.Seconds(); s > 0 {
 		gbps = float64(p.Bytes) * 8 / s / 1e9
 	}
+	held := ""
+	if p.Holding {
+		held = fmt.Sprintf("held back by the receiver's ring readers for %.1f s", p.HoldFor.Seconds())
+	}
 	if !tty {
-		outf(w, "send: progress bytes=%d acked=%d seconds=%.3f gbps=%.3f\n", p.Bytes, p.Acked, p.Elapsed.Seconds(), gbps)
+		line := fmt.Sprintf("send: progress bytes=%d acked=%d seconds=%.3f gbps=%.3f held_back_seconds=%.3f", p.Bytes, p.Acked, p.Elapsed.Seconds(), gbps, p.HeldBack.Seconds())
+		if held != "" {
+			line += " (" + held + ")"
+		}
+		outln(w, line)
 		return
 	}
 	const width = 30
@@ -327,7 +336,10 @@ func printProgress(w io.Writer, tty bool, p capture.Progress) {
 		bar = strings.Repeat("=", n) + strings.Repeat(" ", width-n)
 		pct = fmt.Sprintf("%3.0f%% ", 100*float64(p.Bytes)/float64(p.Total))
 	}
-	outf(w, "\r[%s] %s%s  %.3f Gb/s  %s", bar, pct, humanBytes(p.Bytes), gbps, p.Elapsed.Truncate(100*time.Millisecond))
+	if held != "" {
+		held = "  " + held
+	}
+	outf(w, "\r[%s] %s%s  %.3f Gb/s  %s%s\x1b[K", bar, pct, humanBytes(p.Bytes), gbps, p.Elapsed.Truncate(100*time.Millisecond), held)
 }
 
 func humanBytes(n uint64) string {

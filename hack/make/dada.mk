@@ -15,9 +15,10 @@ test-demo:
 	DEMO_KEY=$$(printf '%x' $$(( (0x3000 + $$$$ % 64 * 0x100) << 16 | 0xc000 ))) DEMO_BYTES=$$((64 << 20)) hack/demo.sh
 
 ## bench-dada: ring throughput writer->reader (1 and 2 readers, 1 MiB and 16 MiB blocks) and
-## the per-block handoff cost, each beside a plain copy measured in the same run
+## the per-block handoff cost, each beside a plain copy measured in the same run, and
+## `ring write -f` of a tmpfs file beside dd reading it (ratio write-file/dd-read)
 bench-dada:
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/dada ./pkg/pattern
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/dada ./pkg/pattern ./cmd/ringcap
 
 ## fuzz-dada: fuzz the ASCII header parser for FUZZTIME (new failures land in pkg/dada/testdata/fuzz)
 fuzz-dada:

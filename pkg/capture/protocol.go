@@ -18,7 +18,8 @@ import (
 // blocks over the queue pairs (Geometry.WholeBlocks), so each block has one
 // immediate. Version 4: write mode's queue pairs take whole blocks as they
 // have room instead of in turn, so a block's immediate may come on any queue
-// pair. Version 5: the Hello carries the sender's header keywords.
+// pair. Version 5: the Hello carries the sender's header keywords, and the
+// receiver tells the sender while readers hold it back (Held).
 const ProtocolVersion = 5
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
@@ -165,6 +166,17 @@ type Done struct {
 	Message string
 }
 
+// Held is the receiver's word on holds (its ring's readers had no block free
+// for the stream): Holding says one is going on, HoldNanos how long it has
+// lasted, Nanos the observation's held-back time so far, the hold going on
+// included. The receiver sends it while held back, when a hold it reported
+// ends, and before Done.
+type Held struct {
+	Holding   bool
+	Nanos     uint64
+	HoldNanos uint64
+}
+
 // Message is any protocol message.
 type Message interface{ msgType() byte }
 
@@ -175,6 +187,7 @@ const (
 	typeCredit byte = 4
 	typeEnd    byte = 5
 	typeDone   byte = 6
+	typeHeld   byte = 7
 )
 
 func (Hello) msgType() byte  { return typeHello }
@@ -183,6 +196,7 @@ func (Reject) msgType() byte { return typeReject }
 func (Credit) msgType() byte { return typeCredit }
 func (End) msgType() byte    { return typeEnd }
 func (Done) msgType() byte   { return typeDone }
+func (Held) msgType() byte   { return typeHeld }
 
 // WritePreamble writes the magic and the protocol version.
 func WritePreamble(w io.Writer) error {
@@ -240,7 +254,7 @@ func ReadMessage(r io.Reader) (Message, error) {
 	if n > maxFrame {
 		return nil, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", ErrProtocol, n, maxFrame)
 	}
-	if h[0] < typeHello || h[0] > typeDone {
+	if h[0] < typeHello || h[0] > typeHeld {
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, h[0])
 	}
 	p := make([]byte, n)
@@ -293,6 +307,10 @@ func encode(m Message) ([]byte, error) {
 		b = binary.BigEndian.AppendUint64(b, m.Blocks)
 		b = append(b, boolByte(m.OK))
 		b = appendText(b, m.Message)
+	case Held:
+		b = append(b, boolByte(m.Holding))
+		b = binary.BigEndian.AppendUint64(b, m.Nanos)
+		b = binary.BigEndian.AppendUint64(b, m.HoldNanos)
 	default:
 		return nil, fmt.Errorf("encode %T: unknown message", m)
 	}
@@ -517,6 +535,9 @@ func Decode(typ byte, p []byte) (Message, error) {
 	case typeDone:
 		m := Done{Bytes: d.u64(), Blocks: d.u64(), OK: d.boolean(), Message: d.text()}
 		return m, d.end("done")
+	case typeHeld:
+		m := Held{Holding: d.boolean(), Nanos: d.u64(), HoldNanos: d.u64()}
+		return m, d.end("held")
 	}
 	return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, typ)
 }

@@ -33,6 +33,8 @@ func sampleMessages() []Message {
 		End{Bytes: 0},
 		Done{Bytes: 99, Blocks: 1, OK: true, Message: ""},
 		Done{Message: "incomplete: sender disconnected"},
+		Held{Holding: true, Nanos: 3e9, HoldNanos: 1e9},
+		Held{Nanos: 1 << 62},
 	}
 }
 

@@ -346,6 +346,8 @@ type session struct {
 	cursor   []uint64 // per queue pair, its next slice to post receives for (send mode)
 	bytes    uint64
 	blocks   uint64
+	held     holdClock    // this observation's holds
+	heldRep  holdReporter // what the sender was told of them
 }
 
 type ctrlEvent struct {
@@ -388,6 +390,12 @@ func (s *session) run(ctx context.Context) (err error) {
 	go s.rw.run(ctx)
 
 	complete, msg, err := s.stream(ctx)
+	if !complete && s.a.room() == 0 {
+		// Ended before the loop saw that no block can take data (the
+		// last blocks landed with the sender's End): ending the observation
+		// may wait for a block the readers hold.
+		s.holdBegan()
+	}
 	// Stop the data path before committing the end: no DMA may touch a block
 	// after it is handed to readers.
 	_ = s.ep.Close()
@@ -405,6 +413,9 @@ func (s *session) run(ctx context.Context) (err error) {
 		}
 	}
 	s.rw.stop()
+	// A hold going on when the stream ended lasted until the end of the
+	// observation was in the ring (which may need a block the readers hold).
+	s.holdEnded()
 	secs := time.Since(start).Seconds()
 	o := ObservationStatus{Number: n, Bytes: s.bytes, Blocks: s.blocks, Seconds: secs, Complete: complete && err == nil, Message: msg}
 	if secs > 0 {
@@ -413,6 +424,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	r.total += s.bytes
 	r.t.observationDone(o)
 	_ = s.k.c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	_ = s.reportHeld(true)
 	_ = s.k.send(Done{Bytes: s.bytes, Blocks: s.blocks, OK: o.Complete, Message: msg})
 	if o.Complete {
 		s.log.Info("Observation complete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "seconds", secs, "gbps", o.Gbps)
@@ -434,6 +446,40 @@ func (s *session) header(n int) ([]byte, error) {
 	}
 	s.r.t.Update(func(st *Status) { st.Header = statusHeader(hd) })
 	return hd.Bytes(b.Size)
+}
+
+// holdBegan starts a hold (no ring block free for the stream), in the
+// observation's account and the receiver's status, unless one is going on.
+func (s *session) holdBegan() {
+	if s.held.since.IsZero() {
+		now := time.Now()
+		s.held.begin(now)
+		s.r.t.holdBegan(now)
+	}
+}
+
+// holdEnded ends the hold going on, if any (a block came free).
+func (s *session) holdEnded() {
+	if !s.held.since.IsZero() {
+		now := time.Now()
+		s.held.end(now)
+		s.r.t.holdEnded(now)
+	}
+}
+
+// reportHeld tells the sender about holds when there is news (see
+// holdReporter); final sends the observation's account of holds if it had
+// any, news or not, ahead of Done.
+func (s *session) reportHeld(final bool) error {
+	if !final && s.held.since.IsZero() && s.held.done == s.heldRep.total && !s.heldRep.holding {
+		return nil // nothing new: the common case, without reading the clock
+	}
+	now := time.Now()
+	st := s.held.at(now)
+	if final && (st.total > 0 || s.heldRep.holding) || !final && s.heldRep.due(now, st) {
+		return s.k.send(s.heldRep.message(now, st))
+	}
+	return nil
 }
 
 // finish commits the last blocks and ends the observation in the ring.
@@ -506,12 +552,18 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	var first int
 	select {
 	case first = <-s.rw.opened:
-	case e := <-s.rw.errc:
-		_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
-		return false, "ring failure", e
-	case <-ctx.Done():
-		_ = s.k.send(Reject{Message: "receiver is shutting down"})
-		return false, "receiver stopped", nil
+	default:
+		s.holdBegan() // every block is still with the readers
+		select {
+		case first = <-s.rw.opened:
+		case e := <-s.rw.errc:
+			_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
+			return false, "ring failure", e
+		case <-ctx.Done():
+			_ = s.k.send(Reject{Message: "receiver is shutting down"})
+			return false, "receiver stopped", nil
+		}
+		s.holdEnded()
 	}
 	s.openBlock(first)
 	if r.cfg.Mode == ModeWrite {
@@ -541,7 +593,6 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	wcs := make([]Completion, 64)
 	w := newIdler(s.ep, r.cfg.BusyPoll)
 	idle := 0
-	var heldSince time.Time
 	peerGone := false
 	goneDetail := ""
 	gotEnd := false // Done answers the sender's End, even when the length was known
@@ -561,10 +612,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 				}
 			}
 			progressed = true
-			if !heldSince.IsZero() {
-				r.t.addHeldBack(time.Since(heldSince))
-				heldSince = time.Time{}
-			}
+			s.holdEnded()
 			seq := s.openBlock(idx)
 			if r.cfg.Mode == ModeWrite {
 				if err := s.k.send(Credit{Seq: seq, Index: uint32(idx)}); err != nil {
@@ -670,8 +718,11 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			s.drain(wcs, 200*time.Millisecond)
 			return false, "sender disconnected before the end of the stream" + goneDetail, nil
 		}
-		if heldSince.IsZero() && !s.a.complete() && s.a.room() == 0 {
-			heldSince = time.Now() // no block can take data: the sender is held back
+		if !s.a.complete() && s.a.room() == 0 {
+			s.holdBegan() // no block can take data: the sender is held back
+		}
+		if err := s.reportHeld(false); err != nil {
+			peerGone = true
 		}
 		if progressed {
 			idle = 0

@@ -186,20 +186,29 @@ type Progress struct {
 	// Acked is the bytes whose send completions have come back: landed in
 	// the receiver's memory. It trails Bytes by what is in flight, so a rate
 	// over an interval of a running stream is best taken from it.
-	Acked    uint64
-	Total    uint64 // 0 when unknown
-	Elapsed  time.Duration
+	Acked   uint64
+	Total   uint64 // 0 when unknown
+	Elapsed time.Duration
+	// HeldBack is the time the receiver has been held back by its ring's
+	// readers (no block free for the stream), as it reports, the hold going
+	// on now included.
 	HeldBack time.Duration
+	// Holding says the receiver is held back now; HoldFor is how long this
+	// hold has lasted.
+	Holding bool
+	HoldFor time.Duration
 }
 
 // Result is the outcome of Send.
 type Result struct {
-	Bytes           uint64
-	Seconds         float64
-	Gbps            float64
-	QPs             int
-	Mode            Mode
-	MRMode          MRMode
+	Bytes   uint64
+	Seconds float64
+	Gbps    float64
+	QPs     int
+	Mode    Mode
+	MRMode  MRMode
+	// HeldBackSeconds is the time the receiver was held back by its ring's
+	// readers during the stream, as it reports.
 	HeldBackSeconds float64
 	Complete        bool
 	Receiver        Done // the receiver's account of the observation
@@ -355,10 +364,11 @@ type sendSession struct {
 	free     [][]int     // free send slots per queue pair
 	inq      []sliceFIFO // slices in flight per queue pair
 	inflight int
-	unsig    []int // unsignalled WRs posted since the last signalled one, per queue pair
-	sigEvery int   // signal at least every sigEvery-th WR of a queue pair
-	held     time.Duration
+	unsig    []int    // unsignalled WRs posted since the last signalled one, per queue pair
+	sigEvery int      // signal at least every sigEvery-th WR of a queue pair
+	held     heldView // the receiver's holds, as it reports them
 	start    time.Time
+	nextProg time.Time // when the next progress report is due
 
 	next    []uint64 // next slice per queue pair (noSlice: none, with whole blocks)
 	block   uint64   // whole blocks: the next block no queue pair has taken
@@ -474,7 +484,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 
 	start := time.Now()
 	s.start = start
-	nextProgress := start.Add(cfg.ProgressEvery)
+	s.nextProg = start.Add(cfg.ProgressEvery)
 	wcs := make([]Completion, 64)
 	var stopErr error
 	complete := true
@@ -505,10 +515,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			complete, stopErr = false, err
 			break
 		}
-		if now := time.Now(); cfg.Progress != nil && now.After(nextProgress) {
-			cfg.Progress(Progress{Bytes: s.sent, Acked: s.acked, Total: cfg.Bytes, Elapsed: now.Sub(start), HeldBack: s.held})
-			nextProgress = now.Add(cfg.ProgressEvery)
-		}
+		s.progress(false)
 		if posted || reaped || got {
 			continue
 		}
@@ -516,9 +523,8 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		// nothing in flight or a slice waiting for its block's grant, until
 		// the receiver sends one. (Sleeping on completions alone would miss a
 		// grant while a stalled queue pair holds the only WRs in flight.)
-		waitStart := time.Now()
 		if s.inflight > 0 && !credit {
-			err = s.poll(wcs, true)
+			err = s.pollProgress(wcs)
 		} else {
 			select {
 			case ev := <-events:
@@ -526,9 +532,6 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			case <-ctx.Done():
 			case <-time.After(time.Millisecond):
 			}
-		}
-		if credit {
-			s.held += time.Since(waitStart)
 		}
 		if err != nil {
 			if lerr := s.laneFailure(); lerr != nil {
@@ -563,7 +566,8 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		if !s.landing() {
 			break
 		}
-		if err := s.poll(wcs, true); err != nil {
+		s.progress(false)
+		if err := s.pollProgress(wcs); err != nil {
 			if lerr := s.laneFailure(); lerr != nil {
 				fail(lerr)
 				continue
@@ -579,30 +583,69 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		}
 	}
 	elapsed := time.Since(start)
-	if cfg.Progress != nil {
-		cfg.Progress(Progress{Bytes: s.sent, Acked: s.acked, Total: cfg.Bytes, Elapsed: elapsed, HeldBack: s.held})
-	}
+	s.progress(true)
 	// A stream cut short counts only its gap-free prefix: that is what the
 	// receiver keeps.
 	bytes := s.sent
 	if !complete {
 		bytes = s.prefix()
 	}
-	res := Result{Bytes: bytes, Seconds: elapsed.Seconds(), QPs: cfg.QPs, Mode: cfg.Mode, MRMode: s.acc.MRMode, HeldBackSeconds: s.held.Seconds()}
+	res := Result{Bytes: bytes, Seconds: elapsed.Seconds(), QPs: cfg.QPs, Mode: cfg.Mode, MRMode: s.acc.MRMode}
 	if elapsed > 0 {
 		res.Gbps = float64(s.sent) * 8 / elapsed.Seconds() / 1e9
 	}
 	if early != nil {
 		res.Receiver = *early
+		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		return res, withReceiver(stopErr, *early)
 	}
 	if err := s.k.send(End{Bytes: s.extent, Complete: complete}); err != nil {
+		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		if stopErr != nil {
 			return res, stopErr
 		}
 		return res, fmt.Errorf("send end of stream: %w", err)
 	}
-	return s.awaitDone(events, res, complete, stopErr)
+	res, err := s.awaitDone(events, res, complete, stopErr)
+	// The receiver's last word on holds comes before its Done.
+	res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
+	return res, err
+}
+
+// progress reports the running totals when a report is due, or at once when
+// final.
+func (s *sendSession) progress(final bool) {
+	if s.cfg.Progress == nil {
+		return
+	}
+	now := time.Now()
+	if !final && now.Before(s.nextProg) {
+		return
+	}
+	h := s.held.state(now)
+	s.cfg.Progress(Progress{Bytes: s.sent, Acked: s.acked, Total: s.cfg.Bytes, Elapsed: now.Sub(s.start),
+		HeldBack: h.total, Holding: h.holding, HoldFor: h.current})
+	s.nextProg = now.Add(s.cfg.ProgressEvery)
+}
+
+// pollProgress waits for send completions as poll does, but with progress
+// reports no longer than until the next is due: a stream that does not move
+// (the receiver held back by its readers) still reports at the usual
+// interval.
+func (s *sendSession) pollProgress(wcs []Completion) error {
+	if s.cfg.Progress == nil {
+		return s.poll(wcs, true)
+	}
+	base := s.ctx
+	ctx, cancel := context.WithDeadline(base, s.nextProg)
+	defer cancel()
+	s.ctx = ctx
+	err := s.poll(wcs, true)
+	s.ctx = base
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && base.Err() == nil {
+		return nil // a progress report is due
+	}
+	return err
 }
 
 // noLimit marks a stream whose last slice is not known yet.
@@ -655,6 +698,9 @@ func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{
 		switch m := m.(type) {
 		case Credit:
 			ev.credit = &m
+		case Held:
+			s.held.note(m, time.Now())
+			continue
 		case Done:
 			ev.done = &m
 		case Reject:
@@ -1061,8 +1107,18 @@ func withReceiver(err error, d Done) error {
 // awaitDone waits for the receiver's account of the observation.
 func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete bool, stopErr error) (Result, error) {
 	timeout := time.After(s.cfg.DoneTimeout)
+	// Progress reports go on while the receiver ends the observation (which
+	// can wait for a block its readers hold).
+	var tick <-chan time.Time
+	if s.cfg.Progress != nil {
+		t := time.NewTicker(s.cfg.ProgressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			s.progress(false)
 		case ev := <-events:
 			switch {
 			case ev.done != nil:

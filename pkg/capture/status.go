@@ -74,7 +74,13 @@ type Status struct {
 	BlocksFilled       uint64         `json:"blocksFilled"`
 	Observations       int            `json:"observations"`
 	RateBytesPerSecond float64        `json:"rateBytesPerSecond"`
-	HeldBackSeconds    float64        `json:"heldBackSeconds"`
+	// HeldBackSeconds is the time the receiver has been held back by its
+	// ring's readers (no block free for the stream), the hold going on now
+	// included.
+	HeldBackSeconds float64 `json:"heldBackSeconds"`
+	// HeldBackSince is when the hold going on now began (RFC 3339 with
+	// nanoseconds); empty while the receiver is not held back.
+	HeldBackSince string `json:"heldBackSince,omitempty"`
 	// Header holds the main keywords (StatusHeaderKeys) of the header of the
 	// observation in progress or, between observations, the last one.
 	Header           map[string]string  `json:"header,omitempty"`
@@ -95,15 +101,14 @@ type Tracker struct {
 	start  time.Time
 	rateAt time.Time
 	rateB  uint64
+	held   holdClock
 
 	reg       *prometheus.Registry
 	bytes     *prometheus.CounterVec
 	messages  *prometheus.CounterVec
 	blocks    prometheus.Counter
-	heldBack  prometheus.Counter
 	wcErrors  *prometheus.CounterVec
 	obs       *prometheus.CounterVec
-	rate      prometheus.Gauge
 	stateGage *prometheus.GaugeVec
 }
 
@@ -114,12 +119,20 @@ func NewTracker() *Tracker {
 	t.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_bytes_total", Help: "Bytes received into the ring, per queue pair."}, []string{"qp"})
 	t.messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_messages_total", Help: "Messages (slices) received, per queue pair."}, []string{"qp"})
 	t.blocks = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_blocks_filled_total", Help: "Ring blocks marked filled."})
-	t.heldBack = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_held_back_seconds_total", Help: "Seconds the sender was held back because no ring block was free (slow readers)."})
+	// Held-back time is read when scraped, so that a hold going on now shows
+	// (and grows) before it ends.
+	heldBack := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringcap_recv_held_back_seconds_total",
+		Help: "Seconds the sender was held back because no ring block was free (slow readers), the hold going on now included."},
+		func() float64 { return t.heldBack(time.Now()).total.Seconds() })
+	heldNow := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_held_back_current_seconds",
+		Help: "Seconds the hold going on now has lasted (0: the receiver is not held back by readers)."},
+		func() float64 { return t.heldBack(time.Now()).current.Seconds() })
 	t.wcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_completion_errors_total", Help: "Failed work completions, per queue pair and status."}, []string{"qp", "status"})
 	t.obs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_observations_total", Help: "Observations ended, by outcome."}, []string{"outcome"})
-	t.rate = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate over the last second."})
+	// Computed when scraped, as /status computes it: a scrape alone keeps it current.
+	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate since the previous reading of /status or /metrics (at least a second before)."}, t.rateNow)
 	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
-	t.reg.MustRegister(t.bytes, t.messages, t.blocks, t.heldBack, t.wcErrors, t.obs, t.rate, t.stateGage,
+	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	t.setStateGauge(StateStarting)
 	return t
@@ -158,19 +171,37 @@ func (t *Tracker) Snapshot() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
-	if d := now.Sub(t.rateAt); d >= time.Second || t.rateAt.IsZero() {
-		if !t.rateAt.IsZero() {
-			t.st.RateBytesPerSecond = float64(t.st.BytesReceived-t.rateB) / d.Seconds()
-			t.rate.Set(t.st.RateBytesPerSecond)
-		}
-		t.rateAt, t.rateB = now, t.st.BytesReceived
-	}
+	t.updateRate(now)
 	s := t.st
+	h := t.held.at(now)
+	s.HeldBackSeconds = h.total.Seconds()
+	if h.holding {
+		s.HeldBackSince = h.since.UTC().Format(time.RFC3339Nano)
+	}
 	if s.LastObservation != nil {
 		o := *s.LastObservation
 		s.LastObservation = &o
 	}
 	return s
+}
+
+// updateRate recomputes the receive rate over the time since it was last
+// computed, once that is a second or more; the caller holds t.mu.
+func (t *Tracker) updateRate(now time.Time) {
+	if d := now.Sub(t.rateAt); d >= time.Second || t.rateAt.IsZero() {
+		if !t.rateAt.IsZero() {
+			t.st.RateBytesPerSecond = float64(t.st.BytesReceived-t.rateB) / d.Seconds()
+		}
+		t.rateAt, t.rateB = now, t.st.BytesReceived
+	}
+}
+
+// rateNow is the receive rate as of now, for a scrape.
+func (t *Tracker) rateNow() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.updateRate(time.Now())
+	return t.st.RateBytesPerSecond
 }
 
 func (t *Tracker) landed(qp int, n uint64) {
@@ -189,14 +220,26 @@ func (t *Tracker) blockFilled() {
 	t.mu.Unlock()
 }
 
-func (t *Tracker) addHeldBack(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t.heldBack.Add(d.Seconds())
+// holdBegan records that the receiver is held back by readers from now on
+// (no ring block is free for the stream); a hold already going on goes on.
+func (t *Tracker) holdBegan(now time.Time) {
 	t.mu.Lock()
-	t.st.HeldBackSeconds += d.Seconds()
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	t.held.begin(now)
+}
+
+// holdEnded records that a block freed: the hold going on, if any, ends.
+func (t *Tracker) holdEnded(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held.end(now)
+}
+
+// heldBack is the held-back time as of now.
+func (t *Tracker) heldBack(now time.Time) holdState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.held.at(now)
 }
 
 func (t *Tracker) completionError(qp int, status string) {
