@@ -24,13 +24,27 @@ func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus
 	if pod == nil {
 		return nil
 	}
-	run := &ringcapv1.RunningStatus{Generation: podGeneration(pod)}
 	var args []string
 	for _, c := range pod.Spec.Containers {
 		if c.Name == ringcapv1.ReceiverContainerName {
 			args = c.Args
 		}
 	}
+	run := configFromArgs(podGeneration(pod), args)
+	if rs != nil {
+		if rs.QueuePairs > 0 {
+			run.QueuePairs = rs.QueuePairs
+		}
+		if rs.TransferMode != "" {
+			run.Mode = modeName(rs.TransferMode)
+		}
+	}
+	return run
+}
+
+// configFromArgs reads a configuration from `ringcap recv` arguments as ReceiverArgs
+// builds them.
+func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
 	flag := func(name string) string {
 		for i := 0; i+1 < len(args); i++ {
 			if args[i] == name {
@@ -43,11 +57,10 @@ func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus
 		n, _ := strconv.ParseInt(flag(name), 10, 64)
 		return n
 	}
-	run.RingKey = flag("-k")
-	run.BlockBytes, run.Blocks, run.Readers = i64("-b"), i64("-n"), int32(i64("-r"))
-	run.QueuePairs = int32(i64("--qps"))
-	run.Mode = modeName(flag("--mode"))
-	run.MessageBytes = i64("--msg-bytes")
+	run := &ringcapv1.RunningStatus{Generation: gen, RingKey: flag("-k"),
+		BlockBytes: i64("-b"), Blocks: i64("-n"), Readers: int32(i64("-r")),
+		QueuePairs: int32(i64("--qps")), Mode: modeName(flag("--mode")), MessageBytes: i64("--msg-bytes"),
+	}
 	if l := flag("--listen"); l != "" {
 		p, _ := strconv.ParseInt(l[strings.LastIndex(l, ":")+1:], 10, 32)
 		run.Port = int32(p)
@@ -56,14 +69,6 @@ func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus
 	for _, s := range []struct{ flag, unit string }{{"--stop-bytes", "bytes"}, {"--stop-duration", ""}, {"--stop-observations", "observations"}} {
 		if v := flag(s.flag); v != "" {
 			run.Stop = strings.TrimSpace("after " + v + " " + s.unit)
-		}
-	}
-	if rs != nil {
-		if rs.QueuePairs > 0 {
-			run.QueuePairs = rs.QueuePairs
-		}
-		if rs.TransferMode != "" {
-			run.Mode = modeName(rs.TransferMode)
 		}
 	}
 	return run
@@ -83,8 +88,7 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 	if run == nil || run.Generation == rc.Generation {
 		return ""
 	}
-	want := RunningConfig(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-		Name: ringcapv1.ReceiverContainerName, Args: ReceiverArgs(rc)}}}}, nil)
+	want := configFromArgs(rc.Generation, ReceiverArgs(rc))
 	var diffs []string
 	add := func(field string, have, wanted any) {
 		if fmt.Sprint(have) != fmt.Sprint(wanted) {
