@@ -193,7 +193,8 @@ func TestDefaults(t *testing.T) {
 	var cr rbacv1.ClusterRole
 	objs.get(t, "ClusterRole/rc-ringcap-operator", &cr)
 	if !grants(cr.Rules, "ringcap.io", "ringcaptures", "watch") || !grants(cr.Rules, "ringcap.io", "ringcaptures/status", "update") ||
-		!grants(cr.Rules, "", "pods", "create") || !grants(cr.Rules, "", "pods", "delete") {
+		!grants(cr.Rules, "", "pods", "create") || !grants(cr.Rules, "", "pods", "delete") ||
+		!grants(cr.Rules, "", "pods", "patch") { // a failed capture's pod is stopped through its activeDeadlineSeconds
 		t.Errorf("operator ClusterRole cannot manage RingCaptures and their pods: %+v", cr.Rules)
 	}
 	var role rbacv1.Role

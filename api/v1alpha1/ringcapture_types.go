@@ -23,15 +23,15 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`
 // +kubebuilder:printcolumn:name="MR mode",type=string,JSONPath=`.status.memoryRegistration.mode`
-// +kubebuilder:printcolumn:name="QPs",type=integer,JSONPath=`.spec.receiver.queuePairs`
+// +kubebuilder:printcolumn:name="QPs",type=integer,JSONPath=`.status.running.queuePairs`
 // +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
 // +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.endpoint.address`,priority=1,description="The receiver's address (status.endpoint.address)"
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.status.endpoint.port`,priority=1,description="The handshake port a sender connects to (status.endpoint.port)"
 // +kubebuilder:printcolumn:name="GID index",type=integer,JSONPath=`.status.endpoint.gidIndex`,priority=1,description="The GID index the receiver uses (status.endpoint.gidIndex)"
-// +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.spec.ring.blocks`,priority=1,description="Data blocks in the ring (spec.ring.blocks; fixed while the pod runs)"
-// +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.spec.ring.blockBytes`,priority=1,description="Bytes per data block (spec.ring.blockBytes; fixed while the pod runs)"
+// +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.status.running.blocks`,priority=1,description="Data blocks of the running ring (status.running.blocks)"
+// +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.status.running.blockBytes`,priority=1,description="Bytes per data block of the running ring (status.running.blockBytes)"
 // +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
@@ -436,19 +436,25 @@ type ImagesSpec struct {
 }
 
 // RingCapturePhase is a one-word summary of the capture's state.
-// +kubebuilder:validation:Enum=Pending;Scheduled;Receiving;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Scheduled;Listening;Receiving;Succeeded;Failed
 type RingCapturePhase string
 
 const (
 	// PhasePending: the pod does not exist yet or is not scheduled.
 	PhasePending RingCapturePhase = "Pending"
-	// PhaseScheduled: the pod is on a node; the receiver is starting or listening.
+	// PhaseScheduled: the pod is on a node; its containers or the receiver are starting.
 	PhaseScheduled RingCapturePhase = "Scheduled"
-	// PhaseReceiving: the receiver is receiving data.
+	// PhaseListening: the receiver and its ring are ready and wait for a sender (no
+	// data is arriving: before the first observation or between two).
+	PhaseListening RingCapturePhase = "Listening"
+	// PhaseReceiving: data is arriving, or the receiver met its stop condition and the
+	// readers drain the ring.
 	PhaseReceiving RingCapturePhase = "Receiving"
 	// PhaseSucceeded: the capture ended as its stop condition said.
 	PhaseSucceeded RingCapturePhase = "Succeeded"
-	// PhaseFailed: the receiver or a reader failed, or the pod was lost.
+	// PhaseFailed: the receiver or a reader failed, or the pod was lost. The operator
+	// stops a failed capture's pod (its ring and RDMA unit are released) and keeps the
+	// pod object, so its containers' logs stay readable.
 	PhaseFailed RingCapturePhase = "Failed"
 )
 
@@ -465,8 +471,16 @@ const (
 	ConditionReceiving = "Receiving"
 	// ConditionReady: the capture is up and accepts senders (the aggregate).
 	ConditionReady = "Ready"
-	// ConditionFailed: the capture failed; the reason says why.
+	// ConditionFailed: the capture failed; the reason says why and the message carries
+	// the failing container's termination message (or the end of its log).
 	ConditionFailed = "Failed"
+	// ConditionReadersBehind: the readers have not freed a ring block for the receiver
+	// and hold it back (and with it the sender); the message names the ring and how long.
+	ConditionReadersBehind = "ReadersBehind"
+	// ConditionChangePending: the spec changed while the capture pod runs an older
+	// generation; the change is applied in a new pod when the current run ends
+	// (status.running shows what runs meanwhile).
+	ConditionChangePending = "ChangePending"
 )
 
 // RingCaptureStatus is the observed state of a capture.
@@ -475,11 +489,13 @@ type RingCaptureStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// phase is a one-word summary: Pending, Scheduled, Receiving, Succeeded or Failed.
+	// phase is a one-word summary of the current run: Pending, Scheduled, Listening,
+	// Receiving, Succeeded or Failed.
 	// +optional
 	Phase RingCapturePhase `json:"phase,omitempty"`
 
-	// conditions: Scheduled, RingReady, ReceiverReady, Receiving, Ready and Failed.
+	// conditions: Scheduled, RingReady, ReceiverReady, Receiving, Ready, Failed,
+	// ReadersBehind and ChangePending.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -541,6 +557,77 @@ type RingCaptureStatus struct {
 	// back in this run (waiting for a free ring block), including a hold still going on.
 	// +optional
 	HeldBackSeconds int64 `json:"heldBackSeconds,omitempty"`
+
+	// running is the configuration the capture pod runs with, read from the pod and the
+	// receiver (not from spec, which may hold a change not applied yet).
+	// +optional
+	Running *RunningStatus `json:"running,omitempty"`
+
+	// lastRun summarises the previous run, recorded when a spec change started a new one.
+	// +optional
+	LastRun *RunSummary `json:"lastRun,omitempty"`
+}
+
+// RunningStatus is the configuration of the running (or last) capture pod.
+type RunningStatus struct {
+	// generation is the RingCapture generation the pod was built from.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// ringKey is the ring's key, as the receiver was given it.
+	// +optional
+	RingKey string `json:"ringKey,omitempty"`
+	// blockBytes is the size of one ring block.
+	// +optional
+	BlockBytes int64 `json:"blockBytes,omitempty"`
+	// blocks is the number of ring blocks.
+	// +optional
+	Blocks int64 `json:"blocks,omitempty"`
+	// readers is the number of reader slots of the ring.
+	// +optional
+	Readers int32 `json:"readers,omitempty"`
+	// queuePairs is the number of queue pairs the receiver accepts.
+	// +optional
+	QueuePairs int32 `json:"queuePairs,omitempty"`
+	// mode is the transfer mode the receiver expects: Send or Write.
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// messageBytes is the size of one RDMA message.
+	// +optional
+	MessageBytes int64 `json:"messageBytes,omitempty"`
+	// port is the receiver's handshake port.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// stop is the receiver's stop condition, for example "after 1 observations".
+	// +optional
+	Stop string `json:"stop,omitempty"`
+}
+
+// RunSummary is what a finished run left.
+type RunSummary struct {
+	// generation is the RingCapture generation the run was built from.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// phase is how the run ended: Succeeded or Failed.
+	// +optional
+	Phase RingCapturePhase `json:"phase,omitempty"`
+	// reason is the Failed condition's reason when the run failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message says how the run ended (the failing container's message when it failed).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// bytesReceived is the number of bytes the run wrote into the ring.
+	// +optional
+	BytesReceived int64 `json:"bytesReceived,omitempty"`
+	// observations is the number of observations that ended in the run.
+	// +optional
+	Observations int64 `json:"observations,omitempty"`
+	// startTime is when the run's receiver started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the run ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // EndpointStatus is where a sender connects.

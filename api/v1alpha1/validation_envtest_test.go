@@ -371,8 +371,8 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
-// `kubectl get rcap -o wide` shows the endpoint, the GID index, the ring's geometry and
-// the held-back time: the API server's table (what kubectl prints) has them.
+// `kubectl get rcap -o wide` shows the endpoint, the GID index, the running ring's geometry
+// and the held-back time: the API server's table (what kubectl prints) has them.
 func TestWideColumns(t *testing.T) {
 	ctx := context.Background()
 	obj := object(t, "wide", `{ring: {blocks: 8, blockBytes: 1048576}, readers: [{name: r}]}`)
@@ -385,6 +385,7 @@ func TestWideColumns(t *testing.T) {
 	}
 	rc.Status.Endpoint = &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, GIDIndex: ptr(int32(3))}
 	rc.Status.HeldBackSeconds = 42
+	rc.Status.Running = &ringcapv1.RunningStatus{Blocks: 8, BlockBytes: 1048576, QueuePairs: 4}
 	if err := env.Client.Status().Update(ctx, &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestWideColumns(t *testing.T) {
 		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
 	for col, want := range map[string]string{
-		"Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Held back (s)": "42",
+		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Held back (s)": "42",
 	} {
 		if got[col] != want {
 			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)

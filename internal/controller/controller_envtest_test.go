@@ -154,6 +154,9 @@ func TestStatusTransitions(t *testing.T) {
 	rc = waitCapture(t, ns, "obs1", "Ready", func(rc *ringcapv1.RingCapture) bool {
 		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, controller.ReasonReceiverReady)
 	})
+	if rc.Status.Phase != ringcapv1.PhaseListening {
+		t.Errorf("phase %s while the receiver listens, want Listening", rc.Status.Phase)
+	}
 	if !conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, controller.ReasonRingCreated) ||
 		!conditionIs(rc, ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, "Listening") {
 		t.Errorf("conditions %+v", rc.Status.Conditions)
@@ -181,6 +184,24 @@ func TestStatusTransitions(t *testing.T) {
 	waitEvent(t, ns, "obs1", controller.ReasonReceiving, corev1.EventTypeNormal)
 	receivers.Set(ns, pod.Name, receiverStatus("Receiving", 3<<30))
 	waitCapture(t, ns, "obs1", "Receiving 3 GiB", func(rc *ringcapv1.RingCapture) bool { return rc.Status.BytesReceived == 3<<30 })
+
+	// The reader falls behind: the receiver waits for a free block and says since when.
+	held := receiverStatus("Receiving", 3<<30)
+	held.HeldBackSince = time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)
+	held.HeldBackSeconds = 61.5
+	receivers.Set(ns, pod.Name, held)
+	rc = waitCapture(t, ns, "obs1", "ReadersBehind", func(rc *ringcapv1.RingCapture) bool {
+		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, controller.ReasonReadersBehind)
+	})
+	if msg := condition(rc, ringcapv1.ConditionReadersBehind).Message; !strings.Contains(msg, "ring dada") || rc.Status.HeldBackSeconds != 61 {
+		t.Errorf("ReadersBehind %q heldBackSeconds %d, want the ring named and 61 s", msg, rc.Status.HeldBackSeconds)
+	}
+	waitEvent(t, ns, "obs1", controller.ReasonReadersBehind, corev1.EventTypeWarning)
+	held.HeldBackSince = ""
+	receivers.Set(ns, pod.Name, held)
+	waitCapture(t, ns, "obs1", "readers caught up", func(rc *ringcapv1.RingCapture) bool {
+		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, controller.ReasonReadersKeepingUp)
+	})
 
 	// The receiver meets its stop condition and exits with its summary; the reader
 	// drains the ring and exits; the pod succeeds.
@@ -294,9 +315,12 @@ func TestSpecChangeAfterFinishRunsAgain(t *testing.T) {
 	if !strings.Contains(strings.Join(next.Spec.Containers[0].Args, " "), "-n 16") {
 		t.Errorf("new pod args %q, want -n 16", next.Spec.Containers[0].Args)
 	}
-	waitCapture(t, ns, "again", "Pending again", func(rc *ringcapv1.RingCapture) bool {
+	rc = waitCapture(t, ns, "again", "Pending again", func(rc *ringcapv1.RingCapture) bool {
 		return rc.Status.Phase == ringcapv1.PhasePending && rc.Status.ObservedGeneration == rc.Generation
 	})
+	if lr := rc.Status.LastRun; lr == nil || lr.Phase != ringcapv1.PhaseSucceeded || lr.Generation != rc.Generation-1 {
+		t.Errorf("lastRun %+v, want the first run (generation %d) Succeeded", lr, rc.Generation-1)
+	}
 	waitEvent(t, ns, "again", controller.ReasonPodReplaced, corev1.EventTypeNormal)
 }
 

@@ -16,5 +16,5 @@ package controller
 // +kubebuilder:rbac:groups=ringcap.io,resources=ringcaptures,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ringcap.io,resources=ringcaptures/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ringcap.io,resources=ringcaptures/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -286,6 +286,9 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			Args:            rd.Args,
 			Env:             env,
 			Resources:       *rd.Resources.DeepCopy(),
+			// A reader that fails without writing /dev/termination-log leaves the end
+			// of its log as its termination message, which the Failed condition shows.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			SecurityContext: &corev1.SecurityContext{
 				Privileged:               ptr(false),
 				AllowPrivilegeEscalation: ptr(false),

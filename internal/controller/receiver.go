@@ -66,10 +66,15 @@ type ReceiverStatus struct {
 	BlocksFilled       int64   `json:"blocksFilled"`
 	Observations       int64   `json:"observations"`
 	RateBytesPerSecond float64 `json:"rateBytesPerSecond"`
-	HeldBackSeconds    float64 `json:"heldBackSeconds"`
-	CompletionErrors   int64   `json:"completionErrors"`
-	StartTime          string  `json:"startTime"`
-	CompletionTime     string  `json:"completionTime"`
+	// HeldBackSeconds is the receiver's total time held back by the readers (waiting
+	// for a free block), including a hold still going on.
+	HeldBackSeconds float64 `json:"heldBackSeconds"`
+	// HeldBackSince is when the current hold began (RFC 3339 with nanoseconds), ""
+	// while the receiver is not held back.
+	HeldBackSince    string `json:"heldBackSince,omitempty"`
+	CompletionErrors int64  `json:"completionErrors"`
+	StartTime        string `json:"startTime"`
+	CompletionTime   string `json:"completionTime"`
 	// LastObservation is the most recent observation that ended.
 	LastObservation *struct {
 		Bytes   int64   `json:"bytes"`

@@ -116,10 +116,22 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
 	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, Now: metav1.NewTime(r.now())})
-	r.recordTransitions(rc, status)
-	if err := r.updateStatus(ctx, rc, status); err != nil {
+	prev := rc.Status.DeepCopy()
+	written, err := r.updateStatus(ctx, rc, status)
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			// Read a newer RingCapture than the cache had: simply go again.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if written {
+		// Events only for a status the API server took: a status computed from a stale
+		// cache conflicts above, and must not announce a transition a second time.
+		r.recordTransitions(rc, *prev, status)
+	}
+	if err := r.stopFailedPod(ctx, rc, pod, status); err != nil {
+		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return ctrl.Result{}, err
@@ -142,7 +154,9 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 		if !metav1.IsControlledBy(pod, rc) {
 			return nil, fmt.Errorf("pod %s for RingCapture %s: %w", key, rc.Name, ErrPodConflict)
 		}
-		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation {
+		// A finished pod of an older generation is replaced, but only once the status has
+		// recorded how its run ended (the next reconcile, after that status write).
+		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation && runRecorded(rc.Status, pod) {
 			return r.replacePod(ctx, rc, pod)
 		}
 		return pod, nil
@@ -160,7 +174,7 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 		*rc = *fresh
 	}
 	// A capture that finished with this spec is not run again.
-	if isTerminal(rc.Status.Phase) && rc.Status.ObservedGeneration == rc.Generation {
+	if isTerminal(rc.Status.Phase) && lastGeneration(rc.Status) == rc.Generation {
 		return nil, nil
 	}
 	return r.createPod(ctx, rc)
@@ -196,22 +210,62 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 }
 
 // replacePod deletes a finished pod whose spec is outdated; the next reconcile (on the
-// pod's deletion) creates its successor.
+// pod's deletion) creates its successor, and the status then starts a new run with the
+// finished one in status.lastRun.
 func (r *RingCaptureReconciler) replacePod(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*corev1.Pod, error) {
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("delete outdated pod %s: %w", pod.Name, err)
 	}
 	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodReplaced, "DeletePod",
-		"Spec changed (generation %d to %d): running the capture again in a new pod", podGeneration(pod), rc.Generation)
-	// A new run: Pending, with fresh counters.
-	rc.Status.Phase = ringcapv1.PhasePending
-	rc.Status.BytesReceived, rc.Status.BlocksFilled, rc.Status.Observations = 0, 0, 0
-	rc.Status.StartTime, rc.Status.CompletionTime, rc.Status.MemoryRegistration, rc.Status.Endpoint = nil, nil, nil, nil
+		"The run of generation %d ended (%s, received %s); spec generation %d runs in a new pod",
+		podGeneration(pod), rc.Status.Phase, HumanBytes(rc.Status.BytesReceived), rc.Generation)
 	r.forget(types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
 	gone := pod.DeepCopy()
 	now := metav1.NewTime(r.now())
 	gone.DeletionTimestamp = &now
 	return gone, nil
+}
+
+// stopFailedPod stops the containers of a failed capture's pod, so that its ring and
+// its RDMA unit are released, and keeps the pod object, so that its containers' logs
+// and termination messages stay readable (kubectl logs) until the RingCapture is
+// deleted or its spec changes. It sets activeDeadlineSeconds (the one pod spec field
+// that may shorten a running pod's life): the kubelet then kills the containers and
+// marks the pod Failed (DeadlineExceeded). The status was written first, so it keeps
+// the failure that stopped the pod.
+func (r *RingCaptureReconciler) stopFailedPod(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod, st ringcapv1.RingCaptureStatus) error {
+	if st.Phase != ringcapv1.PhaseFailed || pod == nil || pod.DeletionTimestamp != nil || podFinished(pod) ||
+		pod.Spec.ActiveDeadlineSeconds != nil || pod.Status.StartTime == nil {
+		return nil
+	}
+	base := pod.DeepCopy()
+	pod.Spec.ActiveDeadlineSeconds = ptr(int64(1))
+	// The optimistic lock makes a pod read from a stale cache conflict instead of
+	// announcing the stop twice.
+	if err := r.Patch(ctx, pod, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("stop pod %s of failed RingCapture %s: %w", pod.Name, rc.Name, err)
+	}
+	log.FromContext(ctx).Info("Stopped the pod of a failed capture", "pod", pod.Name)
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodStopped, "StopPod",
+		"Stopping pod %s: the capture failed. Its ring and RDMA unit are released; the pod and its containers' logs stay until the RingCapture is deleted or its spec changes", pod.Name)
+	return nil
+}
+
+// runRecorded says whether the status already records the end of pod's run.
+func runRecorded(st ringcapv1.RingCaptureStatus, pod *corev1.Pod) bool {
+	return isTerminal(st.Phase) && (st.Running == nil || st.Running.Generation == podGeneration(pod))
+}
+
+// lastGeneration is the generation of the status's run (status.running), or the
+// observed generation for a status written before status.running existed.
+func lastGeneration(st ringcapv1.RingCaptureStatus) int64 {
+	if st.Running != nil {
+		return st.Running.Generation
+	}
+	return st.ObservedGeneration
 }
 
 // receiverStatus returns what the receiver last said: its final summary once it has
@@ -240,7 +294,11 @@ func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.Na
 	if ok && p.podUID == pod.UID && now.Sub(p.at) < r.pollInterval() {
 		return p.status, p.err
 	}
-	st, err := r.Fetcher.Fetch(ctx, pod, rc.Spec.Receiver.MetricsPort)
+	port := containerPort(pod, "metrics") // where the running receiver listens, whatever the spec says now
+	if port == 0 {
+		port = rc.Spec.Receiver.MetricsPort
+	}
+	st, err := r.Fetcher.Fetch(ctx, pod, port)
 	np := poll{podUID: pod.UID, at: now, status: st}
 	if err != nil {
 		statusPollsTotal.WithLabelValues("error").Inc()
@@ -261,11 +319,11 @@ func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.Na
 	return np.status, np.err
 }
 
-// recordTransitions emits events for what a user should see change.
-func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, next ringcapv1.RingCaptureStatus) {
+// recordTransitions emits events for what a user should see change from prev to next.
+func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, prev, next ringcapv1.RingCaptureStatus) {
 	changed := func(t string) *metav1.Condition {
 		n := apimeta.FindStatusCondition(next.Conditions, t)
-		o := apimeta.FindStatusCondition(rc.Status.Conditions, t)
+		o := apimeta.FindStatusCondition(prev.Conditions, t)
 		if n == nil || (o != nil && o.Status == n.Status && o.Reason == n.Reason) {
 			return nil
 		}
@@ -282,7 +340,13 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, nex
 	if c := changed(ringcapv1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiverReadyEvent, "Listen", "Receiver ready: %s", c.Message)
 	}
-	if next.Phase == rc.Status.Phase {
+	if c := changed(ringcapv1.ConditionReadersBehind); c != nil && c.Status == metav1.ConditionTrue {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonReadersBehind, "Receive", "%s", c.Message)
+	}
+	if c := changed(ringcapv1.ConditionChangePending); c != nil && c.Status == metav1.ConditionTrue {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSpecChangePending, "Update", "%s", c.Message)
+	}
+	if next.Phase == prev.Phase {
 		return
 	}
 	phaseTransitionsTotal.WithLabelValues(string(next.Phase)).Inc()
@@ -290,7 +354,8 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, nex
 	case ringcapv1.PhaseReceiving:
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiving, "Receive", "Data is arriving")
 	case ringcapv1.PhaseSucceeded:
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSucceeded, "Finish", "Capture finished: received %s in %d blocks", next.Received, next.BlocksFilled)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSucceeded, "Finish", "Capture finished: received %s in %d blocks, %d observations",
+			next.Received, next.BlocksFilled, next.Observations)
 	case ringcapv1.PhaseFailed:
 		msg := ""
 		if c := apimeta.FindStatusCondition(next.Conditions, ringcapv1.ConditionFailed); c != nil {
@@ -301,22 +366,23 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, nex
 }
 
 // updateStatus writes the status when it changed (an unchanged status costs no write,
-// which keeps reconcile idempotent and the API server quiet). The write is an update
-// with the resourceVersion that was read, so a status computed from a stale cache can
-// never overwrite a newer one: it conflicts, and the caller reconciles again.
-func (r *RingCaptureReconciler) updateStatus(ctx context.Context, rc *ringcapv1.RingCapture, status ringcapv1.RingCaptureStatus) error {
+// which keeps reconcile idempotent and the API server quiet) and says whether it wrote.
+// The write is an update with the resourceVersion that was read, so a status computed
+// from a stale cache can never overwrite a newer one: it conflicts, and the caller
+// reconciles again.
+func (r *RingCaptureReconciler) updateStatus(ctx context.Context, rc *ringcapv1.RingCapture, status ringcapv1.RingCaptureStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(rc.Status, status) {
-		return nil
+		return false, nil
 	}
 	rc.Status = status
 	if err := r.Status().Update(ctx, rc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile
+			return false, nil // deleted meanwhile
 		}
-		return fmt.Errorf("update status of RingCapture %s: %w", rc.Name, err)
+		return false, fmt.Errorf("update status of RingCapture %s: %w", rc.Name, err)
 	}
 	statusUpdatesTotal.Inc()
-	return nil
+	return true, nil
 }
 
 // requeueAfter polls running receivers; everything else is driven by watch events.

@@ -44,6 +44,12 @@ const (
 	ReasonPodNameConflict    = "PodNameConflict"
 	ReasonPodCreateFailed    = "PodCreateFailed"
 	ReasonReceiverReadyEvent = "ReceiverReady"
+	ReasonCaptureFailed      = "CaptureFailed"
+	ReasonReadersBehind      = "ReadersBehind"
+	ReasonReadersKeepingUp   = "ReadersKeepingUp"
+	ReasonSpecChangePending  = "SpecChangePending"
+	ReasonNoChangePending    = "NoChangePending"
+	ReasonPodStopped         = "PodStopped"
 )
 
 // Observed is everything ComputeStatus looks at.
@@ -74,18 +80,21 @@ type verdict struct {
 
 // ComputeStatus returns the RingCapture's status for what was observed. It is a pure
 // function of its inputs; conditions keep their lastTransitionTime when their status
-// does not change.
+// does not change. The status describes the run of the observed pod (status.running is
+// read from the pod, not from spec); a pod of another generation than status.running
+// starts a new run, and the finished one moves to status.lastRun.
 func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCaptureStatus {
 	old := rc.Status
+	if isNewRun(old, in.Pod) {
+		old = newRunStatus(old)
+	}
 	st := *old.DeepCopy()
 	st.ObservedGeneration = rc.Generation
 
-	// A finished capture whose pod is gone keeps its final status (and is not run again
-	// until its spec changes).
-	if (in.Pod == nil || in.Pod.DeletionTimestamp != nil) && isTerminal(old.Phase) {
-		st.Pod = ""
-		setConditionGenerations(&st, rc.Generation)
-		return st
+	// A finished run keeps its verdict while its pod is stopped and after it is gone
+	// (and is not run again until the spec changes).
+	if isTerminal(old.Phase) {
+		return endedRun(rc, st, in)
 	}
 
 	v := judge(in.Pod)
@@ -104,29 +113,28 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	if in.Pod != nil {
 		st.Pod = in.Pod.Name
 		st.Node = in.Pod.Spec.NodeName
+		if in.Pod.DeletionTimestamp == nil {
+			st.Running = RunningConfig(in.Pod, rs)
+		}
 	} else {
 		st.Pod, st.Node = "", ""
 	}
 	if rs != nil {
 		applyReceiverNumbers(&st, rs)
 	}
-	if v.ended && st.CompletionTime == nil {
+	if (v.ended || v.failed) && st.CompletionTime == nil {
 		st.CompletionTime = completionTime(in.Pod, rs, in.Now)
 	}
 	if in.Pod != nil && st.StartTime == nil && in.Pod.Status.StartTime != nil {
 		t := *in.Pod.Status.StartTime
 		st.StartTime = &t
 	}
-	st.Endpoint = endpoint(rc, in.Pod, rs, st.Endpoint)
+	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
-	// The receiver's own state refines Scheduled into Receiving.
-	receiving := !v.ended && rs != nil && rs.State == ReceiverReceiving
-	if v.phase == ringcapv1.PhaseScheduled && receiving {
-		v.phase = ringcapv1.PhaseReceiving
-	}
-	if v.phase == ringcapv1.PhaseScheduled && (v.ended || (rs != nil && rs.BytesReceived > 0)) {
-		// Between observations, or the receiver finished and the readers drain the ring.
-		v.phase = ringcapv1.PhaseReceiving
+	receiving := !v.ended && !v.failed && rs != nil && rs.State == ReceiverReceiving
+	listening := !v.ended && !v.failed && rs != nil && rs.State == ReceiverListening
+	if v.phase == ringcapv1.PhaseScheduled {
+		v.phase = runningPhase(v, rs, receiving, listening)
 	}
 	if v.ended || !receiving {
 		st.RateBytesPerSecond = idleRate(rs)
@@ -135,19 +143,71 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	st.Rate = HumanRate(st.RateBytesPerSecond)
 	st.Phase = v.phase
 
-	gen := rc.Generation
-	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+	set := conditionSetter(&st, rc.Generation, in.Now)
+	set(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
+	ringReady := setRingReady(set, v, rs, in)
+	receiverReady := setReceiverReady(set, v, rs, in, st.Endpoint, receiving || listening)
+	setReceiving(set, v, rs, receiving, st)
+	setReadersBehind(set, v, rs, in.Now)
+	if v.failed {
+		set(ringcapv1.ConditionFailed, metav1.ConditionTrue, v.failReason, v.failMsg)
+	} else {
+		set(ringcapv1.ConditionFailed, metav1.ConditionFalse, ReasonNotFailed, "")
+	}
+	setReady(set, v, receiverReady && ringReady, st.Endpoint)
+	setChangePending(set, rc, st)
+	return st
+}
+
+// runningPhase refines Scheduled by what the receiver says.
+func runningPhase(v verdict, rs *ReceiverStatus, receiving, listening bool) ringcapv1.RingCapturePhase {
+	switch {
+	case receiving:
+		return ringcapv1.PhaseReceiving
+	case listening:
+		return ringcapv1.PhaseListening // ready for a sender (the first, or the next)
+	case v.ended || (rs != nil && rs.State == ReceiverFinished):
+		return ringcapv1.PhaseReceiving // the receiver finished: the readers drain the ring
+	}
+	return ringcapv1.PhaseScheduled
+}
+
+// endedRun keeps a finished run's verdict (phase and conditions) while its pod is
+// stopped and after it is gone; the pod's place, the receiver's final counts and the
+// pending change are kept current.
+func endedRun(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus, in Observed) ringcapv1.RingCaptureStatus {
+	if in.Pod == nil || in.Pod.DeletionTimestamp != nil {
+		st.Pod = ""
+	} else {
+		st.Pod, st.Node = in.Pod.Name, in.Pod.Spec.NodeName
+		if rs := terminationSummary(in.Pod); rs != nil && rs.BytesReceived >= st.BytesReceived {
+			st.BytesReceived, st.BlocksFilled, st.Observations = rs.BytesReceived, rs.BlocksFilled, rs.Observations
+			st.Received = HumanBytes(st.BytesReceived)
+		}
+	}
+	setConditionGenerations(&st, rc.Generation)
+	setChangePending(conditionSetter(&st, rc.Generation, in.Now), rc, st)
+	return st
+}
+
+type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
+
+func conditionSetter(st *ringcapv1.RingCaptureStatus, gen int64, now metav1.Time) setFunc {
+	return func(t string, s metav1.ConditionStatus, reason, msg string) {
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: gen, LastTransitionTime: in.Now,
+			Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: gen, LastTransitionTime: now,
 		})
 	}
-	set(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
+}
 
-	ringReady := !v.ended && rs != nil && rs.Ring.Ready
+func setRingReady(set setFunc, v verdict, rs *ReceiverStatus, in Observed) bool {
+	ready := !v.ended && !v.failed && rs != nil && rs.Ring.Ready
 	switch {
-	case ringReady:
+	case ready:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionTrue, ReasonRingCreated,
 			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers)+externalReadersNote(in.Pod, int(rs.Ring.Readers)))
+	case v.failed:
+		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureFailed, "the capture failed: its pod is stopped and the ring released")
 	case v.ended:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited and its ring went with it")
 	case rs == nil:
@@ -155,11 +215,15 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	default:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonRingNotReady, "receiver is "+rs.State)
 	}
+	return ready
+}
 
-	receiverReady := !v.ended && !v.failed && rs != nil && (rs.State == ReceiverListening || rs.State == ReceiverReceiving)
+func setReceiverReady(set setFunc, v verdict, rs *ReceiverStatus, in Observed, ep *ringcapv1.EndpointStatus, ready bool) bool {
 	switch {
-	case receiverReady:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, rs.State, endpointMessage(st.Endpoint))
+	case ready:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, rs.State, endpointMessage(ep))
+	case v.failed:
+		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonCaptureFailed, "the capture failed: its pod is stopped")
 	case v.ended:
 		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited")
 	case rs == nil:
@@ -167,11 +231,14 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	default:
 		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonReceiverNotReady, "receiver is "+rs.State+msgSuffix(rs.Message))
 	}
+	return ready
+}
 
+func setReceiving(set setFunc, v verdict, rs *ReceiverStatus, receiving bool, st ringcapv1.RingCaptureStatus) {
 	switch {
 	case receiving:
 		set(ringcapv1.ConditionReceiving, metav1.ConditionTrue, ReasonReceiving, "receiving at "+HumanRate(st.RateBytesPerSecond))
-	case v.ended && v.failed:
+	case v.failed:
 		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonFailed, "the capture failed")
 	case v.ended:
 		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonReceiverFinished, fmt.Sprintf("received %s", HumanBytes(st.BytesReceived)))
@@ -180,13 +247,33 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	default:
 		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonNotReceiving, "no data is arriving")
 	}
+}
 
-	if v.failed {
-		set(ringcapv1.ConditionFailed, metav1.ConditionTrue, v.failReason, v.failMsg)
-	} else {
-		set(ringcapv1.ConditionFailed, metav1.ConditionFalse, ReasonNotFailed, "")
+// setReadersBehind reports a hold by the readers while it lasts: the receiver's
+// heldBackSince is when the current hold began ("" when it is not held back).
+func setReadersBehind(set setFunc, v verdict, rs *ReceiverStatus, now metav1.Time) {
+	if since, ok := heldBackSince(rs); ok && !v.ended && !v.failed {
+		d := now.Sub(since)
+		if d < 0 {
+			d = 0
+		}
+		set(ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, ReasonReadersBehind, fmt.Sprintf(
+			"ring %s: no free block for the receiver for %s (since %s): the readers have not released the ring's blocks; held back %s in total",
+			rs.Ring.Key, d.Round(time.Second), since.UTC().Format(time.RFC3339), (time.Duration(rs.HeldBackSeconds*float64(time.Second))).Round(time.Second)))
+		return
 	}
+	set(ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, ReasonReadersKeepingUp, "the receiver is not waiting for the readers")
+}
 
+func heldBackSince(rs *ReceiverStatus) (time.Time, bool) {
+	if rs == nil || rs.HeldBackSince == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, rs.HeldBackSince)
+	return t, err == nil
+}
+
+func setReady(set setFunc, v verdict, ready bool, ep *ringcapv1.EndpointStatus) {
 	switch {
 	case v.failed:
 		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonFailed, v.failMsg)
@@ -196,14 +283,28 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.scheduledReason, v.schedMsg)
 	case v.notReadyReason != "":
 		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.notReadyReason, v.notReadyMsg)
-	case receiverReady && ringReady:
-		set(ringcapv1.ConditionReady, metav1.ConditionTrue, ReasonReceiverReady, endpointMessage(st.Endpoint))
+	case ready:
+		set(ringcapv1.ConditionReady, metav1.ConditionTrue, ReasonReceiverReady, endpointMessage(ep))
 	case v.ended:
 		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReadersDraining, "the receiver finished; waiting for the readers to exit")
 	default:
 		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReceiverNotReady, "the receiver is not listening yet")
 	}
-	return st
+}
+
+func setChangePending(set setFunc, rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus) {
+	msg := pendingChange(rc, st.Running)
+	switch {
+	case msg != "" && isTerminal(st.Phase):
+		set(ringcapv1.ConditionChangePending, metav1.ConditionTrue, ReasonSpecChangePending,
+			fmt.Sprintf("spec generation %d is applied in a new pod (the run of generation %d ended)", rc.Generation, st.Running.Generation))
+	case msg != "":
+		set(ringcapv1.ConditionChangePending, metav1.ConditionTrue, ReasonSpecChangePending, msg)
+	case st.Running == nil:
+		set(ringcapv1.ConditionChangePending, metav1.ConditionFalse, ReasonNoChangePending, "no capture pod has run yet")
+	default:
+		set(ringcapv1.ConditionChangePending, metav1.ConditionFalse, ReasonNoChangePending, "the capture pod runs the current spec")
+	}
 }
 
 // judge looks at the pod alone: phase, scheduling, failures.
@@ -235,7 +336,7 @@ func judge(pod *corev1.Pod) verdict {
 			if s := terminationSummary(pod); s != nil && s.Message != "" {
 				v.failMsg += ": " + s.Message
 			} else if t.Message != "" {
-				v.failMsg += ": " + t.Message
+				v.failMsg += ": " + containerMessage(t.Message)
 			}
 		}
 	}
@@ -248,7 +349,7 @@ func judge(pod *corev1.Pod) verdict {
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !v.failed {
 			v.failed, v.failReason = true, ReasonReaderFailed
-			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(t.Message))
+			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))
 		}
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && v.notReadyReason == "" {
 			v.notReadyReason, v.notReadyMsg = ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
@@ -275,6 +376,7 @@ func judge(pod *corev1.Pod) verdict {
 }
 
 func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
+	st.HeldBackSeconds = int64(rs.HeldBackSeconds)
 	st.BytesReceived = rs.BytesReceived
 	st.BlocksFilled = rs.BlocksFilled
 	st.Observations = rs.Observations
@@ -295,11 +397,13 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
 	}
 }
 
-func endpoint(rc *ringcapv1.RingCapture, pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
+// endpoint is where senders connect: the pod's IP and handshake port (what the pod
+// runs, not what the spec asks now), refined by the receiver's report.
+func endpoint(pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
 	if pod == nil {
 		return prev
 	}
-	ep := &ringcapv1.EndpointStatus{Address: pod.Status.PodIP, Port: rc.Spec.Receiver.Port}
+	ep := &ringcapv1.EndpointStatus{Address: pod.Status.PodIP, Port: containerPort(pod, "handshake")}
 	if prev != nil {
 		ep = prev.DeepCopy()
 		if pod.Status.PodIP != "" {
@@ -390,6 +494,34 @@ func setConditionGenerations(st *ringcapv1.RingCaptureStatus, gen int64) {
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = gen
 	}
+}
+
+// containerMessage is a container's termination message fit for a condition: with
+// terminationMessagePolicy FallbackToLogsOnError it may be the last lines of the
+// container's log, and the error is at their end, so the end is kept.
+func containerMessage(m string) string {
+	const keep = 800
+	m = strings.TrimSpace(m)
+	if len(m) <= keep {
+		return m
+	}
+	m = m[len(m)-keep:]
+	if i := strings.IndexByte(m, '\n'); i >= 0 && i < len(m)-1 {
+		m = m[i+1:]
+	}
+	return "..." + m
+}
+
+// containerPort returns the port of the named container port of the capture pod.
+func containerPort(pod *corev1.Pod, name string) int32 {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name {
+				return p.ContainerPort
+			}
+		}
+	}
+	return 0
 }
 
 func msgSuffix(m string) string {

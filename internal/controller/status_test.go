@@ -14,8 +14,20 @@ import (
 
 var t0 = metav1.NewTime(time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC))
 
+// testPod is the pod BuildPod makes for defaulted("c") at generation 3, with mod applied.
 func testPod(mod func(p *corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-capture", Namespace: "obs", UID: "u1"}}
+	return testPodOf(3, nil, mod)
+}
+
+// testPodOf is the pod of defaulted("c") at generation gen with spec changed by spec.
+func testPodOf(gen int64, spec func(rc *ringcapv1.RingCapture), mod func(p *corev1.Pod)) *corev1.Pod {
+	rc := defaulted("c")
+	rc.Generation = gen
+	if spec != nil {
+		spec(rc)
+	}
+	p := BuildPod(rc, DefaultPodOptions())
+	p.UID = "u1"
 	p.Status.Phase = corev1.PodPending
 	if mod != nil {
 		mod(p)
@@ -110,8 +122,10 @@ func TestComputeStatus(t *testing.T) {
 			phase: ringcapv1.PhaseScheduled,
 			conds: conds{"RingReady": "False/RingNotReady", "ReceiverReady": "False/ReceiverNotReady", "Ready": "False/ReceiverNotReady"}},
 		{name: "receiver listening", pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
-			phase: ringcapv1.PhaseScheduled, mrMode: "WholeRing", endpoint: "10.88.0.7:18515",
+			phase: ringcapv1.PhaseListening, mrMode: "WholeRing", endpoint: "10.88.0.7:18515",
 			conds: conds{"RingReady": "True/RingCreated", "ReceiverReady": "True/Listening", "Receiving": "False/NotReceiving", "Ready": "True/ReceiverReady"}},
+		{name: "listening again between observations", pod: testPod(running), recv: recvStatus(ReceiverListening, 1<<20),
+			phase: ringcapv1.PhaseListening, bytes: 1 << 20, conds: conds{"ReceiverReady": "True/Listening", "Ready": "True/ReceiverReady"}},
 		{name: "receiving", pod: testPod(running), recv: recvStatus(ReceiverReceiving, 1<<30),
 			phase: ringcapv1.PhaseReceiving, bytes: 1 << 30, mrMode: "WholeRing",
 			conds: conds{"Receiving": "True/Receiving", "Ready": "True/ReceiverReady"}},
@@ -131,9 +145,15 @@ func TestComputeStatus(t *testing.T) {
 			phase: ringcapv1.PhaseFailed, completed: true,
 			conds: conds{"Failed": "True/ReceiverFailed", "Ready": "False/Failed", "Receiving": "False/Failed"}},
 		{name: "receiver reports Failed before exiting", pod: testPod(running), recv: recvStatus(ReceiverFailed, 0),
-			phase: ringcapv1.PhaseFailed, conds: conds{"Failed": "True/ReceiverFailed", "ReceiverReady": "False/ReceiverNotReady"}},
-		{name: "reader failed", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))), recv: recvStatus(ReceiverReceiving, 10),
-			phase: ringcapv1.PhaseFailed, bytes: 10, conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed"}},
+			phase: ringcapv1.PhaseFailed, completed: true,
+			conds: conds{"Failed": "True/ReceiverFailed", "ReceiverReady": "False/CaptureFailed", "RingReady": "False/CaptureFailed"}},
+		{name: "reader failed while the receiver listens: no condition says the capture is ready", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))),
+			recv: recvStatus(ReceiverListening, 10), phase: ringcapv1.PhaseFailed, bytes: 10, completed: true,
+			conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed", "ReceiverReady": "False/CaptureFailed",
+				"RingReady": "False/CaptureFailed", "Receiving": "False/Failed", "ReadersBehind": "False/ReadersKeepingUp"}},
+		{name: "reader failed while data arrives", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))), recv: recvStatus(ReceiverReceiving, 10),
+			phase: ringcapv1.PhaseFailed, bytes: 10, completed: true,
+			conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed", "Receiving": "False/Failed"}},
 		{name: "pod failed (evicted)", pod: testPod(chain(running, func(p *corev1.Pod) {
 			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "node low on memory"
 		})), phase: ringcapv1.PhaseFailed, completed: true, conds: conds{"Failed": "True/PodFailed"}},

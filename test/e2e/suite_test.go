@@ -15,8 +15,11 @@ func TestRingcap(t *testing.T) {
 		{"2-sample-capture-ready", stepCapture},
 		{"3-stream-verified", stepStream},
 		{"4-invalid-rejected", stepInvalid},
+		{"4a-failed-reader-stops-pod", stepFailedReader},
+		{"4b-edit-running-capture", stepEditRunning},
 		{"5-kubelet-and-operator-restart", stepRestarts},
 		{"6-delete-leaves-nothing", stepDelete},
+		{"7-readers-behind-reported", stepReadersBehind},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

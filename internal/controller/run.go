@@ -1,0 +1,154 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+// A run is one capture pod: it is built from one generation of the RingCapture's spec
+// and runs until it succeeds or fails. A spec change while a pod runs does not touch
+// that pod: it is held as pending (condition ChangePending, status.running still shows
+// the pod's configuration) and applied in a new pod once the status has recorded the
+// finished run, which then moves to status.lastRun.
+
+// RunningConfig returns the configuration a capture pod runs with, read from the
+// receiver container's arguments (what the pod was built with, whatever the spec says
+// now) and refined by the receiver's own report when there is one. Nil without a pod.
+func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus {
+	if pod == nil {
+		return nil
+	}
+	var args []string
+	for _, c := range pod.Spec.Containers {
+		if c.Name == ringcapv1.ReceiverContainerName {
+			args = c.Args
+		}
+	}
+	run := configFromArgs(podGeneration(pod), args)
+	if rs != nil {
+		if rs.QueuePairs > 0 {
+			run.QueuePairs = rs.QueuePairs
+		}
+		if rs.TransferMode != "" {
+			run.Mode = modeName(rs.TransferMode)
+		}
+	}
+	return run
+}
+
+// configFromArgs reads a configuration from `ringcap recv` arguments as ReceiverArgs
+// builds them.
+func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
+	flag := func(name string) string {
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == name {
+				return args[i+1]
+			}
+		}
+		return ""
+	}
+	i64 := func(name string) int64 {
+		n, _ := strconv.ParseInt(flag(name), 10, 64)
+		return n
+	}
+	run := &ringcapv1.RunningStatus{Generation: gen, RingKey: flag("-k"),
+		BlockBytes: i64("-b"), Blocks: i64("-n"), Readers: int32(i64("-r")),
+		QueuePairs: int32(i64("--qps")), Mode: modeName(flag("--mode")), MessageBytes: i64("--msg-bytes"),
+	}
+	if l := flag("--listen"); l != "" {
+		p, _ := strconv.ParseInt(l[strings.LastIndex(l, ":")+1:], 10, 32)
+		run.Port = int32(p)
+	}
+	run.Stop = "never"
+	for _, s := range []struct{ flag, unit string }{{"--stop-bytes", "bytes"}, {"--stop-duration", ""}, {"--stop-observations", "observations"}} {
+		if v := flag(s.flag); v != "" {
+			run.Stop = strings.TrimSpace("after " + v + " " + s.unit)
+		}
+	}
+	return run
+}
+
+// modeName turns the CLI's mode ("send") into the API's ("Send").
+func modeName(m string) string {
+	if m == "" {
+		return ""
+	}
+	return strings.ToUpper(m[:1]) + strings.ToLower(m[1:])
+}
+
+// pendingChange says what of the spec is not running yet, "" when the running pod
+// was built from the current generation (or there is no pod to compare with).
+func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) string {
+	if run == nil || run.Generation == rc.Generation {
+		return ""
+	}
+	want := configFromArgs(rc.Generation, ReceiverArgs(rc))
+	var diffs []string
+	add := func(field string, have, wanted any) {
+		if fmt.Sprint(have) != fmt.Sprint(wanted) {
+			diffs = append(diffs, fmt.Sprintf("%s %v -> %v", field, have, wanted))
+		}
+	}
+	add("ring key", run.RingKey, want.RingKey)
+	add("ring blockBytes", run.BlockBytes, want.BlockBytes)
+	add("ring blocks", run.Blocks, want.Blocks)
+	add("ring readers", run.Readers, want.Readers)
+	add("receiver queuePairs", run.QueuePairs, want.QueuePairs)
+	add("receiver mode", run.Mode, want.Mode)
+	add("receiver messageBytes", run.MessageBytes, want.MessageBytes)
+	add("receiver port", run.Port, want.Port)
+	add("receiver stop", run.Stop, want.Stop)
+	what := "changes"
+	if len(diffs) > 0 {
+		what = "changes " + strings.Join(diffs, ", ")
+	}
+	return fmt.Sprintf("spec generation %d %s; the pod runs generation %d until its run ends, then a new pod applies the change",
+		rc.Generation, what, run.Generation)
+}
+
+// isNewRun says whether pod is a run other than the one old describes: a pod built from
+// another generation than status.running.
+func isNewRun(old ringcapv1.RingCaptureStatus, pod *corev1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp == nil && old.Running != nil && old.Running.Generation != podGeneration(pod)
+}
+
+// newRunStatus is the status a new run starts from: the previous run's summary in
+// lastRun (when it ended) and nothing of its numbers.
+func newRunStatus(old ringcapv1.RingCaptureStatus) ringcapv1.RingCaptureStatus {
+	st := ringcapv1.RingCaptureStatus{
+		ObservedGeneration: old.ObservedGeneration,
+		Phase:              ringcapv1.PhasePending,
+		Conditions:         old.Conditions,
+		LastRun:            old.LastRun,
+	}
+	if s := runSummary(old); s != nil {
+		st.LastRun = s
+	}
+	return st
+}
+
+// runSummary is what a finished run leaves in lastRun (nil when st is not a finished run).
+func runSummary(st ringcapv1.RingCaptureStatus) *ringcapv1.RunSummary {
+	if !isTerminal(st.Phase) {
+		return nil
+	}
+	s := &ringcapv1.RunSummary{
+		Phase: st.Phase, BytesReceived: st.BytesReceived, Observations: st.Observations,
+		StartTime: st.StartTime.DeepCopy(), CompletionTime: st.CompletionTime.DeepCopy(),
+	}
+	if st.Running != nil {
+		s.Generation = st.Running.Generation
+	}
+	if c := apimeta.FindStatusCondition(st.Conditions, ringcapv1.ConditionFailed); c != nil && c.Status == "True" {
+		s.Reason, s.Message = c.Reason, c.Message
+	} else {
+		s.Message = fmt.Sprintf("received %s in %d observations", HumanBytes(st.BytesReceived), st.Observations)
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+)
+
+func TestRunningConfig(t *testing.T) {
+	rc := defaulted("c")
+	rc.Generation = 7
+	rc.Spec.Ring.Key, rc.Spec.Ring.Blocks, rc.Spec.Ring.Readers = "0xEADA", 16, 2
+	rc.Spec.Receiver.QueuePairs, rc.Spec.Receiver.Mode, rc.Spec.Receiver.Port = 8, ringcapv1.TransferModeWrite, 20000
+	rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopObservations, Observations: ptr(int32(2))}
+	pod := BuildPod(rc, DefaultPodOptions())
+	want := ringcapv1.RunningStatus{Generation: 7, RingKey: "eada", BlockBytes: 524288, Blocks: 16, Readers: 2,
+		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations"}
+	if got := RunningConfig(pod, nil); *got != want {
+		t.Errorf("RunningConfig(pod) = %+v, want %+v", *got, want)
+	}
+	// The receiver's own report wins over the arguments.
+	rs := recvStatus(ReceiverListening, 0)
+	rs.QueuePairs, rs.TransferMode = 6, "send"
+	got := RunningConfig(pod, rs)
+	if got.QueuePairs != 6 || got.Mode != "Send" {
+		t.Errorf("RunningConfig with the receiver's report: queuePairs %d mode %s, want 6 Send", got.QueuePairs, got.Mode)
+	}
+	// The spec does not enter: a later spec change leaves the running config alone.
+	rc.Spec.Receiver.QueuePairs = 2
+	if got := RunningConfig(pod, nil); got.QueuePairs != 8 {
+		t.Errorf("queuePairs %d after a spec change, want the pod's 8", got.QueuePairs)
+	}
+	if RunningConfig(nil, nil) != nil {
+		t.Error("RunningConfig(nil) is not nil")
+	}
+}
+
+func TestContainerMessage(t *testing.T) {
+	long := strings.Repeat("ring read: waiting for ring beef\n", 60) + "ring read: open ring beef: no such ring (key 0xbeef)\n"
+	for _, tc := range []struct{ name, in, want string }{
+		{"short message kept", "open ring: no such ring\n", "open ring: no such ring"},
+		{"long log: its end is kept, from a line start", long, "ring read: open ring beef: no such ring (key 0xbeef)"},
+	} {
+		got := containerMessage(tc.in)
+		if !strings.HasSuffix(got, tc.want) || len(got) > 803 {
+			t.Errorf("%s: containerMessage = %q (%d bytes), want it to end with %q within 803 bytes", tc.name, got, len(got), tc.want)
+		}
+		if strings.Contains(got, "\nring read: waiting") && !strings.HasPrefix(got, "...ring read: waiting") && tc.in == long {
+			t.Errorf("%s: cut mid-line: %q", tc.name, got[:40])
+		}
+	}
+}
+
+// Status across runs, holds and pending changes.
+func TestComputeStatusRuns(t *testing.T) {
+	type conds map[string]string // type -> "Status/Reason"
+	heldBack := func(since time.Duration, total float64) *ReceiverStatus {
+		rs := recvStatus(ReceiverReceiving, 3<<20)
+		rs.HeldBackSince = t0.Add(-since).Format(time.RFC3339Nano)
+		rs.HeldBackSeconds = total
+		return rs
+	}
+	qps8 := func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.QueuePairs = 8 }
+	failedStatus := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseFailed, BytesReceived: 10, Pod: "c-capture",
+		Running: &ringcapv1.RunningStatus{Generation: 3, QueuePairs: 4},
+		Conditions: []metav1.Condition{{Type: ringcapv1.ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonReaderFailed,
+			Message: "reader verify exited with code 1 (Error): open ring beef: no such ring"}}}
+	succeededGen2 := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseSucceeded, BytesReceived: 42, Observations: 1, Pod: "c-capture",
+		Running: &ringcapv1.RunningStatus{Generation: 2, QueuePairs: 4}, StartTime: &t0, CompletionTime: &t0}
+	tests := []struct {
+		name     string
+		spec     func(rc *ringcapv1.RingCapture) // applied to the RingCapture (generation 3)
+		old      ringcapv1.RingCaptureStatus
+		pod      *corev1.Pod
+		recv     *ReceiverStatus
+		phase    ringcapv1.RingCapturePhase
+		conds    conds
+		messages map[string]string // condition type -> substring of its message
+		check    func(t *testing.T, st ringcapv1.RingCaptureStatus)
+	}{
+		{name: "held back by the readers right now", pod: testPod(running), recv: heldBack(90*time.Second, 95.7),
+			phase: ringcapv1.PhaseReceiving, conds: conds{"ReadersBehind": "True/ReadersBehind", "Ready": "True/ReceiverReady"},
+			messages: map[string]string{"ReadersBehind": "ring dada: no free block for the receiver for 1m30s"},
+			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
+				if st.HeldBackSeconds != 95 {
+					t.Errorf("heldBackSeconds %d, want 95", st.HeldBackSeconds)
+				}
+			}},
+		{name: "held back before, not now", pod: testPod(running), recv: heldBack(0, 12).withoutHold(),
+			phase: ringcapv1.PhaseReceiving, conds: conds{"ReadersBehind": "False/ReadersKeepingUp"},
+			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
+				if st.HeldBackSeconds != 12 {
+					t.Errorf("heldBackSeconds %d, want 12", st.HeldBackSeconds)
+				}
+			}},
+		{name: "spec changed while the pod listens: the running config, and the change pending", spec: qps8,
+			pod: testPodOf(2, nil, running), recv: recvStatus(ReceiverListening, 0).withQPs(4),
+			phase: ringcapv1.PhaseListening, conds: conds{"ChangePending": "True/SpecChangePending", "Ready": "True/ReceiverReady"},
+			messages: map[string]string{"ChangePending": "receiver queuePairs 4 -> 8"},
+			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
+				if st.Running == nil || st.Running.QueuePairs != 4 || st.Running.Generation != 2 {
+					t.Errorf("running %+v, want generation 2 with 4 queue pairs", st.Running)
+				}
+			}},
+		{name: "pod of the current generation: nothing pending", pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+			phase: ringcapv1.PhaseListening, conds: conds{"ChangePending": "False/NoChangePending"}},
+		{name: "a failed run keeps its verdict while its pod is stopped", old: failedStatus,
+			pod: testPod(chain(running, terminated("receiver", 143, ""), terminated("reader", 1, "open ring beef: no such ring"), func(p *corev1.Pod) {
+				p.Status.Phase, p.Status.Reason = corev1.PodFailed, "DeadlineExceeded"
+			})),
+			phase: ringcapv1.PhaseFailed, conds: conds{"Failed": "True/ReaderFailed"},
+			messages: map[string]string{"Failed": "open ring beef: no such ring"}},
+		{name: "a pod of a new generation starts a new run, the finished one is recorded", old: succeededGen2,
+			pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+			phase: ringcapv1.PhaseListening, conds: conds{"Ready": "True/ReceiverReady", "ChangePending": "False/NoChangePending"},
+			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
+				lr := st.LastRun
+				if lr == nil || lr.Phase != ringcapv1.PhaseSucceeded || lr.Generation != 2 || lr.BytesReceived != 42 || lr.Observations != 1 || lr.CompletionTime == nil {
+					t.Errorf("lastRun %+v, want generation 2 Succeeded with 42 bytes in 1 observation", lr)
+				}
+				if st.BytesReceived != 0 || st.CompletionTime != nil || st.Running.Generation != 3 {
+					t.Errorf("the new run carries the old one's numbers: bytes %d completion %v running %+v", st.BytesReceived, st.CompletionTime, st.Running)
+				}
+			}},
+		{name: "finished run whose pod is replaced: still Succeeded, change pending", spec: qps8, old: succeededGen2,
+			pod:   testPodOf(2, nil, chain(running, func(p *corev1.Pod) { p.DeletionTimestamp = &t0 })),
+			phase: ringcapv1.PhaseSucceeded, conds: conds{"ChangePending": "True/SpecChangePending"},
+			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
+				if st.Pod != "" || st.LastRun != nil {
+					t.Errorf("pod %q lastRun %+v, want no pod and no lastRun yet", st.Pod, st.LastRun)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := defaulted("c")
+			rc.Generation = 3
+			if tc.spec != nil {
+				tc.spec(rc)
+			}
+			rc.Status = tc.old
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, Now: t0})
+			if st.Phase != tc.phase {
+				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
+			}
+			for typ, want := range tc.conds {
+				c := apimeta.FindStatusCondition(st.Conditions, typ)
+				if c == nil {
+					t.Errorf("no %s condition", typ)
+					continue
+				}
+				if got := string(c.Status) + "/" + c.Reason; got != want {
+					t.Errorf("condition %s = %s (%q), want %s", typ, got, c.Message, want)
+				}
+			}
+			for typ, want := range tc.messages {
+				if c := apimeta.FindStatusCondition(st.Conditions, typ); c == nil || !strings.Contains(c.Message, want) {
+					t.Errorf("condition %s %+v, want its message to contain %q", typ, c, want)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, st)
+			}
+		})
+	}
+}
+
+func (rs *ReceiverStatus) withoutHold() *ReceiverStatus {
+	rs.HeldBackSince = ""
+	return rs
+}
+
+func (rs *ReceiverStatus) withQPs(n int32) *ReceiverStatus {
+	rs.QueuePairs = n
+	return rs
+}
