@@ -32,6 +32,7 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="GID index",type=integer,JSONPath=`.status.endpoint.gidIndex`,priority=1,description="The GID index the receiver uses (status.endpoint.gidIndex)"
 // +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.status.running.blocks`,priority=1,description="Data blocks of the running ring (status.running.blocks)"
 // +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.status.running.blockBytes`,priority=1,description="Bytes per data block of the running ring (status.running.blockBytes)"
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.observation.source`,priority=1,description="SOURCE of the current (or last) observation's header"
 // +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
@@ -558,6 +559,11 @@ type RingCaptureStatus struct {
 	// +optional
 	HeldBackSeconds int64 `json:"heldBackSeconds,omitempty"`
 
+	// observation is the header of the observation being received or, between
+	// observations, of the last one, as the receiver wrote it into the ring.
+	// +optional
+	Observation *ObservationHeaderStatus `json:"observation,omitempty"`
+
 	// running is the configuration the capture pod runs with, read from the pod and the
 	// receiver (not from spec, which may hold a change not applied yet).
 	// +optional
@@ -566,6 +572,33 @@ type RingCaptureStatus struct {
 	// lastRun summarises the previous run, recorded when a spec change started a new one.
 	// +optional
 	LastRun *RunSummary `json:"lastRun,omitempty"`
+}
+
+// ObservationHeaderStatus holds the main keywords of an observation's PSRDADA header.
+type ObservationHeaderStatus struct {
+	// number is the observation's number since the receiver started (RINGCAP_OBSERVATION).
+	// +optional
+	Number *int64 `json:"number,omitempty"`
+	// source is the header's SOURCE.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// utcStart is the header's UTC_START (YYYY-MM-DD-hh:mm:ss).
+	// +optional
+	UTCStart string `json:"utcStart,omitempty"`
+	// utcStartSource says where UTC_START came from: sender (the sender's header
+	// keywords), template (the receiver's header) or accepted (when the receiver
+	// accepted the sender).
+	// +optional
+	UTCStartSource string `json:"utcStartSource,omitempty"`
+	// telescope is the header's TELESCOPE.
+	// +optional
+	Telescope string `json:"telescope,omitempty"`
+	// freq is the header's FREQ (MHz).
+	// +optional
+	Freq string `json:"freq,omitempty"`
+	// bw is the header's BW (MHz).
+	// +optional
+	BW string `json:"bw,omitempty"`
 }
 
 // RunningStatus is the configuration of the running (or last) capture pod.

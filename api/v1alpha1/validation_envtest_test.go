@@ -355,7 +355,7 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range cols {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Held back (s)"; got != want {
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Source,Held back (s)"; got != want {
 		t.Errorf("printer columns %s, want %s", got, want)
 	}
 	// The columns after Age are for `kubectl get -o wide` only (priority 1).
@@ -386,6 +386,7 @@ func TestWideColumns(t *testing.T) {
 	rc.Status.Endpoint = &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, GIDIndex: ptr(int32(3))}
 	rc.Status.HeldBackSeconds = 42
 	rc.Status.Running = &ringcapv1.RunningStatus{Blocks: 8, BlockBytes: 1048576, QueuePairs: 4}
+	rc.Status.Observation = &ringcapv1.ObservationHeaderStatus{Source: "J0437-4715"}
 	if err := env.Client.Status().Update(ctx, &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestWideColumns(t *testing.T) {
 		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
 	for col, want := range map[string]string{
-		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Held back (s)": "42",
+		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Source": "J0437-4715", "Held back (s)": "42",
 	} {
 		if got[col] != want {
 			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)

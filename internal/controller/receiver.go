@@ -75,6 +75,8 @@ type ReceiverStatus struct {
 	CompletionErrors int64  `json:"completionErrors"`
 	StartTime        string `json:"startTime"`
 	CompletionTime   string `json:"completionTime"`
+	// Header holds the main keywords of the current (or last) observation's header.
+	Header map[string]string `json:"header,omitempty"`
 	// LastObservation is the most recent observation that ended.
 	LastObservation *struct {
 		Bytes   int64   `json:"bytes"`

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -375,8 +376,24 @@ func judge(pod *corev1.Pod) verdict {
 	return v
 }
 
+// ObservationHeader is the status view of the receiver's header keywords (nil without any).
+func ObservationHeader(h map[string]string) *ringcapv1.ObservationHeaderStatus {
+	if len(h) == 0 {
+		return nil
+	}
+	o := &ringcapv1.ObservationHeaderStatus{Source: h["SOURCE"], UTCStart: h["UTC_START"], UTCStartSource: h["RINGCAP_UTC_START_SOURCE"],
+		Telescope: h["TELESCOPE"], Freq: h["FREQ"], BW: h["BW"]}
+	if n, err := strconv.ParseInt(h["RINGCAP_OBSERVATION"], 10, 64); err == nil {
+		o.Number = &n
+	}
+	return o
+}
+
 func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
 	st.HeldBackSeconds = int64(rs.HeldBackSeconds)
+	if o := ObservationHeader(rs.Header); o != nil {
+		st.Observation = o
+	}
 	st.BytesReceived = rs.BytesReceived
 	st.BlocksFilled = rs.BlocksFilled
 	st.Observations = rs.Observations

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
@@ -283,3 +284,23 @@ func mustParse(s string) *ReceiverStatus {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+func TestObservationHeader(t *testing.T) {
+	if got := ObservationHeader(nil); got != nil {
+		t.Errorf("no keywords: %+v, want nil", got)
+	}
+	got := ObservationHeader(map[string]string{"SOURCE": "J1939+2134", "UTC_START": "2026-11-25-01:02:03",
+		"RINGCAP_UTC_START_SOURCE": "sender", "FREQ": "1400", "BW": "-400", "TELESCOPE": "Effelsberg", "RINGCAP_OBSERVATION": "2"})
+	want := ringcapv1.ObservationHeaderStatus{Number: ptr(int64(2)), Source: "J1939+2134", UTCStart: "2026-11-25-01:02:03",
+		UTCStartSource: "sender", Telescope: "Effelsberg", Freq: "1400", BW: "-400"}
+	if got == nil || !equality.Semantic.DeepEqual(*got, want) {
+		t.Errorf("ObservationHeader = %+v, want %+v", got, want)
+	}
+	// A receiving capture shows the current observation's header in status.
+	rs := recvStatus(ReceiverReceiving, 1<<20)
+	rs.Header = map[string]string{"SOURCE": "J0437-4715", "RINGCAP_OBSERVATION": "0"}
+	st := ComputeStatus(&ringcapv1.RingCapture{}, Observed{Pod: testPod(running), Receiver: rs, Now: metav1.Now()})
+	if st.Observation == nil || st.Observation.Source != "J0437-4715" || st.Observation.Number == nil || *st.Observation.Number != 0 {
+		t.Errorf("status.observation = %+v", st.Observation)
+	}
+}
