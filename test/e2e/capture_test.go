@@ -167,15 +167,17 @@ func stepStream(t *testing.T) {
 	}
 	addr := str(u, "status", "endpoint", "address") + ":" + str(u, "status", "endpoint", "port")
 	// long enough (rate-limited) that the operator reports the capture while data flows
-	sender := shellPod("sender", "exec ringcap send --connect "+addr+" --qps 4 --mode send --msg-bytes 65536 --duration 30s --rate-gbps 0.1 --seed 1")
+	sender := shellPod("sender", "exec ringcap send --connect "+addr+" --qps 4 --mode send --msg-bytes 65536 --duration 30s --rate-gbps 0.1 --seed 1 --header SOURCE=J0437-4715")
 	sender.Spec.Containers[0].Resources.Limits = corev1.ResourceList{rdmaResource: resource.MustParse("1")}
 	restricted(&sender.Spec.Containers[0])
 	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create sender pod: %v", err)
 	}
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	mid := waitCapture(t, sample.GetName(), 2*time.Minute, "reports data while the sender runs", func(u *unstructured.Unstructured) bool {
-		return str(u, "status", "phase") == "Receiving" && num(u, "status", "bytesReceived") > 0 && num(u, "status", "rateBytesPerSecond") > 0
+	// ... with the SOURCE the sender put in the observation's header
+	mid := waitCapture(t, sample.GetName(), 2*time.Minute, "reports data and the sender's SOURCE while the sender runs", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "phase") == "Receiving" && num(u, "status", "bytesReceived") > 0 && num(u, "status", "rateBytesPerSecond") > 0 &&
+			str(u, "status", "observation", "source") == "J0437-4715" && str(u, "status", "observation", "utcStartSource") == "accepted"
 	})
 	waitFor(t, 3*time.Minute, "sender pod finished", func(ctx context.Context) (bool, string, error) {
 		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
