@@ -150,14 +150,7 @@ func TestComputeStatusRuns(t *testing.T) {
 				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
 			}
 			for typ, want := range tc.conds {
-				c := apimeta.FindStatusCondition(st.Conditions, typ)
-				if c == nil {
-					t.Errorf("no %s condition", typ)
-					continue
-				}
-				if got := string(c.Status) + "/" + c.Reason; got != want {
-					t.Errorf("condition %s = %s (%q), want %s", typ, got, c.Message, want)
-				}
+				checkCondition(t, st.Conditions, typ, want)
 			}
 			for typ, want := range tc.messages {
 				if c := apimeta.FindStatusCondition(st.Conditions, typ); c == nil || !strings.Contains(c.Message, want) {

@@ -181,13 +181,9 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
 			}
 			for typ, want := range tc.conds {
-				c := apimeta.FindStatusCondition(st.Conditions, typ)
+				c := checkCondition(t, st.Conditions, typ, want)
 				if c == nil {
-					t.Errorf("no %s condition", typ)
 					continue
-				}
-				if got := string(c.Status) + "/" + c.Reason; got != want {
-					t.Errorf("condition %s = %s (%q), want %s", typ, got, c.Message, want)
 				}
 				if c.ObservedGeneration != 3 && tc.old.Phase == "" {
 					t.Errorf("condition %s observedGeneration %d, want 3", typ, c.ObservedGeneration)
@@ -303,4 +299,19 @@ func TestObservationHeader(t *testing.T) {
 	if st.Observation == nil || st.Observation.Source != "J0437-4715" || st.Observation.Number == nil || *st.Observation.Number != 0 {
 		t.Errorf("status.observation = %+v", st.Observation)
 	}
+}
+
+// checkCondition fails t unless condition typ is there with "Status/Reason" want, and
+// returns it (nil when it is missing).
+func checkCondition(t *testing.T, conds []metav1.Condition, typ, want string) *metav1.Condition {
+	t.Helper()
+	c := apimeta.FindStatusCondition(conds, typ)
+	if c == nil {
+		t.Errorf("no %s condition", typ)
+		return nil
+	}
+	if got := string(c.Status) + "/" + c.Reason; got != want {
+		t.Errorf("condition %s = %s (%q), want %s", typ, got, c.Message, want)
+	}
+	return c
 }
