@@ -458,3 +458,59 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 		t.Fatalf("after the end of data: heldBackSince %q, heldBackSeconds %g (had %g)", s2.HeldBackSince, s2.HeldBackSeconds, s1.HeldBackSeconds)
 	}
 }
+
+// A sender that connects while the readers hold every ring block waits for its
+// answer as long as the receiver reports it is held back (Held before the
+// Accept), each report giving it more time, shows the hold in its
+// progress, and streams once a block comes free, instead of failing with a
+// timeout that never says why.
+func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
+	const nbufs, bufsz, msg = 4, 8192, 2048
+	for _, mode := range []Mode{ModeSend, ModeWrite} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := testRing(t, nbufs, bufsz)
+			release := make(chan struct{})
+			var once sync.Once
+			letGo := func() { once.Do(func() { close(release) }) }
+			defer letGo()
+			held, _ := holdingReader(t, context.Background(), h, release)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 2}, MRWholeRing)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			// Observation 0 fills every block; the reader keeps the first.
+			cfg := SenderConfig{Mode: mode, QPs: 2, MsgBytes: msg, Bytes: nbufs * bufsz, Source: PatternSource{Seed: 5}, TxDepth: 4}
+			if res, err := hs.send(ctx, cfg); err != nil || !res.Complete {
+				t.Fatalf("observation 0: %+v %v", res, err)
+			}
+			<-held
+			// Observation 1 finds no free block: its sender waits far longer than
+			// its answer timeout, while the receiver says it is held back.
+			prog := newProgressLog()
+			cfg.Bytes, cfg.DialTimeout, cfg.AnswerTimeout, cfg.Progress, cfg.ProgressEvery = bufsz, 100*time.Millisecond, 1200*time.Millisecond, prog.add, time.Millisecond
+			deadline := cfg.DialTimeout + cfg.AnswerTimeout // without the receiver's reports
+			done := make(chan error, 1)
+			var res Result
+			go func() {
+				var err error
+				res, err = hs.send(ctx, cfg)
+				done <- err
+			}()
+			holding := func(p Progress) bool { return p.Holding && p.Acked == 0 }
+			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool {
+				return holding(prev) && holding(p) && p.Elapsed > deadline
+			})
+			if err != nil {
+				select {
+				case serr := <-done:
+					t.Fatalf("the sender gave up while the readers held every block: %v", serr)
+				default:
+				}
+				t.Fatalf("no two reports of a hold before the answer, the second past the answer's first deadline: %v", err)
+			}
+			letGo()
+			if err := <-done; err != nil || !res.Complete || res.HeldBackSeconds < p2.HoldFor.Seconds() {
+				t.Fatalf("after the hold (%v then %v): %+v %v", p1.HoldFor, p2.HoldFor, res, err)
+			}
+		})
+	}
+}

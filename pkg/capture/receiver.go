@@ -448,6 +448,34 @@ func (s *session) header(n int) ([]byte, error) {
 	return hd.Bytes(b.Size)
 }
 
+// awaitFirstBlock waits for the stream's first ring block while the readers
+// hold every one, telling the sender it is held back (Held) so that it keeps
+// waiting for its answer. It returns -1, with why, when the ring fails (err),
+// the receiver stops or the sender goes away first.
+func (s *session) awaitFirstBlock(ctx context.Context) (int, string, error) {
+	const gone = "sender went away while the readers held every ring block"
+	// A hold shorter than a tick (the ring worker opening the block) goes
+	// unreported.
+	tick := time.NewTicker(answerHeldEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case first := <-s.rw.opened:
+			return first, "", nil
+		case e := <-s.rw.errc:
+			_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
+			return -1, "ring failure", e
+		case <-ctx.Done():
+			_ = s.k.send(Reject{Message: "receiver is shutting down"})
+			return -1, "receiver stopped", nil
+		case <-tick.C:
+			if s.reportHeld(false) != nil {
+				return -1, gone, nil
+			}
+		}
+	}
+}
+
 // holdBegan starts a hold (no ring block free for the stream), in the
 // observation's account and the receiver's status, unless one is going on.
 func (s *session) holdBegan() {
@@ -554,14 +582,10 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	case first = <-s.rw.opened:
 	default:
 		s.holdBegan() // every block is still with the readers
-		select {
-		case first = <-s.rw.opened:
-		case e := <-s.rw.errc:
-			_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
-			return false, "ring failure", e
-		case <-ctx.Done():
-			_ = s.k.send(Reject{Message: "receiver is shutting down"})
-			return false, "receiver stopped", nil
+		var msg string
+		var err error
+		if first, msg, err = s.awaitFirstBlock(ctx); first < 0 {
+			return false, msg, err
 		}
 		s.holdEnded()
 	}

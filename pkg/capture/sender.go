@@ -118,6 +118,10 @@ type SenderConfig struct {
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 	DialTimeout   time.Duration
+	// AnswerTimeout bounds the wait for the receiver's answer to the Hello
+	// (default 20 s); each report that the receiver is held back by its
+	// ring's readers (no block free for the stream yet) starts it anew.
+	AnswerTimeout time.Duration
 	// DoneTimeout bounds the wait for the receiver's final word (default 60 s).
 	DoneTimeout time.Duration
 	// Pin places the thread that posts work requests on one CPU (default:
@@ -270,6 +274,9 @@ func (c *SenderConfig) defaults() {
 	if c.AckTimeout == 0 {
 		c.AckTimeout = DefaultAckTimeout
 	}
+	if c.AnswerTimeout == 0 {
+		c.AnswerTimeout = 20 * time.Second
+	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second
 	}
@@ -311,7 +318,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	}
 	defer func() { _ = c.Close() }()
 	k := newConn(c)
-	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + 20*time.Second))
+	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
 
 	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
 	if err != nil {
@@ -325,18 +332,9 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	if err := k.send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	m, err := k.recv()
+	held, heldAt, acc, err := awaitAnswer(k, c, cfg)
 	if err != nil {
-		return Result{}, fmt.Errorf("handshake with %s: read answer: %w", addr, err)
-	}
-	var acc Accept
-	switch m := m.(type) {
-	case Reject:
-		return Result{}, &RejectedError{Message: m.Message}
-	case Accept:
-		acc = m
-	default:
-		return Result{}, fmt.Errorf("handshake with %s: %w: unexpected %T", addr, ErrProtocol, m)
+		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	if len(acc.QPs) != cfg.QPs || acc.Mode != cfg.Mode || uint64(acc.MsgBytes) != cfg.MsgBytes {
 		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
@@ -347,7 +345,54 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	_ = c.SetDeadline(time.Time{})
 	cfg.Log.Info("Connected", "receiver", addr, "mode", cfg.Mode, "qps", cfg.QPs, "mr", acc.MRMode, "blocks", acc.NBufs, "blockBytes", acc.BufSize)
 	s := &sendSession{ctx: ctx, base: ctx, cfg: cfg, k: k, ep: ep, acc: acc, buf: fab.Buffer()}
+	if !heldAt.IsZero() {
+		s.held.note(held, heldAt)
+	}
 	return s.run(ctx)
+}
+
+// answerHeldEvery is how often a receiver held back before its answer tells
+// the sender so.
+const answerHeldEvery = time.Second
+
+// awaitAnswer reads the receiver's answer to the Hello. Until the receiver has
+// a ring block for the stream it reports that its readers hold it back (Held,
+// every answerHeldEvery): each report is shown as progress and gives the
+// answer AnswerTimeout more (at least three report intervals), so a sender
+// waits for slow readers instead of giving up with a timeout. It returns the
+// last such report and when it came (zero without one).
+func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept, error) {
+	var (
+		last Held
+		at   time.Time
+		view heldView
+	)
+	start := time.Now()
+	for {
+		m, err := k.recv()
+		if err != nil {
+			if !at.IsZero() {
+				err = fmt.Errorf("%w (the receiver was held back by its ring's readers for %s)", err, view.state(time.Now()).current.Round(time.Millisecond))
+			}
+			return last, at, Accept{}, fmt.Errorf("read answer: %w", err)
+		}
+		switch m := m.(type) {
+		case Held:
+			last, at = m, time.Now()
+			view.note(m, at)
+			_ = c.SetDeadline(at.Add(max(cfg.AnswerTimeout, 3*answerHeldEvery)))
+			if cfg.Progress != nil {
+				h := view.state(at)
+				cfg.Progress(Progress{Total: cfg.Bytes, Elapsed: at.Sub(start), HeldBack: h.total, Holding: h.holding, HoldFor: h.current})
+			}
+		case Reject:
+			return last, at, Accept{}, &RejectedError{Message: m.Message}
+		case Accept:
+			return last, at, m, nil
+		default:
+			return last, at, Accept{}, fmt.Errorf("%w: unexpected %T", ErrProtocol, m)
+		}
+	}
 }
 
 type sendSession struct {
