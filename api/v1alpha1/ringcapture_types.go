@@ -586,8 +586,8 @@ type ObservationHeaderStatus struct {
 	// +optional
 	UTCStart string `json:"utcStart,omitempty"`
 	// utcStartSource says where UTC_START came from: sender (the sender's header
-	// keywords), template (the receiver's header) or accepted (when the receiver
-	// accepted the sender).
+	// keywords), template (the receiver's header) or first-byte (when the
+	// stream's first byte landed).
 	// +optional
 	UTCStartSource string `json:"utcStartSource,omitempty"`
 	// telescope is the header's TELESCOPE.

@@ -29,9 +29,9 @@ var ringOwnedKeys = map[string]bool{
 
 // Where UTC_START came from (RINGCAP_UTC_START_SOURCE).
 const (
-	UTCStartSender   = "sender"   // the sender's header keywords
-	UTCStartTemplate = "template" // the receiver's template (first observation only)
-	UTCStartAccepted = "accepted" // when the receiver accepted the sender, just before the first byte can land
+	UTCStartSender    = "sender"     // the sender's header keywords
+	UTCStartTemplate  = "template"   // the receiver's template (first observation only)
+	UTCStartFirstByte = "first-byte" // when the stream's first byte landed
 )
 
 // StatusHeaderKeys are the keywords of the current observation's header that
@@ -49,7 +49,8 @@ func (e *HeaderError) Error() string { return e.Msg }
 // sender's keywords (ringcap send --header-file, then --header), then the
 // keywords the receiver owns (HDR_SIZE, OBS_OFFSET, RINGCAP_*). UTC_START is
 // the sender's when it sends one; else, for the first observation only, the
-// template's; else the time the receiver accepted the sender.
+// template's; else when the first byte landed (the receiver writes the header
+// then, before the observation's first block).
 type ObservationHeaders struct {
 	Template []byte // ASCII header text
 	Size     int    // header block bytes (HDR_SIZE)
@@ -58,7 +59,7 @@ type ObservationHeaders struct {
 }
 
 // Build returns observation n's header text (not padded) for a sender that
-// sent the keywords sender, accepted at now. Problems with the sender's
+// sent the keywords sender, whose first byte landed at now. Problems with the sender's
 // keywords, including a header that no longer fits the header block, are a
 // *HeaderError.
 func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*dada.Header, error) {
@@ -66,7 +67,7 @@ func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*
 	if err != nil {
 		return nil, fmt.Errorf("header template: %w", err)
 	}
-	source := UTCStartAccepted
+	source := UTCStartFirstByte
 	if _, ok := hd.Get("UTC_START"); ok && n == 0 {
 		source = UTCStartTemplate
 	}
@@ -90,7 +91,7 @@ func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*
 	sets := [][2]string{{"HDR_SIZE", strconv.Itoa(b.Size)}, {"OBS_OFFSET", "0"},
 		{"RINGCAP_MODE", b.Mode.String()}, {"RINGCAP_QPS", strconv.Itoa(b.QPs)}, {"RINGCAP_OBSERVATION", strconv.Itoa(n)},
 		{"RINGCAP_UTC_START_SOURCE", source}}
-	if source == UTCStartAccepted {
+	if source == UTCStartFirstByte {
 		sets = append(sets, [2]string{"UTC_START", now.UTC().Format(dada.UTCStartLayout)})
 	}
 	for _, kv := range sets {

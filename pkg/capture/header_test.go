@@ -30,14 +30,14 @@ func TestObservationHeadersPrecedence(t *testing.T) {
 	}{
 		{"template only, first observation: the template's UTC_START", 0, nil,
 			map[string]string{"SOURCE": "template_src", "FREQ": "1400", "UTC_START": "2026-01-01-00:00:00", "RINGCAP_UTC_START_SOURCE": "template", "HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "0", "RINGCAP_MODE": "write", "RINGCAP_QPS": "4"}},
-		{"template only, later observation: accepted time", 3, nil,
-			map[string]string{"SOURCE": "template_src", "UTC_START": "2026-11-25-10:00:00", "RINGCAP_UTC_START_SOURCE": "accepted", "RINGCAP_OBSERVATION": "3"}},
+		{"template only, later observation: the first byte's time", 3, nil,
+			map[string]string{"SOURCE": "template_src", "UTC_START": "2026-11-25-10:00:00", "RINGCAP_UTC_START_SOURCE": "first-byte", "RINGCAP_OBSERVATION": "3"}},
 		{"the sender's keywords override the template's", 1, []HeaderField{{"SOURCE", "J1939+2134"}, {"BW", "-400"}},
-			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "accepted"}},
+			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
 		{"the sender's UTC_START wins", 0, []HeaderField{{"UTC_START", "2026-11-25-09:59:58"}},
 			map[string]string{"UTC_START": "2026-11-25-09:59:58", "RINGCAP_UTC_START_SOURCE": "sender"}},
 		{"ring-owned keywords stay the receiver's", 2, []HeaderField{{"HDR_SIZE", "16384"}, {"OBS_OFFSET", "77"}, {"RINGCAP_OBSERVATION", "9"}, {"RINGCAP_UTC_START_SOURCE", "sender"}},
-			map[string]string{"HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "2", "RINGCAP_UTC_START_SOURCE": "accepted"}},
+			map[string]string{"HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "2", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
 	}
 	for _, c := range cases {
 		hd, err := b.Build(c.n, c.sender, now)
@@ -129,6 +129,9 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	if len(second) != 1 || second[0].err != nil || second[0].bytes != 3*bufsz+5 {
 		t.Fatalf("observation 1 read: %+v", second)
 	}
+	if src := headerKey(t, first[0].header, "RINGCAP_UTC_START_SOURCE"); src != UTCStartFirstByte {
+		t.Errorf("observation 0: UTC_START from %q, want %q", src, UTCStartFirstByte)
+	}
 	hdr := second[0].header
 	for k, v := range map[string]string{"SOURCE": "J1939+2134", "UTC_START": "2026-11-25-01:02:03", "RINGCAP_UTC_START_SOURCE": "sender", "HDR_SIZE": "4096", "RINGCAP_OBSERVATION": "1"} {
 		if got := headerKey(t, hdr, k); got != v {
@@ -141,5 +144,49 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	st := hs.rx.Tracker().Snapshot()
 	if st.Header["SOURCE"] != "J1939+2134" || st.Header["UTC_START"] != "2026-11-25-01:02:03" || st.Header["RINGCAP_OBSERVATION"] != "1" {
 		t.Errorf("status header %v", st.Header)
+	}
+}
+
+// recordingWriter keeps the headers written to it.
+type recordingWriter struct{ headers [][]byte }
+
+func (w *recordingWriter) WriteHeader(h []byte) error {
+	w.headers = append(w.headers, h)
+	return nil
+}
+func (w *recordingWriter) OpenBlock(context.Context) (int, error) { return 0, nil }
+func (w *recordingWriter) MarkFilled(int, bool) error             { return nil }
+func (w *recordingWriter) EndOfData() error                       { return nil }
+
+// The receiver writes an observation's header once, before its first block,
+// with UTC_START when the first byte landed (not when the sender connected),
+// and shows it in the status; a sender's UTC_START wins.
+func TestHeaderWrittenWhenTheFirstByteLanded(t *testing.T) {
+	landed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		sender      []HeaderField
+		utc, source string
+	}{
+		{nil, "2026-01-02-03:04:05", UTCStartFirstByte},
+		{[]HeaderField{{"UTC_START", "2026-01-02-03:04:01"}}, "2026-01-02-03:04:01", UTCStartSender},
+	} {
+		w := &recordingWriter{}
+		r := &Receiver{cfg: ReceiverConfig{Mode: ModeSend, QPs: 1, Header: ObservationHeaders{Template: []byte("SOURCE J0437-4715\n"), Size: 4096}}, w: w, t: NewTracker()}
+		s := &session{r: r, obs: 3, hello: Hello{Header: c.sender}, firstByte: landed}
+		for range 2 {
+			if err := s.writeHeader(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(w.headers) != 1 || len(w.headers[0]) != 4096 {
+			t.Fatalf("%d headers written, want one header block", len(w.headers))
+		}
+		text := strings.TrimRight(string(w.headers[0]), "\x00")
+		if headerKey(t, text, "UTC_START") != c.utc || headerKey(t, text, "RINGCAP_UTC_START_SOURCE") != c.source || headerKey(t, text, "RINGCAP_OBSERVATION") != "3" {
+			t.Errorf("header written:\n%s\nwant UTC_START %s from %s", text, c.utc, c.source)
+		}
+		if st := r.t.Snapshot(); st.Header["UTC_START"] != c.utc || st.Header["SOURCE"] != "J0437-4715" {
+			t.Errorf("status header %v", st.Header)
+		}
 	}
 }

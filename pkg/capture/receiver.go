@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringcap/ringcap/pkg/dada"
 )
 
 // BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
@@ -348,6 +350,10 @@ type session struct {
 	blocks   uint64
 	held     holdClock    // this observation's holds
 	heldRep  holdReporter // what the sender was told of them
+
+	obs        int       // the observation's number
+	firstByte  time.Time // when the first completion came (zero before)
+	headerDone bool      // the header is in the ring
 }
 
 type ctrlEvent struct {
@@ -366,7 +372,10 @@ func (s *session) run(ctx context.Context) (err error) {
 		_ = s.a.setEnd(s.hello.TotalBytes) // nothing has landed: cannot fail
 	}
 	n := r.obs
-	hdr, err := s.header(n)
+	// The header is checked now (a sender whose keywords cannot be used is
+	// refused) and written when the first byte lands (its UTC_START).
+	s.obs = n
+	_, err = s.header(time.Now())
 	if isHeaderError(err) {
 		s.log.Warn("Rejected sender", "reason", err.Error())
 		_ = s.k.send(Reject{Message: err.Error()})
@@ -375,10 +384,6 @@ func (s *session) run(ctx context.Context) (err error) {
 	if err != nil {
 		_ = s.k.send(Reject{Message: "receiver could not build the header"})
 		return fmt.Errorf("build header for observation %d: %w", n, err)
-	}
-	if err := r.w.WriteHeader(hdr); err != nil {
-		_ = s.k.send(Reject{Message: "receiver could not write the header"})
-		return fmt.Errorf("write header of observation %d: %w", n, err)
 	}
 	r.obs++
 	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.c.RemoteAddr()))
@@ -435,17 +440,40 @@ func (s *session) run(ctx context.Context) (err error) {
 	return err
 }
 
-// header builds observation n's header block from the template and the
-// sender's keywords, and shows its main keywords in the status.
-func (s *session) header(n int) ([]byte, error) {
+// header builds the observation's header from the template and the sender's
+// keywords, with UTC_START at start unless they set it.
+func (s *session) header(start time.Time) (*dada.Header, error) {
 	b := s.r.cfg.Header
 	b.Mode, b.QPs = s.r.cfg.Mode, s.r.cfg.QPs
-	hd, err := b.Build(n, s.hello.Header, time.Now())
-	if err != nil {
-		return nil, err
+	return b.Build(s.obs, s.hello.Header, start)
+}
+
+// writeHeader writes the observation's header into the ring once, before its
+// first block is committed: UTC_START, unless the sender or the template set
+// it, is when the first byte landed (or, for a stream without data, now). It
+// shows the header's main keywords in the status.
+func (s *session) writeHeader() error {
+	if s.headerDone {
+		return nil
 	}
+	start := s.firstByte
+	if start.IsZero() {
+		start = time.Now()
+	}
+	hd, err := s.header(start)
+	if err != nil {
+		return fmt.Errorf("build header for observation %d: %w", s.obs, err)
+	}
+	blk, err := hd.Bytes(s.r.cfg.Header.Size)
+	if err != nil {
+		return fmt.Errorf("build header for observation %d: %w", s.obs, err)
+	}
+	if err := s.r.w.WriteHeader(blk); err != nil {
+		return fmt.Errorf("write header of observation %d: %w", s.obs, err)
+	}
+	s.headerDone = true
 	s.r.t.Update(func(st *Status) { st.Header = statusHeader(hd) })
-	return hd.Bytes(b.Size)
+	return nil
 }
 
 // awaitFirstBlock waits for the stream's first ring block while the readers
@@ -512,6 +540,9 @@ func (s *session) reportHeld(final bool) error {
 
 // finish commits the last blocks and ends the observation in the ring.
 func (s *session) finish(fill []Filled) error {
+	if err := s.writeHeader(); err != nil {
+		return err
+	}
 	for _, f := range fill {
 		if err := s.commit(f); err != nil {
 			return err
@@ -521,6 +552,9 @@ func (s *session) finish(fill []Filled) error {
 }
 
 func (s *session) commit(f Filled) error {
+	if err := s.writeHeader(); err != nil {
+		return err
+	}
 	if err := s.rw.fill(int(f.Bytes), f.Last); err != nil {
 		return err
 	}
@@ -673,6 +707,9 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		}
 		if n > 0 {
 			progressed = true
+			if s.firstByte.IsZero() {
+				s.firstByte = time.Now() // UTC_START: when the first byte landed
+			}
 			if err := s.repost(); err != nil {
 				return false, "receive post failed", err
 			}

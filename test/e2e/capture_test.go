@@ -177,7 +177,7 @@ func stepStream(t *testing.T) {
 	// ... with the SOURCE the sender put in the observation's header
 	mid := waitCapture(t, sample.GetName(), 2*time.Minute, "reports data and the sender's SOURCE while the sender runs", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Receiving" && num(u, "status", "bytesReceived") > 0 && num(u, "status", "rateBytesPerSecond") > 0 &&
-			str(u, "status", "observation", "source") == "J0437-4715" && str(u, "status", "observation", "utcStartSource") == "accepted"
+			str(u, "status", "observation", "source") == "J0437-4715" && str(u, "status", "observation", "utcStartSource") == "first-byte"
 	})
 	waitFor(t, 3*time.Minute, "sender pod finished", func(ctx context.Context) (bool, string, error) {
 		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
