@@ -232,15 +232,9 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
 	for _, mode := range []Mode{ModeSend, ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
-			h := testRing(t, nbufs, bufsz)
-			// The reader stops after the receiver (cleanups run last first), so
-			// that a receiver ending a failed test finds its blocks cleared.
-			release := make(chan struct{})
-			var once sync.Once
-			letGo := func() { once.Do(func() { close(release) }) }
-			defer letGo()
-			held, readBytes := holdingReader(t, context.Background(), h, release)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 1}, MRWholeRing)
+			hh := startHeld(t, mode, nbufs, bufsz, msg, 1)
+			defer hh.letGo()
+			hs, held, readBytes, letGo := hh.hs, hh.held, hh.readBytes, hh.letGo
 			srv := httptest.NewServer(hs.rx.Tracker().Handler())
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -468,13 +462,9 @@ func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
 	for _, mode := range []Mode{ModeSend, ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
-			h := testRing(t, nbufs, bufsz)
-			release := make(chan struct{})
-			var once sync.Once
-			letGo := func() { once.Do(func() { close(release) }) }
-			defer letGo()
-			held, _ := holdingReader(t, context.Background(), h, release)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 2}, MRWholeRing)
+			hh := startHeld(t, mode, nbufs, bufsz, msg, 2)
+			defer hh.letGo()
+			hs, held, letGo := hh.hs, hh.held, hh.letGo
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// Observation 0 fills every block; the reader keeps the first.
@@ -513,4 +503,27 @@ func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldSetup is a receiver (2 queue pairs) on a fresh ring whose one reader
+// keeps the first block it gets until letGo.
+type heldSetup struct {
+	hs        *harness
+	held      <-chan struct{} // closed once the reader holds its block
+	readBytes <-chan uint64   // what the reader read, when it is done
+	letGo     func()          // lets the reader go on (idempotent)
+}
+
+// startHeld starts a heldSetup whose receiver stops after stopObs
+// observations. The reader stops after the receiver (cleanups run last
+// first), so that a receiver ending a failed test finds its blocks cleared.
+func startHeld(t *testing.T, mode Mode, nbufs, bufsz, msg uint64, stopObs int) heldSetup {
+	t.Helper()
+	h := testRing(t, nbufs, bufsz)
+	release := make(chan struct{})
+	var once sync.Once
+	letGo := func() { once.Do(func() { close(release) }) }
+	held, readBytes := holdingReader(t, context.Background(), h, release)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: stopObs}, MRWholeRing)
+	return heldSetup{hs: hs, held: held, readBytes: readBytes, letGo: letGo}
 }
