@@ -145,35 +145,32 @@ func newRingInfoCmd() *cobra.Command {
 		Short: "Show a ring's geometry, contiguity and shared state (like dada_dbmeminfo and dada_dbxferinfo)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := dada.Connect(*key, dada.ConnectOptions{Contiguous: true})
-			if err != nil {
-				return err
-			}
-			defer func() { _ = h.Close() }()
-			snap, err := h.Snapshot()
-			if err != nil {
-				return err
-			}
-			_, contig, reason := h.Data.Contiguous()
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(out).Encode(struct {
-					Key              string        `json:"key"`
-					Contiguous       bool          `json:"contiguous"`
-					ContiguousReason string        `json:"contiguousReason"`
-					PageSize         int           `json:"pageSize"`
-					Snapshot         dada.Snapshot `json:"snapshot"`
-				}{key.String(), contig, reason, h.Data.PageSize(), snap})
-			}
-			outf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
-				h.Data.Key(), h.Data.NBufs(), h.Data.BufSize(), h.Data.Readers(), h.Data.NBufs()*h.Data.BufSize(), h.Data.PageSize(), h.Data.HugePages())
-			outf(out, "contiguous: %v (%s)\n", contig, reason)
-			outf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
-			if err := snap.Data.WriteXferInfo(out); err != nil {
-				return err
-			}
-			outln(out)
-			return snap.Header.WriteXferInfo(out)
+			return withRing(*key, dada.ConnectOptions{Contiguous: true}, func(h *dada.HDU) error {
+				snap, err := h.Snapshot()
+				if err != nil {
+					return err
+				}
+				_, contig, reason := h.Data.Contiguous()
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return json.NewEncoder(out).Encode(struct {
+						Key              string        `json:"key"`
+						Contiguous       bool          `json:"contiguous"`
+						ContiguousReason string        `json:"contiguousReason"`
+						PageSize         int           `json:"pageSize"`
+						Snapshot         dada.Snapshot `json:"snapshot"`
+					}{key.String(), contig, reason, h.Data.PageSize(), snap})
+				}
+				outf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
+					h.Data.Key(), h.Data.NBufs(), h.Data.BufSize(), h.Data.Readers(), h.Data.NBufs()*h.Data.BufSize(), h.Data.PageSize(), h.Data.HugePages())
+				outf(out, "contiguous: %v (%s)\n", contig, reason)
+				outf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
+				if err := snap.Data.WriteXferInfo(out); err != nil {
+					return err
+				}
+				outln(out)
+				return snap.Header.WriteXferInfo(out)
+			})
 		},
 	}
 	key = addKeyFlag(c.Flags())
@@ -190,36 +187,33 @@ func newRingMonitorCmd() *cobra.Command {
 		Short: "Print FRE FUL CLR W R per ring and reader once a second (like dada_dbmonitor)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := dada.Connect(*key, dada.ConnectOptions{})
-			if err != nil {
-				return err
-			}
-			defer func() { _ = h.Close() }()
-			out := cmd.OutOrStdout()
-			snap, err := h.Snapshot()
-			if err != nil {
-				return err
-			}
-			if err := snap.WriteMonitorSummary(out); err != nil {
-				return err
-			}
-			outln(out, snap.MonitorHeading())
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			for i := 0; count == 0 || i < count; i++ {
-				if i > 0 {
-					select {
-					case <-cmd.Context().Done():
-						return nil
-					case <-t.C:
-					}
-					if snap, err = h.Snapshot(); err != nil {
-						return err
-					}
+			return withRing(*key, dada.ConnectOptions{}, func(h *dada.HDU) error {
+				out := cmd.OutOrStdout()
+				snap, err := h.Snapshot()
+				if err != nil {
+					return err
 				}
-				outln(out, snap.MonitorLine())
-			}
-			return nil
+				if err := snap.WriteMonitorSummary(out); err != nil {
+					return err
+				}
+				outln(out, snap.MonitorHeading())
+				t := time.NewTicker(interval)
+				defer t.Stop()
+				for i := 0; count == 0 || i < count; i++ {
+					if i > 0 {
+						select {
+						case <-cmd.Context().Done():
+							return nil
+						case <-t.C:
+						}
+						if snap, err = h.Snapshot(); err != nil {
+							return err
+						}
+					}
+					outln(out, snap.MonitorLine())
+				}
+				return nil
+			})
 		},
 	}
 	key = addKeyFlag(c.Flags())
@@ -236,28 +230,35 @@ func newRingHeaderCmd() *cobra.Command {
 		Short: "Print the oldest header no reader has consumed yet (like dada_header; takes no locks)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := dada.Connect(*key, dada.ConnectOptions{})
-			if err != nil {
+			return withRing(*key, dada.ConnectOptions{}, func(h *dada.HDU) error {
+				ctx := cmd.Context()
+				if wait > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, wait)
+					defer cancel()
+				}
+				hdr, err := h.PeekHeader(ctx)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(hdr)
 				return err
-			}
-			defer func() { _ = h.Close() }()
-			ctx := cmd.Context()
-			if wait > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, wait)
-				defer cancel()
-			}
-			hdr, err := h.PeekHeader(ctx)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(hdr)
-			return err
+			})
 		},
 	}
 	key = addKeyFlag(c.Flags())
 	c.Flags().DurationVar(&wait, "wait", 0, "give up when no header is pending after this long (0: wait until interrupted)")
 	return c
+}
+
+// withRing connects to the ring at key, runs fn on it and disconnects.
+func withRing(key dada.Key, o dada.ConnectOptions, fn func(h *dada.HDU) error) error {
+	h, err := dada.Connect(key, o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = h.Close() }()
+	return fn(h)
 }
 
 // outf and outln write command output; a failing terminal is not worth an error.

@@ -58,15 +58,11 @@ func (r *Reader) Slot() int { return r.data.iread }
 // with both header styles: after a new-style header (end-of-data on the header ring) the
 // header ring is reset for the next one.
 func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
-	if !r.h.enter() {
-		return nil, ErrClosed
+	release, err := r.acquire()
+	if err != nil {
+		return nil, err
 	}
-	defer r.h.exit()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, ErrClosed
-	}
+	defer release()
 	r.hdr.reset()
 	for {
 		_, _, data, _, ok, err := r.hdr.getNextRead(ctx)
@@ -95,15 +91,11 @@ func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
 // NextBlock waits for the next full data block (ipcbuf_get_next_read). It returns io.EOF at
 // the end of the observation; Reset then readies the reader for the next one.
 func (r *Reader) NextBlock(ctx context.Context) (ReadBlock, error) {
-	if !r.h.enter() {
-		return ReadBlock{}, ErrClosed
+	release, err := r.acquire()
+	if err != nil {
+		return ReadBlock{}, err
 	}
-	defer r.h.exit()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return ReadBlock{}, ErrClosed
-	}
+	defer release()
 	if r.open {
 		return ReadBlock{}, errors.New("next block: the previous block is not cleared")
 	}
@@ -124,15 +116,11 @@ func (r *Reader) nextBlock(ctx context.Context) (ReadBlock, error) {
 
 // MarkCleared releases the block returned by NextBlock to the writer.
 func (r *Reader) MarkCleared() error {
-	if !r.h.enter() {
-		return ErrClosed
+	release, err := r.acquire()
+	if err != nil {
+		return err
 	}
-	defer r.h.exit()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return ErrClosed
-	}
+	defer release()
 	return r.markCleared()
 }
 
@@ -149,15 +137,11 @@ func (r *Reader) Read(p []byte) (int, error) { return r.ReadContext(context.Back
 
 // ReadContext is Read with a context for the waits.
 func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
-	if !r.h.enter() {
-		return 0, ErrClosed
+	release, err := r.acquire()
+	if err != nil {
+		return 0, err
 	}
-	defer r.h.exit()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return 0, ErrClosed
-	}
+	defer release()
 	n := 0
 	for n < len(p) {
 		if !r.open {
@@ -197,15 +181,11 @@ func (r *Reader) ReadContext(ctx context.Context, p []byte) (int, error) {
 
 // Reset readies the reader for the next observation after io.EOF (ipcbuf_reset).
 func (r *Reader) Reset() error {
-	if !r.h.enter() {
-		return ErrClosed
+	release, err := r.acquire()
+	if err != nil {
+		return err
 	}
-	defer r.h.exit()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return ErrClosed
-	}
+	defer release()
 	if r.open {
 		return errors.New("reset: a block is still open")
 	}
@@ -242,4 +222,19 @@ func (r *Reader) release() error {
 	errs = append(errs, r.data.unlockRead(), r.hdr.unlockRead())
 	r.closeErr = errors.Join(errs...)
 	return r.closeErr
+}
+
+// acquire holds the HDU open and the reader's lock for one operation; release undoes
+// both. It fails with ErrClosed when the HDU or the reader is closed.
+func (r *Reader) acquire() (release func(), err error) {
+	if !r.h.enter() {
+		return nil, ErrClosed
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.h.exit()
+		return nil, ErrClosed
+	}
+	return func() { r.mu.Unlock(); r.h.exit() }, nil
 }
