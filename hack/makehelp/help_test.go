@@ -61,15 +61,34 @@ func targetsIn(t *testing.T, path string) []string {
 	return names
 }
 
+// runMake runs make in the repository root, on its own: not as a sub-make of a
+// `make test` that runs this test (whose MAKEFLAGS would carry its jobserver).
+// It returns make's standard output.
+func runMake(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", root}, args...)...)
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "MAKE_TERMOUT", "MAKE_TERMERR":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
 // helpEntries runs `make help` and returns target -> description.
 func helpEntries(t *testing.T) map[string]string {
 	t.Helper()
-	out, err := exec.Command("make", "-s", "--no-print-directory", "-C", root, "help").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make help: %v\n%s", err, out)
-	}
+	out := runMake(t, "-s", "help")
 	entries := map[string]string{}
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		name, desc, _ := strings.Cut(strings.TrimSpace(line), " ")
 		if _, dup := entries[name]; dup {
 			t.Errorf("make help lists %q twice", name)
@@ -100,11 +119,8 @@ func TestHelpDescribesEveryTarget(t *testing.T) {
 // `make` with no target builds (the included hack/make/*.mk define targets before
 // `all`, so the default goal has to be set).
 func TestDefaultGoalBuilds(t *testing.T) {
-	out, err := exec.Command("make", "-n", "--no-print-directory", "-C", root, "GO=go").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n: %v\n%s", err, out)
-	}
-	if got := strings.TrimSpace(string(out)); got != "go build -o bin/ ./cmd/..." {
+	out := runMake(t, "-n", "GO=go")
+	if got := strings.TrimSpace(out); got != "go build -o bin/ ./cmd/..." {
 		t.Errorf("make with no target would run:\n%s\nwant only: go build -o bin/ ./cmd/...", got)
 	}
 }
