@@ -13,8 +13,17 @@ BENCH :=
 
 include $(sort $(wildcard hack/make/*.mk))
 
-.PHONY: all setup build test test-all lint generate verify-gen bench demo demo-ring clean
+# `make` with no target builds: the included files define targets before `all` does.
+.DEFAULT_GOAL := all
+
+.PHONY: all help setup build test test-all lint generate verify-gen bench demo demo-ring clean
+
+## all: the default goal (`make` with no target): same as build
 all: build
+
+## help: list every target with its one-line description (the first `## target:` line above it)
+help:
+	@awk '/^## [A-Za-z0-9_.-]+: / { t = $$2; sub(/:$$/, "", t); d = $$0; sub(/^## [^:]+: /, "", d); printf "  %-22s %s\n", t, d }' $(MAKEFILE_LIST)
 
 ## setup: install apt packages and Go tools (idempotent)
 setup:
@@ -48,11 +57,12 @@ bench: $(BENCH)
 test-all: setup lint verify-gen test $(TEST_ALL)
 	@echo "test-all: all tiers passed"
 
+## clean: remove bin/
 clean:
 	rm -rf bin/
 
-## demo: the main job on a built-in default: a real cluster whose node runs in the Soft-RoCE VM,
-## ringcap installed with helm, the sample RingCapture applied, data streamed over RoCE (see README)
+## demo: the main job end to end: a real cluster with its node in the Soft-RoCE VM, data streamed over RoCE
+# (ringcap installed with helm, the sample RingCapture applied; see README)
 demo: setup
 	hack/demo-cluster.sh
 

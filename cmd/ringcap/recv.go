@@ -241,7 +241,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	}
 	port, _ := strconv.Atoi(portStr)
 	ep.Address, ep.Port = host, port
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", ep.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	t.Update(func(s *capture.Status) { s.Endpoint = ep })
 
 	fab, err := capture.NewVerbsReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })

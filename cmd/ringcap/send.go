@@ -194,7 +194,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if err != nil {
 		return err
 	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", ep.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
 	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
 		return err
 	}

@@ -9,14 +9,15 @@ BENCH += bench-dada
 
 .PHONY: test-demo bench-dada fuzz-dada interop-dada
 
-## test-demo: run the ring demo (hack/demo.sh) on a small stream; fails on any mismatch or leftover.
-## Uses a pid-derived key (never dada, which belongs to users and `make demo`).
+## test-demo: run the ring demo (hack/demo.sh) on a small stream; fails on any mismatch or leftover
+# Uses a pid-derived key (never dada, which belongs to users and `make demo`).
 test-demo:
 	DEMO_KEY=$$(printf '%x' $$(( (0x3000 + $$$$ % 64 * 0x100) << 16 | 0xc000 ))) DEMO_BYTES=$$((64 << 20)) hack/demo.sh
 
-## bench-dada: ring throughput writer->reader (1 and 2 readers, 1 MiB and 16 MiB blocks) and
-## the per-block handoff cost, each beside a plain copy measured in the same run, and
-## `ring write -f` of a tmpfs file beside dd reading it (ratio write-file/dd-read)
+## bench-dada: ring throughput, per-block handoff and `ring write -f` vs dd, each beside its anchor
+# Ring throughput writer->reader (1 and 2 readers, 1 MiB and 16 MiB blocks) and
+# the per-block handoff cost, each beside a plain copy measured in the same run, and
+# `ring write -f` of a tmpfs file beside dd reading it (ratio write-file/dd-read)
 bench-dada:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/dada ./pkg/pattern ./cmd/ringcap
 
@@ -24,7 +25,7 @@ bench-dada:
 fuzz-dada:
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime $(FUZZTIME) ./pkg/dada
 
-## interop-dada: check rings against real PSRDADA tools built from PSRDADA_SRC (a checkout of
-## github.com/mirror-psrdada/mirror-psrdada-code); manual, not in CI (no access to its sources)
+## interop-dada: check rings against real PSRDADA tools built from PSRDADA_SRC (manual, not in CI)
+# PSRDADA_SRC is a checkout of github.com/mirror-psrdada/mirror-psrdada-code; not in CI (no access to its sources).
 interop-dada:
 	hack/dada-interop.sh $(PSRDADA_SRC)

@@ -22,9 +22,11 @@ chart-manifests: $$(filter-out chart-manifests,$$(GENERATE))
 e2e:
 	test/e2e/harness/e2e.sh
 
-## e2e-up / e2e-down: bring the e2e cluster up and leave it running / tear it down
+## e2e-up: bring the e2e cluster up and leave it running (e2e-down tears it down)
 e2e-up:
 	test/e2e/harness/up.sh
+
+## e2e-down: tear down the cluster of e2e-up
 e2e-down:
 	test/e2e/harness/down.sh
 

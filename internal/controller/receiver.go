@@ -2,16 +2,18 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // statusPollInterval is how often the operator reads a running receiver's /status.
@@ -32,82 +34,34 @@ const statusPollInterval = 4 * time.Second
 const statusFetchTimeout = 2 * time.Second
 
 // ReceiverStatus is the JSON the receiver (`ringcap recv`) serves on /status and
-// writes as its summary file.
-type ReceiverStatus struct {
-	Version int    `json:"version"`
-	State   string `json:"state"` // Starting | Listening | Receiving | Finished | Failed
-	Message string `json:"message"`
-	Ring    struct {
-		Key        string `json:"key"`
-		Ready      bool   `json:"ready"`
-		Blocks     int64  `json:"blocks"`
-		BlockBytes int64  `json:"blockBytes"`
-		Readers    int32  `json:"readers"`
-	} `json:"ring"`
-	Endpoint struct {
-		Address   string `json:"address"`
-		Port      int32  `json:"port"`
-		Device    string `json:"device"`
-		IBPort    int32  `json:"ibPort"`
-		GIDIndex  *int32 `json:"gidIndex"`
-		GID       string `json:"gid"`
-		Netdev    string `json:"netdev"`
-		GIDReason string `json:"gidReason"`
-	} `json:"endpoint"`
-	MemoryRegistration struct {
-		Mode    string `json:"mode"`
-		Regions int32  `json:"regions"`
-		Bytes   int64  `json:"bytes"`
-		Reason  string `json:"reason"`
-	} `json:"memoryRegistration"`
-	QueuePairs         int32   `json:"queuePairs"`
-	TransferMode       string  `json:"transferMode"`
-	BytesReceived      int64   `json:"bytesReceived"`
-	BlocksFilled       int64   `json:"blocksFilled"`
-	Observations       int64   `json:"observations"`
-	RateBytesPerSecond float64 `json:"rateBytesPerSecond"`
-	// HeldBackSeconds is the receiver's total time held back by the readers (waiting
-	// for a free block), including a hold still going on.
-	HeldBackSeconds float64 `json:"heldBackSeconds"`
-	// HeldBackSince is when the current hold began (RFC 3339 with nanoseconds), ""
-	// while the receiver is not held back.
-	HeldBackSince    string `json:"heldBackSince,omitempty"`
-	CompletionErrors int64  `json:"completionErrors"`
-	StartTime        string `json:"startTime"`
-	CompletionTime   string `json:"completionTime"`
-	// Header holds the main keywords of the current (or last) observation's header.
-	Header map[string]string `json:"header,omitempty"`
-	// LastObservation is the most recent observation that ended.
-	LastObservation *struct {
-		Bytes   int64   `json:"bytes"`
-		Seconds float64 `json:"seconds"`
-	} `json:"lastObservation"`
-}
+// writes as its summary file; statusdoc defines it for both sides.
+type ReceiverStatus = statusdoc.Status
 
 // Receiver states of /status.
 const (
-	ReceiverStarting  = "Starting"
-	ReceiverListening = "Listening"
-	ReceiverReceiving = "Receiving"
-	ReceiverFinished  = "Finished"
-	ReceiverFailed    = "Failed"
+	ReceiverStarting  = statusdoc.StateStarting
+	ReceiverListening = statusdoc.StateListening
+	ReceiverReceiving = statusdoc.StateReceiving
+	ReceiverFinished  = statusdoc.StateFinished
+	ReceiverFailed    = statusdoc.StateFailed
 )
 
-// ParseReceiverStatus decodes the receiver's /status or summary JSON.
+// ParseReceiverStatus decodes the receiver's /status or summary JSON; it refuses
+// a version other than statusdoc.Version and an unknown state.
 func ParseReceiverStatus(b []byte) (*ReceiverStatus, error) {
-	var st ReceiverStatus
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("decode receiver status: %w", err)
-	}
-	if st.Version != 1 {
-		return nil, fmt.Errorf("decode receiver status: unsupported version %d (want 1)", st.Version)
-	}
-	switch st.State {
-	case ReceiverStarting, ReceiverListening, ReceiverReceiving, ReceiverFinished, ReceiverFailed:
-	default:
-		return nil, fmt.Errorf("decode receiver status: unknown state %q", st.State)
-	}
-	return &st, nil
+	return statusdoc.Parse(b)
+}
+
+// apiInt64 converts a count of the status document to the API's int64,
+// saturating (a count beyond it cannot happen in practice).
+func apiInt64(v uint64) int64 {
+	return int64(min(v, math.MaxInt64))
+}
+
+// apiInt32 converts a small integer of the status document (a port, a number
+// of queue pairs or regions) to the API's int32, saturating.
+func apiInt32(v int) int32 {
+	return int32(max(min(v, math.MaxInt32), math.MinInt32))
 }
 
 // StatusURLFunc returns the URL of a pod's receiver /status.

@@ -33,7 +33,7 @@ func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus
 	run := configFromArgs(podGeneration(pod), args)
 	if rs != nil {
 		if rs.QueuePairs > 0 {
-			run.QueuePairs = rs.QueuePairs
+			run.QueuePairs = apiInt32(rs.QueuePairs)
 		}
 		if rs.TransferMode != "" {
 			run.Mode = modeName(rs.TransferMode)

@@ -92,7 +92,7 @@ func TestComputeStatusRuns(t *testing.T) {
 					t.Errorf("heldBackSeconds %d, want 95", st.HeldBackSeconds)
 				}
 			}},
-		{name: "held back before, not now", pod: testPod(running), recv: heldBack(0, 12).withoutHold(),
+		{name: "held back before, not now", pod: testPod(running), recv: withoutHold(heldBack(0, 12)),
 			phase: ringcapv1.PhaseReceiving, conds: conds{"ReadersBehind": "False/ReadersKeepingUp"},
 			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
 				if st.HeldBackSeconds != 12 {
@@ -100,7 +100,7 @@ func TestComputeStatusRuns(t *testing.T) {
 				}
 			}},
 		{name: "spec changed while the pod listens: the running config, and the change pending", spec: qps8,
-			pod: testPodOf(2, nil, running), recv: recvStatus(ReceiverListening, 0).withQPs(4),
+			pod: testPodOf(2, nil, running), recv: withQPs(recvStatus(ReceiverListening, 0), 4),
 			phase: ringcapv1.PhaseListening, conds: conds{"ChangePending": "True/SpecChangePending", "Ready": "True/ReceiverReady"},
 			messages: map[string]string{"ChangePending": "receiver queuePairs 4 -> 8"},
 			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
@@ -164,12 +164,12 @@ func TestComputeStatusRuns(t *testing.T) {
 	}
 }
 
-func (rs *ReceiverStatus) withoutHold() *ReceiverStatus {
+func withoutHold(rs *ReceiverStatus) *ReceiverStatus {
 	rs.HeldBackSince = ""
 	return rs
 }
 
-func (rs *ReceiverStatus) withQPs(n int32) *ReceiverStatus {
+func withQPs(rs *ReceiverStatus, n int) *ReceiverStatus {
 	rs.QueuePairs = n
 	return rs
 }

@@ -181,8 +181,8 @@ func endedRun(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus, in Obse
 		st.Pod = ""
 	} else {
 		st.Pod, st.Node = in.Pod.Name, in.Pod.Spec.NodeName
-		if rs := terminationSummary(in.Pod); rs != nil && rs.BytesReceived >= st.BytesReceived {
-			st.BytesReceived, st.BlocksFilled, st.Observations = rs.BytesReceived, rs.BlocksFilled, rs.Observations
+		if rs := terminationSummary(in.Pod); rs != nil && apiInt64(rs.BytesReceived) >= st.BytesReceived {
+			st.BytesReceived, st.BlocksFilled, st.Observations = apiInt64(rs.BytesReceived), apiInt64(rs.BlocksFilled), int64(rs.Observations)
 			st.Received = HumanBytes(st.BytesReceived)
 		}
 	}
@@ -206,7 +206,7 @@ func setRingReady(set setFunc, v verdict, rs *ReceiverStatus, in Observed) bool 
 	switch {
 	case ready:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionTrue, ReasonRingCreated,
-			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers)+externalReadersNote(in.Pod, int(rs.Ring.Readers)))
+			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers)+externalReadersNote(in.Pod, rs.Ring.Readers))
 	case v.failed:
 		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureFailed, "the capture failed: its pod is stopped and the ring released")
 	case v.ended:
@@ -394,14 +394,14 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
 	if o := ObservationHeader(rs.Header); o != nil {
 		st.Observation = o
 	}
-	st.BytesReceived = rs.BytesReceived
-	st.BlocksFilled = rs.BlocksFilled
-	st.Observations = rs.Observations
+	st.BytesReceived = apiInt64(rs.BytesReceived)
+	st.BlocksFilled = apiInt64(rs.BlocksFilled)
+	st.Observations = int64(rs.Observations)
 	st.RateBytesPerSecond = int64(rs.RateBytesPerSecond)
 	if rs.MemoryRegistration.Mode != "" {
 		st.MemoryRegistration = &ringcapv1.MemoryRegistrationStatus{
-			Mode: rs.MemoryRegistration.Mode, Regions: rs.MemoryRegistration.Regions,
-			Bytes: rs.MemoryRegistration.Bytes, Reason: rs.MemoryRegistration.Reason,
+			Mode: rs.MemoryRegistration.Mode, Regions: apiInt32(rs.MemoryRegistration.Regions),
+			Bytes: apiInt64(rs.MemoryRegistration.Bytes), Reason: rs.MemoryRegistration.Reason,
 		}
 	}
 	if t, err := time.Parse(time.RFC3339, rs.StartTime); err == nil {
@@ -433,11 +433,11 @@ func endpoint(pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatu
 			ep.Address = e.Address
 		}
 		if e.Port != 0 {
-			ep.Port = e.Port
+			ep.Port = apiInt32(e.Port)
 		}
-		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, e.IBPort, e.GID, e.Netdev
+		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, apiInt32(e.IBPort), e.GID, e.Netdev
 		if e.GIDIndex != nil && *e.GIDIndex >= 0 { // -1: not chosen yet
-			ep.GIDIndex = ptr(*e.GIDIndex)
+			ep.GIDIndex = ptr(apiInt32(*e.GIDIndex))
 		}
 	}
 	if ep.Address == "" && ep.Device == "" {

@@ -67,10 +67,10 @@ func chain(fs ...func(p *corev1.Pod)) func(p *corev1.Pod) {
 }
 
 func recvStatus(state string, bytes int64) *ReceiverStatus {
-	rs := &ReceiverStatus{Version: 1, State: state, BytesReceived: bytes, BlocksFilled: bytes / 524288, RateBytesPerSecond: 1.25e9}
+	rs := &ReceiverStatus{Version: 1, State: state, BytesReceived: uint64(bytes), BlocksFilled: uint64(bytes / 524288), RateBytesPerSecond: 1.25e9}
 	rs.Ring.Key, rs.Ring.Ready, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers = "dada", state != ReceiverStarting, 4, 524288, 1
 	rs.Endpoint.Address, rs.Endpoint.Port, rs.Endpoint.Device, rs.Endpoint.IBPort = "10.88.0.7", 18515, "rxe0", 1
-	rs.Endpoint.GIDIndex, rs.Endpoint.GID = ptr(int32(1)), "::ffff:198.18.0.1"
+	rs.Endpoint.GIDIndex, rs.Endpoint.GID = ptr(1), "::ffff:198.18.0.1"
 	rs.MemoryRegistration.Mode, rs.MemoryRegistration.Regions, rs.MemoryRegistration.Reason = "WholeRing", 1, "blocks contiguous"
 	rs.StartTime = "2026-11-21T14:59:00Z"
 	return rs

@@ -382,11 +382,11 @@ func terminateContainers(tb testing.TB, pod *corev1.Pod, phase corev1.PodPhase, 
 
 func receiverStatus(state string, bytes int64) controller.ReceiverStatus {
 	var st controller.ReceiverStatus
-	st.Version, st.State, st.BytesReceived = 1, state, bytes
-	st.BlocksFilled = bytes / 524288
+	st.Version, st.State, st.BytesReceived = 1, state, uint64(bytes)
+	st.BlocksFilled = uint64(bytes / 524288)
 	st.Ring.Key, st.Ring.Ready, st.Ring.Blocks, st.Ring.BlockBytes, st.Ring.Readers = "dada", state != "Starting", 4, 524288, 1
 	st.Endpoint.Address, st.Endpoint.Port, st.Endpoint.Device, st.Endpoint.IBPort = "10.88.0.5", 18515, "rxe0", 1
-	st.Endpoint.GIDIndex, st.Endpoint.GID, st.Endpoint.Netdev = ptr(int32(1)), "::ffff:198.18.0.1", "veth0"
+	st.Endpoint.GIDIndex, st.Endpoint.GID, st.Endpoint.Netdev = ptr(1), "::ffff:198.18.0.1", "veth0"
 	st.MemoryRegistration.Mode, st.MemoryRegistration.Regions, st.MemoryRegistration.Bytes = "WholeRing", 1, 4*524288
 	st.MemoryRegistration.Reason = "blocks contiguous"
 	st.QueuePairs, st.TransferMode = 4, "send"

@@ -224,7 +224,7 @@ func TestVMEndToEnd(t *testing.T) {
 					if st.State != StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
 						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
 						st.QueuePairs != qps || st.TransferMode != mode || st.BusyPoll != (qps == 16) ||
-						st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex != 1 {
+						st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 1 {
 						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
 					}
 					if !strings.Contains(recv.output(), "Registered ring key="+key+" mode="+wantMR) {
@@ -476,7 +476,7 @@ func TestVMWrongGIDIndex(t *testing.T) {
 	if err := recv.wait(t, time.Minute); err != nil {
 		t.Fatalf("recv after SIGTERM: %v\n%s", err, recv.output())
 	}
-	if st := readSummary(t, summary); st.State != StateFinished || st.Observations != 0 || st.Endpoint.GIDIndex != 0 {
+	if st := readSummary(t, summary); st.State != StateFinished || st.Observations != 0 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 0 {
 		t.Fatalf("summary %+v", st)
 	}
 }

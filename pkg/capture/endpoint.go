@@ -110,7 +110,7 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, Endp
 
 func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (DeviceConfig, EndpointStatus, error) {
 	return DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
-		EndpointStatus{Device: d.Name, IBPort: p.Num, GIDIndex: g.Index, GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
+		EndpointStatus{Device: d.Name, IBPort: p.Num, GIDIndex: new(g.Index), GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
 }
 
 func names(devs []rdma.Device) string {

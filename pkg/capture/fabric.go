@@ -115,14 +115,6 @@ type SenderFabric interface {
 	Close() error
 }
 
-// MRInfo describes a memory registration for status and logs.
-type MRInfo struct {
-	Mode    string `json:"mode"`
-	Regions int    `json:"regions"`
-	Bytes   uint64 `json:"bytes"`
-	Reason  string `json:"reason"`
-}
-
 // WCError is a failed work completion; Status is the verbs status name.
 type WCError struct {
 	QP     int

@@ -12,86 +12,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // Receiver states as reported in Status.State.
 const (
-	StateStarting  = "Starting"
-	StateListening = "Listening"
-	StateReceiving = "Receiving"
-	StateFinished  = "Finished"
-	StateFailed    = "Failed"
+	StateStarting  = statusdoc.StateStarting
+	StateListening = statusdoc.StateListening
+	StateReceiving = statusdoc.StateReceiving
+	StateFinished  = statusdoc.StateFinished
+	StateFailed    = statusdoc.StateFailed
 )
 
 // StatusVersion is the version of the Status JSON document.
-const StatusVersion = 1
+const StatusVersion = statusdoc.Version
 
-// RingStatus describes the ring in Status.
-type RingStatus struct {
-	Key        string `json:"key"`
-	Ready      bool   `json:"ready"`
-	Blocks     int    `json:"blocks"`
-	BlockBytes int    `json:"blockBytes"`
-	Readers    int    `json:"readers"`
-}
-
-// EndpointStatus describes the RDMA endpoint in Status.
-type EndpointStatus struct {
-	Address   string `json:"address"`
-	Port      int    `json:"port"`
-	Device    string `json:"device"`
-	IBPort    int    `json:"ibPort"`
-	GIDIndex  int    `json:"gidIndex"`
-	GID       string `json:"gid"`
-	Netdev    string `json:"netdev"`
-	GIDReason string `json:"gidReason"`
-}
-
-// ObservationStatus describes the last observation.
-type ObservationStatus struct {
-	Number   int     `json:"number"`
-	Bytes    uint64  `json:"bytes"`
-	Blocks   uint64  `json:"blocks"`
-	Seconds  float64 `json:"seconds"`
-	Gbps     float64 `json:"gbps"`
-	Complete bool    `json:"complete"`
-	Message  string  `json:"message,omitempty"`
-}
-
-// Status is the receiver's state as served on /status and written to the
-// summary file. The operator reads it; the field names are an interface.
-type Status struct {
-	Version            int            `json:"version"`
-	State              string         `json:"state"`
-	Message            string         `json:"message"`
-	Ring               RingStatus     `json:"ring"`
-	Endpoint           EndpointStatus `json:"endpoint"`
-	MemoryRegistration MRInfo         `json:"memoryRegistration"`
-	QueuePairs         int            `json:"queuePairs"`
-	TransferMode       string         `json:"transferMode"`
-	BusyPoll           bool           `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
-	BytesReceived      uint64         `json:"bytesReceived"`
-	BlocksFilled       uint64         `json:"blocksFilled"`
-	Observations       int            `json:"observations"`
-	RateBytesPerSecond float64        `json:"rateBytesPerSecond"`
-	// HeldBackSeconds is the time the receiver has been held back by its
-	// ring's readers (no block free for the stream), the hold going on now
-	// included.
-	HeldBackSeconds float64 `json:"heldBackSeconds"`
-	// HeldBackSince is when the hold going on now began (RFC 3339 with
-	// nanoseconds); empty while the receiver is not held back.
-	HeldBackSince string `json:"heldBackSince,omitempty"`
-	// Header holds the main keywords (StatusHeaderKeys) of the header of the
-	// observation in progress or, between observations, the last one.
-	Header           map[string]string  `json:"header,omitempty"`
-	CompletionErrors uint64             `json:"completionErrors"`
-	StartTime        string             `json:"startTime"`
-	CompletionTime   string             `json:"completionTime"`
-	Seconds          float64            `json:"seconds"`
-	Gbps             float64            `json:"gbps"`
-	IncompleteObs    int                `json:"incompleteObservations"`
-	LastObservation  *ObservationStatus `json:"lastObservation,omitempty"`
-}
+// The status document is defined once, in package statusdoc, for the receiver
+// and the operator that reads it.
+type (
+	// Status is the receiver's state as served on /status and written to the
+	// summary file.
+	Status = statusdoc.Status
+	// RingStatus describes the ring in Status.
+	RingStatus = statusdoc.Ring
+	// EndpointStatus describes the RDMA endpoint in Status.
+	EndpointStatus = statusdoc.Endpoint
+	// ObservationStatus describes the last observation.
+	ObservationStatus = statusdoc.Observation
+	// MRInfo describes a memory registration for status and logs.
+	MRInfo = statusdoc.MemoryRegistration
+)
 
 // Tracker holds the live Status and the Prometheus metrics of a receiver.
 // Every method is safe for concurrent use.
@@ -115,7 +66,9 @@ type Tracker struct {
 // NewTracker returns a tracker in state Starting.
 func NewTracker() *Tracker {
 	t := &Tracker{reg: prometheus.NewRegistry(), start: time.Now()}
-	t.st = Status{Version: StatusVersion, State: StateStarting, StartTime: t.start.UTC().Format(time.RFC3339)}
+	// gidIndex reads 0 until the endpoint is chosen, as it always has.
+	t.st = Status{Version: StatusVersion, State: StateStarting, StartTime: t.start.UTC().Format(time.RFC3339),
+		Endpoint: EndpointStatus{GIDIndex: new(int)}}
 	t.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_bytes_total", Help: "Bytes received into the ring, per queue pair."}, []string{"qp"})
 	t.messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_messages_total", Help: "Messages (slices) received, per queue pair."}, []string{"qp"})
 	t.blocks = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_blocks_filled_total", Help: "Ring blocks marked filled."})
@@ -139,7 +92,7 @@ func NewTracker() *Tracker {
 }
 
 func (t *Tracker) setStateGauge(s string) {
-	for _, x := range []string{StateStarting, StateListening, StateReceiving, StateFinished, StateFailed} {
+	for _, x := range statusdoc.States {
 		v := 0.0
 		if x == s {
 			v = 1
@@ -181,6 +134,10 @@ func (t *Tracker) Snapshot() Status {
 	if s.LastObservation != nil {
 		o := *s.LastObservation
 		s.LastObservation = &o
+	}
+	if s.Endpoint.GIDIndex != nil {
+		g := *s.Endpoint.GIDIndex
+		s.Endpoint.GIDIndex = &g
 	}
 	return s
 }

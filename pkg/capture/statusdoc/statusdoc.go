@@ -1,0 +1,125 @@
+// Package statusdoc defines the receiver's status document: the JSON that
+// `ringcap recv` serves on /status and writes as its summary file (in
+// Kubernetes, the termination log), and that the operator reads. It is the one
+// definition both sides use; it imports nothing but the standard library, so
+// that the operator stays free of cgo and of the capture engine.
+//
+// The JSON field names are an interface: renaming one breaks operators that
+// read older or newer receivers of the same Version.
+package statusdoc
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Version is the version of the document; Parse accepts only this one.
+const Version = 1
+
+// Receiver states as reported in Status.State.
+const (
+	StateStarting  = "Starting"
+	StateListening = "Listening"
+	StateReceiving = "Receiving"
+	StateFinished  = "Finished"
+	StateFailed    = "Failed"
+)
+
+// States lists every state, in the order a receiver goes through them.
+var States = []string{StateStarting, StateListening, StateReceiving, StateFinished, StateFailed}
+
+// Ring describes the ring in Status.
+type Ring struct {
+	Key        string `json:"key"`
+	Ready      bool   `json:"ready"`
+	Blocks     int    `json:"blocks"`
+	BlockBytes int    `json:"blockBytes"`
+	Readers    int    `json:"readers"`
+}
+
+// Endpoint describes the RDMA endpoint in Status.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    int    `json:"port"`
+	Device  string `json:"device"`
+	IBPort  int    `json:"ibPort"`
+	// GIDIndex is the local GID index. The receiver always sends it (0 until
+	// the endpoint is chosen); a reader treats it as absent when null or
+	// missing (nil) and as not chosen yet when negative.
+	GIDIndex  *int   `json:"gidIndex"`
+	GID       string `json:"gid"`
+	Netdev    string `json:"netdev"`
+	GIDReason string `json:"gidReason"`
+}
+
+// MemoryRegistration describes how the ring is registered with the RDMA
+// device (Mode is Auto's choice, WholeRing or PerBlock).
+type MemoryRegistration struct {
+	Mode    string `json:"mode"`
+	Regions int    `json:"regions"`
+	Bytes   uint64 `json:"bytes"`
+	Reason  string `json:"reason"`
+}
+
+// Observation describes an observation that ended.
+type Observation struct {
+	Number   int     `json:"number"`
+	Bytes    uint64  `json:"bytes"`
+	Blocks   uint64  `json:"blocks"`
+	Seconds  float64 `json:"seconds"`
+	Gbps     float64 `json:"gbps"`
+	Complete bool    `json:"complete"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// Status is the receiver's state as served on /status and written to the
+// summary file.
+type Status struct {
+	Version            int                `json:"version"`
+	State              string             `json:"state"`
+	Message            string             `json:"message"`
+	Ring               Ring               `json:"ring"`
+	Endpoint           Endpoint           `json:"endpoint"`
+	MemoryRegistration MemoryRegistration `json:"memoryRegistration"`
+	QueuePairs         int                `json:"queuePairs"`
+	TransferMode       string             `json:"transferMode"`
+	BusyPoll           bool               `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
+	BytesReceived      uint64             `json:"bytesReceived"`
+	BlocksFilled       uint64             `json:"blocksFilled"`
+	Observations       int                `json:"observations"`
+	RateBytesPerSecond float64            `json:"rateBytesPerSecond"`
+	// HeldBackSeconds is the time the receiver has been held back by its
+	// ring's readers (no block free for the stream), the hold going on now
+	// included.
+	HeldBackSeconds float64 `json:"heldBackSeconds"`
+	// HeldBackSince is when the hold going on now began (RFC 3339 with
+	// nanoseconds); empty while the receiver is not held back.
+	HeldBackSince string `json:"heldBackSince,omitempty"`
+	// Header holds the main keywords (capture.StatusHeaderKeys) of the header
+	// of the observation in progress or, between observations, the last one.
+	Header           map[string]string `json:"header,omitempty"`
+	CompletionErrors uint64            `json:"completionErrors"`
+	StartTime        string            `json:"startTime"`      // RFC 3339
+	CompletionTime   string            `json:"completionTime"` // RFC 3339, once Finished or Failed
+	Seconds          float64           `json:"seconds"`
+	Gbps             float64           `json:"gbps"`
+	IncompleteObs    int               `json:"incompleteObservations"`
+	// LastObservation is the most recent observation that ended.
+	LastObservation *Observation `json:"lastObservation,omitempty"`
+}
+
+// Parse decodes a status document and checks its version and state.
+func Parse(b []byte) (*Status, error) {
+	var st Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("decode receiver status: %w", err)
+	}
+	if st.Version != Version {
+		return nil, fmt.Errorf("decode receiver status: unsupported version %d (want %d)", st.Version, Version)
+	}
+	if !slices.Contains(States, st.State) {
+		return nil, fmt.Errorf("decode receiver status: unknown state %q", st.State)
+	}
+	return &st, nil
+}
