@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
+	"github.com/ringcap/ringcap/internal/testenv"
 )
 
 var env *testenv.Env

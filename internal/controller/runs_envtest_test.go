@@ -20,7 +20,7 @@ import (
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
+	"github.com/ringcap/ringcap/internal/testenv"
 )
 
 // staleClient is the API client with a cache that has not seen the latest RingCapture

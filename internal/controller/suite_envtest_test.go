@@ -31,7 +31,7 @@ import (
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
+	"github.com/ringcap/ringcap/internal/testenv"
 )
 
 const (

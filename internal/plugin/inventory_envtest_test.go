@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	ringcapv1alpha1 "github.com/ringcap/ringcap/api/v1alpha1"
-	"github.com/ringcap/ringcap/internal/controller/testenv"
+	"github.com/ringcap/ringcap/internal/testenv"
 )
 
 // PluginRules are the API permissions the plugin needs (the chart's ClusterRole must

@@ -39,7 +39,7 @@ type Env struct {
 // RepoRoot returns the repository's root directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // NewScheme returns a scheme with Kubernetes' and ringcap's types.
