@@ -68,6 +68,27 @@ func (d *devFlags) add(c *cobra.Command) {
 	fs.IntVar(&d.gidIndex, "gid-index", -1, "GID index (default: $"+envGIDIndex+", else automatic: RoCE v2, IPv4-mapped preferred)")
 }
 
+// choose discovers the RDMA devices and picks the device, port and GID for ip
+// (the flags, then the device plugin's environment, then automatically), and
+// logs the choice. localIPs are this host's (pod's) addresses, or nil.
+func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (capture.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
+	req, err := d.request(ip)
+	if err != nil {
+		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+	}
+	req.LocalIPs = localIPs
+	devs, _, err := rdma.Discover(rdma.DefaultRoots)
+	if err != nil {
+		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
+	}
+	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
+	if err != nil {
+		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+	}
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	return devCfg, ep, devs, nil
+}
+
 // request merges flags, then the device plugin's environment.
 func (d *devFlags) request(ip net.IP) (capture.EndpointRequest, error) {
 	req := capture.EndpointRequest{Device: d.device, Port: d.port, GIDIndex: d.gidIndex, IP: ip, Source: "flags"}
@@ -226,22 +247,12 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if host != "" && listenIP == nil {
 		return fmt.Errorf("--listen %q: the host must be an IP address", o.listen)
 	}
-	req, err := o.dev.request(listenIP)
-	if err != nil {
-		return err
-	}
-	req.LocalIPs = localIPs()
-	devs, _, err := rdma.Discover(rdma.DefaultRoots)
-	if err != nil {
-		return fmt.Errorf("discover RDMA devices: %w", err)
-	}
-	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
+	devCfg, ep, _, err := o.dev.choose(listenIP, localIPs(), log)
 	if err != nil {
 		return err
 	}
 	port, _ := strconv.Atoi(portStr)
 	ep.Address, ep.Port = host, port
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	t.Update(func(s *capture.Status) { s.Endpoint = ep })
 
 	fab, err := capture.NewVerbsReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })

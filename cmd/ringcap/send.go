@@ -182,19 +182,10 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if err != nil {
 		return err
 	}
-	req, err := o.dev.request(local)
+	devCfg, ep, devs, err := o.dev.choose(local, nil, log)
 	if err != nil {
 		return err
 	}
-	devs, _, err := rdma.Discover(rdma.DefaultRoots)
-	if err != nil {
-		return fmt.Errorf("discover RDMA devices: %w", err)
-	}
-	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
-	if err != nil {
-		return err
-	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "reason", ep.GIDReason)
 	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
 		return err
 	}
