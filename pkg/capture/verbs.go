@@ -89,7 +89,7 @@ func NewVerbsReceiver(cfg DeviceConfig, ring *dada.Ring, mode verbs.MRMode, log 
 	if err != nil {
 		return nil, err
 	}
-	reg, err := verbs.Register(d.pd, ring, mode, verbs.RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log})
+	reg, err := verbs.Register(d.pd, ring, mode, verbs.RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log, Name: "key=" + ring.Key().String()})
 	if err != nil {
 		_ = d.close()
 		return nil, err

@@ -43,7 +43,7 @@ func BenchmarkRegistration(b *testing.B) {
 		for r := 0; r < rounds; r++ {
 			for _, mode := range []MRMode{WholeRing, PerBlock} {
 				start := time.Now()
-				reg, err := Register(pd, h.Data, mode, RegisterOptions{Log: quiet})
+				reg, err := Register(pd, h.Data, mode, RegisterOptions{Log: quiet, Name: "key=" + h.Data.Key().String()})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -20,7 +20,8 @@
 // scheduler, fed through a single-producer queue: for senders that post all the time, whose
 // goroutines would otherwise sit in cgo calls that the Go runtime treats as system calls.
 //
-// Registration maps a pkg/dada ring to memory regions: one MR over the whole ring when its
+// Registration maps a ring (equal blocks attached in this process, such as a PSRDADA ring of
+// pkg/dada, which this package does not import) to memory regions: one MR over the whole ring when its
 // blocks are mapped back to back (WholeRing), one per block otherwise (PerBlock), chosen
 // automatically (Auto), with O(1) lookup of the address, lkey and rkey of any block.
 //

@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ringcap/ringcap/pkg/dada"
 )
 
 // MRMode says how a ring is registered.
@@ -70,6 +68,22 @@ type RegisterOptions struct {
 	Access Access
 	// Log receives the one-line summary of the registration; nil logs it with log.Print.
 	Log func(line string)
+	// Name names the ring in errors and the summary, e.g. "key=dada".
+	Name string
+}
+
+// Ring is the memory Register registers: equal blocks attached in this process,
+// possibly back to back (pkg/dada's Ring is one).
+type Ring interface {
+	NBufs() int
+	BufSize() int
+	// PageSize is the size of the pages backing the blocks.
+	PageSize() int
+	Block(i int) []byte
+	BlockAddr(i int) uintptr
+	// Contiguous returns the blocks as one region when they are mapped back to
+	// back; otherwise ok is false and reason says why.
+	Contiguous() (region []byte, ok bool, reason string)
 }
 
 // BlockMR is what a work request targeting one ring block needs.
@@ -88,9 +102,10 @@ type Region struct {
 	RKey uint32
 }
 
-// Registration is a pkg/dada ring's data blocks registered with one protection domain.
+// Registration is a ring's blocks registered with one protection domain.
 type Registration struct {
-	ring   *dada.Ring
+	ring   Ring
+	name   string
 	mode   MRMode
 	reason string
 	bytes  uint64
@@ -100,19 +115,23 @@ type Registration struct {
 }
 
 // Register registers the data blocks of ring with pd. For WholeRing (and Auto to pick it)
-// the ring must be attached with dada.ConnectOptions{Contiguous: true}; the MR then covers
+// the ring's blocks must be mapped back to back (pkg/dada: ConnectOptions{Contiguous: true}); the MR then covers
 // exactly the attached range. Before registering it checks RLIMIT_MEMLOCK and CAP_IPC_LOCK
 // and fails with ErrMemlock and both numbers instead of a bare ENOMEM.
-func Register(pd *PD, ring *dada.Ring, mode MRMode, opts RegisterOptions) (*Registration, error) {
+func Register(pd *PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registration, error) {
 	if pd == nil || ring == nil {
 		return nil, errors.New("register ring: nil protection domain or ring")
+	}
+	name := opts.Name
+	if name == "" {
+		name = "(unnamed)"
 	}
 	access := opts.Access
 	if access == 0 {
 		access = AccessLocalWrite | AccessRemoteWrite
 	}
 	n, bs := ring.NBufs(), ring.BufSize()
-	r := &Registration{ring: ring, bytes: uint64(n) * uint64(bs)}
+	r := &Registration{ring: ring, name: name, bytes: uint64(n) * uint64(bs)}
 	region, contiguous, why := ring.Contiguous()
 	switch mode {
 	case Auto:
@@ -123,23 +142,23 @@ func Register(pd *PD, ring *dada.Ring, mode MRMode, opts RegisterOptions) (*Regi
 		}
 	case WholeRing:
 		if !contiguous {
-			return nil, fmt.Errorf("register ring key=%s mode=WholeRing: %w: %s (use mode Auto or PerBlock)", ring.Key(), ErrNotContiguous, why)
+			return nil, fmt.Errorf("register ring %s mode=WholeRing: %w: %s (use mode Auto or PerBlock)", name, ErrNotContiguous, why)
 		}
 		r.mode, r.reason = WholeRing, "blocks contiguous"
 	case PerBlock:
 		r.mode, r.reason = PerBlock, "per-block registration requested"
 	default:
-		return nil, fmt.Errorf("register ring key=%s: unknown mode %v", ring.Key(), mode)
+		return nil, fmt.Errorf("register ring %s: unknown mode %v", name, mode)
 	}
 
 	if err := checkMemlock(r.pinnedBytes()); err != nil {
-		return nil, fmt.Errorf("register ring key=%s mode=%v (%d bytes): %w", ring.Key(), r.mode, r.bytes, err)
+		return nil, fmt.Errorf("register ring %s mode=%v (%d bytes): %w", name, r.mode, r.bytes, err)
 	}
 	r.blocks = make([]BlockMR, n)
 	if r.mode == WholeRing {
 		mr, err := pd.RegisterMR(region, access)
 		if err != nil {
-			return nil, fmt.Errorf("register ring key=%s mode=WholeRing (%d bytes): %w", ring.Key(), r.bytes, memlockHint(err))
+			return nil, fmt.Errorf("register ring %s mode=WholeRing (%d bytes): %w", name, r.bytes, memlockHint(err))
 		}
 		r.mrs = []*MR{mr}
 		for i := range r.blocks {
@@ -151,7 +170,7 @@ func Register(pd *PD, ring *dada.Ring, mode MRMode, opts RegisterOptions) (*Regi
 			mr, err := pd.RegisterMR(ring.Block(i), access)
 			if err != nil {
 				_ = r.Close()
-				return nil, fmt.Errorf("register ring key=%s mode=PerBlock: block %d of %d: %w", ring.Key(), i, n, memlockHint(err))
+				return nil, fmt.Errorf("register ring %s mode=PerBlock: block %d of %d: %w", name, i, n, memlockHint(err))
 			}
 			r.mrs = append(r.mrs, mr)
 			r.blocks[i] = BlockMR{Addr: uint64(mr.Addr()), LKey: mr.LKey(), RKey: mr.RKey()}
@@ -207,7 +226,7 @@ func (r *Registration) Block(i int) BlockMR { return r.blocks[i] }
 // Summary is the registration's log line, e.g.
 // "Registered ring key=dada mode=WholeRing regions=1 bytes=33554432 (blocks contiguous)".
 func (r *Registration) Summary() string {
-	return fmt.Sprintf("Registered ring key=%s mode=%v regions=%d bytes=%d (%s)", r.ring.Key(), r.mode, len(r.mrs), r.bytes, r.reason)
+	return fmt.Sprintf("Registered ring %s mode=%v regions=%d bytes=%d (%s)", r.name, r.mode, len(r.mrs), r.bytes, r.reason)
 }
 
 // Close deregisters every MR exactly once. Idempotent.

@@ -231,7 +231,7 @@ func TestRegistrationModes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := connectRing(t, tc.key, tc.contiguous)
-			r, err := Register(pd, h.Data, tc.mode, RegisterOptions{Log: logf})
+			r, err := Register(pd, h.Data, tc.mode, RegisterOptions{Log: logf, Name: "key=" + h.Data.Key().String()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ func TestRegistrationModes(t *testing.T) {
 		if _, ok, _ := h.Data.Contiguous(); ok {
 			continue // the kernel happened to attach the blocks back to back
 		}
-		_, err := Register(pd, h.Data, WholeRing, RegisterOptions{Log: logf})
+		_, err := Register(pd, h.Data, WholeRing, RegisterOptions{Log: logf, Name: "key=" + h.Data.Key().String()})
 		if !errors.Is(err, ErrNotContiguous) || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("WholeRing on ring %s: %v, want ErrNotContiguous saying %q", tc.key, err, tc.why)
 		}
@@ -698,7 +698,7 @@ func TestRegisterMemlockUnprivileged(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, mode := range []MRMode{Auto, PerBlock} {
-			_, err = Register(pd, h.Data, mode, RegisterOptions{Log: tlog(t)})
+			_, err = Register(pd, h.Data, mode, RegisterOptions{Log: tlog(t), Name: "key=" + h.Data.Key().String()})
 			if !errors.Is(err, ErrMemlock) {
 				t.Fatalf("Register %v as uid %d with memlock 8 MiB: %v, want ErrMemlock", mode, os.Getuid(), err)
 			}
