@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package ipctest lists and removes SysV IPC objects for the leak checks and
 // stale-ring cleanup of tests that create PSRDADA rings (pkg/dada, pkg/capture,
 // cmd/ringcap). It reads /proc/sysvipc and does not import pkg/dada, so that

@@ -213,7 +213,7 @@ func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, create
 	}
 	if lock {
 		for i, id := range ids {
-			if err := shmCtl(id, shmLock, nil); err != nil {
+			if err := shmLockMem(id); err != nil {
 				what := "sync segment"
 				if i > 0 {
 					what = fmt.Sprintf("block %d", i-1)

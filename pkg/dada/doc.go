@@ -13,6 +13,11 @@
 //
 // Rings hold 1..MaxReaders (8) readers; dada_db allows 1..5.
 //
+// Platforms: rings need Linux SysV IPC; the system calls are in sysv_linux.go (//go:build
+// linux). On other Unix platforms the package builds with the same API (sysv_other.go) and
+// Create, Connect and Destroy fail with ErrNotSupported; Header, ParseKey and
+// Config.Validate work everywhere.
+//
 // Handles: Create and Connect return a HDU; Close detaches and never removes anything;
 // Destroy (or the package-level Destroy) removes every IPC object. Blocking waits take a
 // context and are cancelled within 100 ms.

@@ -25,6 +25,8 @@ var (
 	ErrRingRemoved = errors.New("ring was removed")
 	// ErrClosed: the handle was closed.
 	ErrClosed = errors.New("handle closed")
+	// ErrNotSupported: this platform has no Linux SysV IPC (rings exist on Linux only).
+	ErrNotSupported = errors.New("PSRDADA rings need Linux SysV IPC")
 	// ErrInvalidConfig: a Config or argument is out of range.
 	ErrInvalidConfig = errors.New("invalid ring configuration")
 )
@@ -358,18 +360,16 @@ func (r *Ring) setBlock(b int, a uintptr) {
 func (r *Ring) attachContiguous() error {
 	total := uintptr(r.nbufs) * uintptr(r.bufsz)
 	align := uintptr(r.pageSize)
-	p, err := unix.MmapPtr(-1, 0, nil, total+align, unix.PROT_NONE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	start, err := mmapReserve(total + align)
 	if err != nil {
 		return fmt.Errorf("reserve %d bytes of address space: %w", total, err)
 	}
-	start := uintptr(p)
 	base := (start + align - 1) &^ (align - 1)
 	if head := base - start; head > 0 {
-		_ = unix.MunmapPtr(ptr(start), head)
+		_ = munmap(start, head)
 	}
 	if tail := start + total + align - (base + total); tail > 0 {
-		_ = unix.MunmapPtr(ptr(base+total), tail)
+		_ = munmap(base+total, tail)
 	}
 	r.contigBase, r.contigLen = base, total
 	for b := 0; b < r.nbufs; b++ {
@@ -384,7 +384,7 @@ func (r *Ring) attachContiguous() error {
 				_ = shmDt(r.addrs[i])
 				r.addrs[i], r.blocks[i] = 0, nil
 			}
-			_ = unix.MunmapPtr(ptr(base), total)
+			_ = munmap(base, total)
 			r.contigBase, r.contigLen = 0, 0
 			return fmt.Errorf("attach block %d at %#x with SHM_REMAP: %w", b, want, err)
 		}
@@ -411,7 +411,7 @@ func (r *Ring) close() error {
 	}
 	r.addrs, r.blocks = nil, nil
 	if r.contigBase != 0 {
-		if err := unix.MunmapPtr(ptr(r.contigBase), r.contigLen); err != nil {
+		if err := munmap(r.contigBase, r.contigLen); err != nil {
 			errs = append(errs, fmt.Errorf("unmap ring %s reservation: %w", r.key, err))
 		}
 		r.contigBase = 0

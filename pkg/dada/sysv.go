@@ -12,7 +12,8 @@ import (
 )
 
 // SysV IPC constants (Linux, x86_64). golang.org/x/sys/unix has the shm calls but no
-// semaphore wrappers, so semaphores go through raw syscalls.
+// semaphore wrappers, so semaphores go through raw syscalls (sysv_linux.go; on other
+// platforms sysv_other.go, whose calls fail with ErrNotSupported).
 const (
 	ipcCreat  = 0o1000
 	ipcExcl   = 0o2000
@@ -35,84 +36,6 @@ type sembuf struct {
 	num uint16
 	op  int16
 	flg int16
-}
-
-func shmGet(key int32, size uint64, flags int) (int, error) {
-	id, _, e := unix.Syscall(unix.SYS_SHMGET, uintptr(key), uintptr(size), uintptr(flags))
-	if e != 0 {
-		return -1, e
-	}
-	return int(id), nil
-}
-
-// shmAt attaches segment id at addr (0: kernel's choice) and returns the address.
-func shmAt(id int, addr uintptr, flags int) (uintptr, error) {
-	a, _, e := unix.Syscall(unix.SYS_SHMAT, uintptr(id), addr, uintptr(flags))
-	if e != 0 {
-		return 0, e
-	}
-	return a, nil
-}
-
-func shmDt(addr uintptr) error {
-	_, _, e := unix.Syscall(unix.SYS_SHMDT, addr, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-func shmCtl(id, cmd int, buf *unix.SysvShmDesc) error {
-	_, _, e := unix.Syscall(unix.SYS_SHMCTL, uintptr(id), uintptr(cmd), uintptr(unsafe.Pointer(buf)))
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-func shmSize(id int) (uint64, error) {
-	var d unix.SysvShmDesc
-	if err := shmCtl(id, ipcStat, &d); err != nil {
-		return 0, err
-	}
-	return d.Segsz, nil
-}
-
-func shmRemove(id int) error { return shmCtl(id, ipcRmid, nil) }
-
-func semGet(key int32, nsems, flags int) (int, error) {
-	id, _, e := unix.Syscall(unix.SYS_SEMGET, uintptr(key), uintptr(nsems), uintptr(flags))
-	if e != 0 {
-		return -1, e
-	}
-	return int(id), nil
-}
-
-func semRemove(id int) error {
-	_, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), 0, ipcRmid, 0, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-func semValue(id, num int) (int, error) {
-	v, _, e := unix.Syscall6(unix.SYS_SEMCTL, uintptr(id), uintptr(num), semGetVal, 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(v), nil
-}
-
-// semTry performs one semop without blocking longer than timeout (nil: wait forever).
-func semTry(id int, num uint16, op int16, flg int16, timeout *unix.Timespec) error {
-	b := sembuf{num: num, op: op, flg: flg}
-	_, _, e := unix.Syscall6(unix.SYS_SEMTIMEDOP, uintptr(id), uintptr(unsafe.Pointer(&b)), 1,
-		uintptr(unsafe.Pointer(timeout)), 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
 }
 
 // semOpClosing performs one semaphore operation, waiting as long as it takes unless ctx is
