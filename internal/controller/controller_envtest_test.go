@@ -98,12 +98,12 @@ func TestPodSpec(t *testing.T) {
 
 	rc = waitCapture(t, ns, "pulsar", "Pending with the pod recorded", func(rc *ringcapv1.RingCapture) bool {
 		return rc.Status.Phase == ringcapv1.PhasePending && rc.Status.Pod == pod.Name &&
-			conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, controller.ReasonPodPending)
+			conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, ringcapv1.ReasonPodPending)
 	})
 	if rc.Status.ObservedGeneration != rc.Generation {
 		t.Errorf("observedGeneration %d, generation %d", rc.Status.ObservedGeneration, rc.Generation)
 	}
-	ev := waitEvent(t, ns, "pulsar", controller.ReasonPodCreated, corev1.EventTypeNormal)
+	ev := waitEvent(t, ns, "pulsar", ringcapv1.ReasonPodCreated, corev1.EventTypeNormal)
 	if !strings.Contains(ev.Note, "hugepages-2Mi") {
 		t.Errorf("PodCreated event %q does not say what the pod requests", ev.Note)
 	}
@@ -125,8 +125,8 @@ func TestStatusTransitions(t *testing.T) {
 			LastTransitionTime: metav1.Now()}}
 	})
 	rc := waitCapture(t, ns, "obs1", "Unschedulable", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, controller.ReasonUnschedulable) &&
-			conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, controller.ReasonUnschedulable)
+		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, ringcapv1.ReasonUnschedulable) &&
+			conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, ringcapv1.ReasonUnschedulable)
 	})
 	if msg := condition(rc, ringcapv1.ConditionScheduled).Message; !strings.Contains(msg, "Insufficient ringcap.io/rdma") {
 		t.Errorf("Scheduled condition message %q does not say why", msg)
@@ -134,30 +134,30 @@ func TestStatusTransitions(t *testing.T) {
 	if rc.Status.Phase != ringcapv1.PhasePending {
 		t.Errorf("phase %s, want Pending", rc.Status.Phase)
 	}
-	waitEvent(t, ns, "obs1", controller.ReasonUnschedulable, corev1.EventTypeWarning)
+	waitEvent(t, ns, "obs1", ringcapv1.ReasonUnschedulable, corev1.EventTypeWarning)
 
 	// A node with the resource appears; the scheduler binds the pod.
 	bindPod(t, pod, "node-a")
 	waitCapture(t, ns, "obs1", "Scheduled on node-a", func(rc *ringcapv1.RingCapture) bool {
 		return rc.Status.Phase == ringcapv1.PhaseScheduled && rc.Status.Node == "node-a" &&
-			conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionTrue, controller.ReasonScheduled)
+			conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionTrue, ringcapv1.ReasonScheduled)
 	})
 
 	// The kubelet starts the containers; the receiver creates the ring and listens.
 	receivers.Set(ns, pod.Name, receiverStatus("Starting", 0))
 	pod = runPod(t, pod, "10.88.0.5")
 	waitCapture(t, ns, "obs1", "receiver starting", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, controller.ReasonReceiverNotReady) &&
-			conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, controller.ReasonReceiverNotReady)
+		return conditionIs(rc, ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ringcapv1.ReasonReceiverNotReady) &&
+			conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, ringcapv1.ReasonReceiverNotReady)
 	})
 	receivers.Set(ns, pod.Name, receiverStatus("Listening", 0))
 	rc = waitCapture(t, ns, "obs1", "Ready", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, controller.ReasonReceiverReady)
+		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, ringcapv1.ReasonReceiverReady)
 	})
 	if rc.Status.Phase != ringcapv1.PhaseListening {
 		t.Errorf("phase %s while the receiver listens, want Listening", rc.Status.Phase)
 	}
-	if !conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, controller.ReasonRingCreated) ||
+	if !conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, ringcapv1.ReasonRingCreated) ||
 		!conditionIs(rc, ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, "Listening") {
 		t.Errorf("conditions %+v", rc.Status.Conditions)
 	}
@@ -168,7 +168,7 @@ func TestStatusTransitions(t *testing.T) {
 	if mr := rc.Status.MemoryRegistration; mr == nil || mr.Mode != "WholeRing" || mr.Regions != 1 {
 		t.Errorf("memoryRegistration %+v", mr)
 	}
-	waitEvent(t, ns, "obs1", controller.ReasonReceiverReadyEvent, corev1.EventTypeNormal)
+	waitEvent(t, ns, "obs1", ringcapv1.ReasonReceiverReady, corev1.EventTypeNormal)
 
 	// Data arrives: no pod event happens, the operator's polling picks it up.
 	receivers.Set(ns, pod.Name, receiverStatus("Receiving", 1<<30))
@@ -178,10 +178,10 @@ func TestStatusTransitions(t *testing.T) {
 	if rc.Status.Received != "1.00 GiB" || rc.Status.Rate != "10.00 Gbit/s" || rc.Status.BlocksFilled != 2048 {
 		t.Errorf("received %q rate %q blocks %d", rc.Status.Received, rc.Status.Rate, rc.Status.BlocksFilled)
 	}
-	if !conditionIs(rc, ringcapv1.ConditionReceiving, metav1.ConditionTrue, controller.ReasonReceiving) {
+	if !conditionIs(rc, ringcapv1.ConditionReceiving, metav1.ConditionTrue, ringcapv1.ReasonReceiving) {
 		t.Errorf("Receiving condition %+v", condition(rc, ringcapv1.ConditionReceiving))
 	}
-	waitEvent(t, ns, "obs1", controller.ReasonReceiving, corev1.EventTypeNormal)
+	waitEvent(t, ns, "obs1", ringcapv1.ReasonReceiving, corev1.EventTypeNormal)
 	receivers.Set(ns, pod.Name, receiverStatus("Receiving", 3<<30))
 	waitCapture(t, ns, "obs1", "Receiving 3 GiB", func(rc *ringcapv1.RingCapture) bool { return rc.Status.BytesReceived == 3<<30 })
 
@@ -191,16 +191,16 @@ func TestStatusTransitions(t *testing.T) {
 	held.HeldBackSeconds = 61.5
 	receivers.Set(ns, pod.Name, held)
 	rc = waitCapture(t, ns, "obs1", "ReadersBehind", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, controller.ReasonReadersBehind)
+		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, ringcapv1.ReasonReadersBehind)
 	})
 	if msg := condition(rc, ringcapv1.ConditionReadersBehind).Message; !strings.Contains(msg, "ring dada") || rc.Status.HeldBackSeconds != 61 {
 		t.Errorf("ReadersBehind %q heldBackSeconds %d, want the ring named and 61 s", msg, rc.Status.HeldBackSeconds)
 	}
-	waitEvent(t, ns, "obs1", controller.ReasonReadersBehind, corev1.EventTypeWarning)
+	waitEvent(t, ns, "obs1", ringcapv1.ReasonReadersBehind, corev1.EventTypeWarning)
 	held.HeldBackSince = ""
 	receivers.Set(ns, pod.Name, held)
 	waitCapture(t, ns, "obs1", "readers caught up", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, controller.ReasonReadersKeepingUp)
+		return conditionIs(rc, ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, ringcapv1.ReasonReadersKeepingUp)
 	})
 
 	// The receiver meets its stop condition and exits with its summary; the reader
@@ -210,7 +210,7 @@ func TestStatusTransitions(t *testing.T) {
 	b, _ := json.Marshal(summary)
 	terminateContainers(t, pod, corev1.PodRunning, map[string]int32{"receiver": 0}, map[string]string{"receiver": string(b)})
 	waitCapture(t, ns, "obs1", "readers draining", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, controller.ReasonReadersDraining) &&
+		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, ringcapv1.ReasonReadersDraining) &&
 			rc.Status.BytesReceived == 4<<30
 	})
 	terminateContainers(t, pod, corev1.PodSucceeded, map[string]int32{"reader": 0}, nil)
@@ -221,11 +221,11 @@ func TestStatusTransitions(t *testing.T) {
 		rc.Status.CompletionTime.UTC().Format("15:04:05") != "15:10:00" || rc.Status.RateBytesPerSecond != 0 {
 		t.Errorf("final status %+v", rc.Status)
 	}
-	if !conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, controller.ReasonSucceeded) ||
-		!conditionIs(rc, ringcapv1.ConditionFailed, metav1.ConditionFalse, controller.ReasonNotFailed) {
+	if !conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, ringcapv1.ReasonSucceeded) ||
+		!conditionIs(rc, ringcapv1.ConditionFailed, metav1.ConditionFalse, ringcapv1.ReasonNotFailed) {
 		t.Errorf("conditions after success %+v", rc.Status.Conditions)
 	}
-	waitEvent(t, ns, "obs1", controller.ReasonSucceeded, corev1.EventTypeNormal)
+	waitEvent(t, ns, "obs1", ringcapv1.ReasonSucceeded, corev1.EventTypeNormal)
 
 	// A finished capture is not run again, even when its pod is deleted.
 	if err := env.Client.Delete(context.Background(), pod); err != nil {
@@ -274,15 +274,15 @@ func TestReceiverFailure(t *testing.T) {
 	terminateContainers(t, pod, corev1.PodFailed, map[string]int32{"receiver": 1}, map[string]string{"receiver": summary})
 	rc := waitCapture(t, ns, "bad", "Failed", func(rc *ringcapv1.RingCapture) bool {
 		return rc.Status.Phase == ringcapv1.PhaseFailed &&
-			conditionIs(rc, ringcapv1.ConditionFailed, metav1.ConditionTrue, controller.ReasonReceiverFailed)
+			conditionIs(rc, ringcapv1.ConditionFailed, metav1.ConditionTrue, ringcapv1.ReasonReceiverFailed)
 	})
 	if msg := condition(rc, ringcapv1.ConditionFailed).Message; !strings.Contains(msg, "exited with code 1") || !strings.Contains(msg, "register memory region") {
 		t.Errorf("Failed condition message %q", msg)
 	}
-	if !conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, controller.ReasonFailed) {
+	if !conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionFalse, ringcapv1.ReasonFailed) {
 		t.Errorf("Ready %+v", condition(rc, ringcapv1.ConditionReady))
 	}
-	ev := waitEvent(t, ns, "bad", controller.ReasonFailed, corev1.EventTypeWarning)
+	ev := waitEvent(t, ns, "bad", ringcapv1.ReasonFailed, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Note, "register memory region") {
 		t.Errorf("Failed event %q", ev.Note)
 	}
@@ -321,7 +321,7 @@ func TestSpecChangeAfterFinishRunsAgain(t *testing.T) {
 	if lr := rc.Status.LastRun; lr == nil || lr.Phase != ringcapv1.PhaseSucceeded || lr.Generation != rc.Generation-1 {
 		t.Errorf("lastRun %+v, want the first run (generation %d) Succeeded", lr, rc.Generation-1)
 	}
-	waitEvent(t, ns, "again", controller.ReasonPodReplaced, corev1.EventTypeNormal)
+	waitEvent(t, ns, "again", ringcapv1.ReasonPodReplaced, corev1.EventTypeNormal)
 }
 
 // An operator restart adopts the existing pod instead of creating a second one.
@@ -340,7 +340,7 @@ func TestOperatorRestart(t *testing.T) {
 
 	startOperator(t)
 	rc := waitCapture(t, ns, "survivor", "Ready after the restart", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, controller.ReasonReceiverReady) && rc.Status.Node == "node-b"
+		return conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, ringcapv1.ReasonReceiverReady) && rc.Status.Node == "node-b"
 	})
 	touch(t, rc) // one more reconcile by the new operator
 	waitCapture(t, ns, "survivor", "reconciled", func(rc *ringcapv1.RingCapture) bool { return rc.Status.ObservedGeneration == rc.Generation })
@@ -390,12 +390,12 @@ func TestPodNameConflict(t *testing.T) {
 	}
 	newCapture(t, ns, "taken", nil)
 	rc := waitCapture(t, ns, "taken", "PodNameConflict", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, controller.ReasonPodNameConflict)
+		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, ringcapv1.ReasonPodNameConflict)
 	})
 	if rc.Status.Phase != ringcapv1.PhasePending || rc.Status.Pod != "" {
 		t.Errorf("status %+v", rc.Status)
 	}
-	waitEvent(t, ns, "taken", controller.ReasonPodNameConflict, corev1.EventTypeWarning)
+	waitEvent(t, ns, "taken", ringcapv1.ReasonPodNameConflict, corev1.EventTypeWarning)
 	cur := &corev1.Pod{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(squatter), cur); err != nil || len(cur.OwnerReferences) != 0 {
 		t.Errorf("the other pod was touched: %v %+v", err, cur.OwnerReferences)

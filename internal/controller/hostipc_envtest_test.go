@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
-	"github.com/ringcap/ringcap/internal/controller"
 )
 
 // A ring whose reader slots are partly left to readers on the node (ring.hostIPC): the
@@ -32,7 +31,7 @@ func TestHostIPCLeavesReaderSlots(t *testing.T) {
 	receivers.Set(ns, pod.Name, st)
 	runPod(t, pod, "10.88.0.5")
 	rc := waitCapture(t, ns, "shared", "RingReady", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, controller.ReasonRingCreated)
+		return conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, ringcapv1.ReasonRingCreated)
 	})
 	want := "3 readers; 2 reader slots are left for readers outside the pod (hostIPC: the ring is in the node's IPC namespace)"
 	if msg := condition(rc, ringcapv1.ConditionRingReady).Message; !strings.HasSuffix(msg, want) {
@@ -51,7 +50,7 @@ func TestHostIPCLeavesReaderSlots(t *testing.T) {
 	receivers.Set(ns, pod.Name, receiverStatus("Listening", 0))
 	runPod(t, pod, "10.88.0.6")
 	rc = waitCapture(t, ns, "private", "RingReady", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, controller.ReasonRingCreated)
+		return conditionIs(rc, ringcapv1.ConditionRingReady, metav1.ConditionTrue, ringcapv1.ReasonRingCreated)
 	})
 	if msg := condition(rc, ringcapv1.ConditionRingReady).Message; strings.Contains(msg, "outside the pod") {
 		t.Errorf("RingReady message %q speaks of readers outside the pod", msg)

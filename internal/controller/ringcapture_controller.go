@@ -109,7 +109,7 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	switch {
 	case errors.Is(err, ErrPodConflict):
 		podProblem = err.Error() // shown in the status, checked again after conflictRecheck
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodNameConflict, "CreatePod",
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodNameConflict, "CreatePod",
 			"Pod %s exists and is not controlled by this RingCapture", PodName(rc.Name))
 	case err != nil:
 		return ctrl.Result{}, err
@@ -199,12 +199,12 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 		return existing, nil
 	}
 	if err != nil {
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonPodCreateFailed, "CreatePod", "Create pod %s: %v", pod.Name, err)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodCreateFailed, "CreatePod", "Create pod %s: %v", pod.Name, err)
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	podsCreatedTotal.Inc()
 	log.FromContext(ctx).Info("Created capture pod", "pod", pod.Name)
-	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodCreated, "CreatePod",
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ringcapv1.ReasonPodCreated, "CreatePod",
 		"Created pod %s requesting %s", pod.Name, describeResources(pod))
 	return pod, nil
 }
@@ -216,7 +216,7 @@ func (r *RingCaptureReconciler) replacePod(ctx context.Context, rc *ringcapv1.Ri
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("delete outdated pod %s: %w", pod.Name, err)
 	}
-	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodReplaced, "DeletePod",
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ringcapv1.ReasonPodReplaced, "DeletePod",
 		"The run of generation %d ended (%s, received %s); spec generation %d runs in a new pod",
 		podGeneration(pod), rc.Status.Phase, HumanBytes(rc.Status.BytesReceived), rc.Generation)
 	r.forget(types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
@@ -249,7 +249,7 @@ func (r *RingCaptureReconciler) stopFailedPod(ctx context.Context, rc *ringcapv1
 		return fmt.Errorf("stop pod %s of failed RingCapture %s: %w", pod.Name, rc.Name, err)
 	}
 	log.FromContext(ctx).Info("Stopped the pod of a failed capture", "pod", pod.Name)
-	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ReasonPodStopped, "StopPod",
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ringcapv1.ReasonPodStopped, "StopPod",
 		"Stopping pod %s: the capture failed. Its ring and RDMA unit are released; the pod and its containers' logs stay until the RingCapture is deleted or its spec changes", pod.Name)
 	return nil
 }
@@ -331,20 +331,20 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, pre
 	}
 	if c := changed(ringcapv1.ConditionScheduled); c != nil {
 		switch c.Reason {
-		case ReasonUnschedulable:
-			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonUnschedulable, "Schedule", "%s", c.Message)
-		case ReasonScheduled:
-			r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonScheduled, "Schedule", "Capture pod %s %s", next.Pod, c.Message)
+		case ringcapv1.ReasonUnschedulable:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonUnschedulable, "Schedule", "%s", c.Message)
+		case ringcapv1.ReasonScheduled:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonScheduled, "Schedule", "Capture pod %s %s", next.Pod, c.Message)
 		}
 	}
 	if c := changed(ringcapv1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiverReadyEvent, "Listen", "Receiver ready: %s", c.Message)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonReceiverReady, "Listen", "Receiver ready: %s", c.Message)
 	}
 	if c := changed(ringcapv1.ConditionReadersBehind); c != nil && c.Status == metav1.ConditionTrue {
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonReadersBehind, "Receive", "%s", c.Message)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonReadersBehind, "Receive", "%s", c.Message)
 	}
 	if c := changed(ringcapv1.ConditionChangePending); c != nil && c.Status == metav1.ConditionTrue {
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSpecChangePending, "Update", "%s", c.Message)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonSpecChangePending, "Update", "%s", c.Message)
 	}
 	if next.Phase == prev.Phase {
 		return
@@ -352,16 +352,16 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, pre
 	phaseTransitionsTotal.WithLabelValues(string(next.Phase)).Inc()
 	switch next.Phase {
 	case ringcapv1.PhaseReceiving:
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonReceiving, "Receive", "Data is arriving")
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonReceiving, "Receive", "Data is arriving")
 	case ringcapv1.PhaseSucceeded:
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ReasonSucceeded, "Finish", "Capture finished: received %s in %d blocks, %d observations",
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonSucceeded, "Finish", "Capture finished: received %s in %d blocks, %d observations",
 			next.Received, next.BlocksFilled, next.Observations)
 	case ringcapv1.PhaseFailed:
 		msg := ""
 		if c := apimeta.FindStatusCondition(next.Conditions, ringcapv1.ConditionFailed); c != nil {
 			msg = c.Message
 		}
-		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ReasonFailed, "Finish", "Capture failed: %s", msg)
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonFailed, "Finish", "Capture failed: %s", msg)
 	}
 }
 

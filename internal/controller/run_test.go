@@ -69,7 +69,7 @@ func TestComputeStatusRuns(t *testing.T) {
 	qps8 := func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.QueuePairs = 8 }
 	failedStatus := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseFailed, BytesReceived: 10, Pod: "c-capture",
 		Running: &ringcapv1.RunningStatus{Generation: 3, QueuePairs: 4},
-		Conditions: []metav1.Condition{{Type: ringcapv1.ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonReaderFailed,
+		Conditions: []metav1.Condition{{Type: ringcapv1.ConditionFailed, Status: metav1.ConditionTrue, Reason: ringcapv1.ReasonReaderFailed,
 			Message: "reader verify exited with code 1 (Error): open ring beef: no such ring"}}}
 	succeededGen2 := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseSucceeded, BytesReceived: 42, Observations: 1, Pod: "c-capture",
 		Running: &ringcapv1.RunningStatus{Generation: 2, QueuePairs: 4}, StartTime: &t0, CompletionTime: &t0}

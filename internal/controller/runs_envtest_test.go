@@ -90,7 +90,7 @@ func TestScheduledEventOnceWithStaleCache(t *testing.T) {
 	reconcile(r) // fresh again: nothing changed, nothing to announce
 	var scheduled []string
 	for _, e := range drainEvents(rec) {
-		if strings.HasPrefix(e, "Normal "+controller.ReasonScheduled+" ") {
+		if strings.HasPrefix(e, "Normal "+ringcapv1.ReasonScheduled+" ") {
 			scheduled = append(scheduled, e)
 		}
 	}
@@ -144,8 +144,8 @@ func TestReaderFailureStopsPod(t *testing.T) {
 	if stopped.UID != pod.UID || stopped.DeletionTimestamp != nil {
 		t.Errorf("the failed capture's pod was replaced or deleted (uid %s, deletion %v): its logs are gone", stopped.UID, stopped.DeletionTimestamp)
 	}
-	waitEvent(t, ns, "wrongkey", controller.ReasonPodStopped, corev1.EventTypeNormal)
-	ev := waitEvent(t, ns, "wrongkey", controller.ReasonFailed, corev1.EventTypeWarning)
+	waitEvent(t, ns, "wrongkey", ringcapv1.ReasonPodStopped, corev1.EventTypeNormal)
+	ev := waitEvent(t, ns, "wrongkey", ringcapv1.ReasonFailed, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Note, "no such ring") {
 		t.Errorf("Failed event %q does not say why", ev.Note)
 	}
@@ -164,7 +164,7 @@ func TestReaderFailureStopsPod(t *testing.T) {
 	rc = waitCapture(t, ns, "wrongkey", "still failed by the reader", func(rc *ringcapv1.RingCapture) bool {
 		return rc.Status.Phase == ringcapv1.PhaseFailed
 	})
-	if c := condition(rc, ringcapv1.ConditionFailed); c.Reason != controller.ReasonReaderFailed || !strings.Contains(c.Message, "no such ring") {
+	if c := condition(rc, ringcapv1.ConditionFailed); c.Reason != ringcapv1.ReasonReaderFailed || !strings.Contains(c.Message, "no such ring") {
 		t.Errorf("after the pod stopped, Failed is %s: %s; want the reader's failure kept", c.Reason, c.Message)
 	}
 	if n := len(ownedPods(t, rc)); n != 1 {
@@ -198,7 +198,7 @@ func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 		t.Fatalf("patch queuePairs: %v", err)
 	}
 	rc = waitCapture(t, ns, "edit", "change pending", func(rc *ringcapv1.RingCapture) bool {
-		return conditionIs(rc, ringcapv1.ConditionChangePending, metav1.ConditionTrue, controller.ReasonSpecChangePending)
+		return conditionIs(rc, ringcapv1.ConditionChangePending, metav1.ConditionTrue, ringcapv1.ReasonSpecChangePending)
 	})
 	if msg := condition(rc, ringcapv1.ConditionChangePending).Message; !strings.Contains(msg, "queuePairs 4 -> 8") {
 		t.Errorf("ChangePending message %q does not say what changes", msg)
@@ -206,7 +206,7 @@ func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 	if rc.Status.Running == nil || rc.Status.Running.QueuePairs != 4 || rc.Status.Phase != ringcapv1.PhaseListening {
 		t.Errorf("after the patch: phase %s running %+v, want still Listening with the pod's 4 queue pairs", rc.Status.Phase, rc.Status.Running)
 	}
-	waitEvent(t, ns, "edit", controller.ReasonSpecChangePending, corev1.EventTypeNormal)
+	waitEvent(t, ns, "edit", ringcapv1.ReasonSpecChangePending, corev1.EventTypeNormal)
 	if cur := ownedPods(t, rc); len(cur) != 1 || cur[0].UID != pod.UID {
 		t.Fatalf("the running pod was touched by the spec change: %d pods", len(cur))
 	}
@@ -216,8 +216,8 @@ func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 	summary.Observations, summary.CompletionTime = 1, "2026-11-21T15:10:00Z"
 	b, _ := json.Marshal(summary)
 	terminateContainers(t, pod, corev1.PodSucceeded, map[string]int32{"receiver": 0, "verify": 0}, map[string]string{"receiver": string(b)})
-	waitEvent(t, ns, "edit", controller.ReasonSucceeded, corev1.EventTypeNormal)
-	waitEvent(t, ns, "edit", controller.ReasonPodReplaced, corev1.EventTypeNormal)
+	waitEvent(t, ns, "edit", ringcapv1.ReasonSucceeded, corev1.EventTypeNormal)
+	waitEvent(t, ns, "edit", ringcapv1.ReasonPodReplaced, corev1.EventTypeNormal)
 	var next corev1.Pod
 	if err := waitFor(waitTimeout, func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), &next)
@@ -238,7 +238,7 @@ func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 	if rc.Status.Phase != ringcapv1.PhasePending || rc.Status.BytesReceived != 0 || rc.Status.Running.QueuePairs != 8 {
 		t.Errorf("new run: phase %s bytes %d running %+v", rc.Status.Phase, rc.Status.BytesReceived, rc.Status.Running)
 	}
-	if !conditionIs(rc, ringcapv1.ConditionChangePending, metav1.ConditionFalse, controller.ReasonNoChangePending) {
+	if !conditionIs(rc, ringcapv1.ConditionChangePending, metav1.ConditionFalse, ringcapv1.ReasonNoChangePending) {
 		t.Errorf("ChangePending %+v after the change was applied", condition(rc, ringcapv1.ConditionChangePending))
 	}
 	if slices.ContainsFunc(ownedPods(t, rc), func(p corev1.Pod) bool { return p.UID == pod.UID }) {

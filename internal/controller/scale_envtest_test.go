@@ -81,12 +81,12 @@ func waitAll(ns string, n int, what string, ok func(rc *ringcapv1.RingCapture) b
 func pendingWithPod(rc *ringcapv1.RingCapture) bool {
 	return rc.Status.Phase == ringcapv1.PhasePending && rc.Status.Pod == controller.PodName(rc.Name) &&
 		rc.Status.ObservedGeneration == rc.Generation &&
-		conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, controller.ReasonPodPending)
+		conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, ringcapv1.ReasonPodPending)
 }
 
 func receiving(rc *ringcapv1.RingCapture) bool {
 	return rc.Status.Phase == ringcapv1.PhaseReceiving && rc.Status.BytesReceived == 1<<20 &&
-		conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, controller.ReasonReceiverReady)
+		conditionIs(rc, ringcapv1.ConditionReady, metav1.ConditionTrue, ringcapv1.ReasonReceiverReady)
 }
 
 // startAll plays scheduler and kubelet for every capture pod in ns and makes each

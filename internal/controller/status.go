@@ -13,46 +13,6 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 )
 
-// Condition reasons (CamelCase; also used as event reasons).
-const (
-	ReasonPodNotCreated      = "PodNotCreated"
-	ReasonPodPending         = "PodPending"
-	ReasonUnschedulable      = "Unschedulable"
-	ReasonScheduled          = "Scheduled"
-	ReasonPodDeleting        = "PodDeleting"
-	ReasonContainerWaiting   = "ContainerWaiting"
-	ReasonNoReceiverStatus   = "NoReceiverStatus"
-	ReasonRingCreated        = "RingCreated"
-	ReasonRingNotReady       = "RingNotReady"
-	ReasonCaptureEnded       = "CaptureEnded"
-	ReasonListening          = "Listening"
-	ReasonReceiving          = "Receiving"
-	ReasonReceiverStarting   = "ReceiverStarting"
-	ReasonReceiverFinished   = "ReceiverFinished"
-	ReasonReadersDraining    = "ReadersDraining"
-	ReasonSucceeded          = "Succeeded"
-	ReasonFailed             = "Failed"
-	ReasonReceiverFailed     = "ReceiverFailed"
-	ReasonReaderFailed       = "ReaderFailed"
-	ReasonPodFailed          = "PodFailed"
-	ReasonNotFailed          = "NotFailed"
-	ReasonReceiverReady      = "ReceiverReady"
-	ReasonReceiverNotReady   = "ReceiverNotReady"
-	ReasonNotReceiving       = "NotReceiving"
-	ReasonStatusUnreachable  = "StatusUnreachable"
-	ReasonPodCreated         = "PodCreated"
-	ReasonPodReplaced        = "PodReplaced"
-	ReasonPodNameConflict    = "PodNameConflict"
-	ReasonPodCreateFailed    = "PodCreateFailed"
-	ReasonReceiverReadyEvent = "ReceiverReady"
-	ReasonCaptureFailed      = "CaptureFailed"
-	ReasonReadersBehind      = "ReadersBehind"
-	ReasonReadersKeepingUp   = "ReadersKeepingUp"
-	ReasonSpecChangePending  = "SpecChangePending"
-	ReasonNoChangePending    = "NoChangePending"
-	ReasonPodStopped         = "PodStopped"
-)
-
 // Observed is everything ComputeStatus looks at.
 type Observed struct {
 	// Pod is the capture pod, nil when there is none.
@@ -98,38 +58,8 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 		return endedRun(rc, st, in)
 	}
 
-	v := judge(in.Pod)
-	if in.Pod == nil && in.PodProblem != "" {
-		v.scheduledReason, v.schedMsg = ReasonPodNameConflict, in.PodProblem
-	}
-	rs := in.Receiver
-	if rs == nil {
-		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
-	}
-	if rs != nil && !v.failed && rs.State == ReceiverFailed {
-		v.failed, v.failReason, v.failMsg = true, ReasonReceiverFailed, "receiver failed: "+rs.Message
-		v.phase = ringcapv1.PhaseFailed
-	}
-
-	if in.Pod != nil {
-		st.Pod = in.Pod.Name
-		st.Node = in.Pod.Spec.NodeName
-		if in.Pod.DeletionTimestamp == nil {
-			st.Running = RunningConfig(in.Pod, rs)
-		}
-	} else {
-		st.Pod, st.Node = "", ""
-	}
-	if rs != nil {
-		applyReceiverNumbers(&st, rs)
-	}
-	if (v.ended || v.failed) && st.CompletionTime == nil {
-		st.CompletionTime = completionTime(in.Pod, rs, in.Now)
-	}
-	if in.Pod != nil && st.StartTime == nil && in.Pod.Status.StartTime != nil {
-		t := *in.Pod.Status.StartTime
-		st.StartTime = &t
-	}
+	v, rs := judgeRun(in)
+	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
 	receiving := !v.ended && !v.failed && rs != nil && rs.State == ReceiverReceiving
@@ -144,20 +74,50 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	st.Rate = HumanRate(st.RateBytesPerSecond)
 	st.Phase = v.phase
 
-	set := conditionSetter(&st, rc.Generation, in.Now)
-	set(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
-	ringReady := setRingReady(set, v, rs, in)
-	receiverReady := setReceiverReady(set, v, rs, in, st.Endpoint, receiving || listening)
-	setReceiving(set, v, rs, receiving, st)
-	setReadersBehind(set, v, rs, in.Now)
-	if v.failed {
-		set(ringcapv1.ConditionFailed, metav1.ConditionTrue, v.failReason, v.failMsg)
-	} else {
-		set(ringcapv1.ConditionFailed, metav1.ConditionFalse, ReasonNotFailed, "")
-	}
-	setReady(set, v, receiverReady && ringReady, st.Endpoint)
-	setChangePending(set, rc, st)
+	setConditions(&st, rc.Generation, in.Now, conditions(rc, v, rs, in, st, receiving || listening)...)
 	return st
+}
+
+// judgeRun is the verdict on the pod and the receiver, and the receiver's latest status
+// (its final summary once it exited; nil when unknown).
+func judgeRun(in Observed) (verdict, *ReceiverStatus) {
+	v := judge(in.Pod)
+	if in.Pod == nil && in.PodProblem != "" {
+		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodNameConflict, in.PodProblem
+	}
+	rs := in.Receiver
+	if rs == nil {
+		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
+	}
+	if rs != nil && !v.failed && rs.State == ReceiverFailed {
+		v.failed, v.failReason, v.failMsg = true, ringcapv1.ReasonReceiverFailed, "receiver failed: "+rs.Message
+		v.phase = ringcapv1.PhaseFailed
+	}
+	return v, rs
+}
+
+// applyRun writes where the run is and what it has done: pod, node, running
+// configuration, the receiver's numbers, start and completion times.
+func applyRun(st *ringcapv1.RingCaptureStatus, v verdict, rs *ReceiverStatus, in Observed) {
+	if in.Pod != nil {
+		st.Pod = in.Pod.Name
+		st.Node = in.Pod.Spec.NodeName
+		if in.Pod.DeletionTimestamp == nil {
+			st.Running = RunningConfig(in.Pod, rs)
+		}
+	} else {
+		st.Pod, st.Node = "", ""
+	}
+	if rs != nil {
+		applyReceiverNumbers(st, rs)
+	}
+	if (v.ended || v.failed) && st.CompletionTime == nil {
+		st.CompletionTime = completionTime(in.Pod, rs, in.Now)
+	}
+	if in.Pod != nil && st.StartTime == nil && in.Pod.Status.StartTime != nil {
+		t := *in.Pod.Status.StartTime
+		st.StartTime = &t
+	}
 }
 
 // runningPhase refines Scheduled by what the receiver says.
@@ -187,83 +147,102 @@ func endedRun(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus, in Obse
 		}
 	}
 	setConditionGenerations(&st, rc.Generation)
-	setChangePending(conditionSetter(&st, rc.Generation, in.Now), rc, st)
+	setConditions(&st, rc.Generation, in.Now, changePendingCondition(rc, st))
 	return st
 }
 
-type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
-
-func conditionSetter(st *ringcapv1.RingCaptureStatus, gen int64, now metav1.Time) setFunc {
-	return func(t string, s metav1.ConditionStatus, reason, msg string) {
-		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: gen, LastTransitionTime: now,
-		})
+// conditions returns the run's conditions, one pure function each, in the order they are
+// listed in the status. listening is whether the receiver listens or receives.
+func conditions(rc *ringcapv1.RingCapture, v verdict, rs *ReceiverStatus, in Observed, st ringcapv1.RingCaptureStatus, listening bool) []metav1.Condition {
+	ring := ringReadyCondition(v, rs, in)
+	receiver := receiverReadyCondition(v, rs, in, st.Endpoint, listening)
+	ready := ring.Status == metav1.ConditionTrue && receiver.Status == metav1.ConditionTrue
+	return []metav1.Condition{
+		scheduledCondition(v), ring, receiver,
+		receivingCondition(v, rs, st),
+		readersBehindCondition(v, rs, in.Now),
+		failedCondition(v),
+		readyCondition(v, ready, st.Endpoint),
+		changePendingCondition(rc, st),
 	}
 }
 
-func setRingReady(set setFunc, v verdict, rs *ReceiverStatus, in Observed) bool {
-	ready := !v.ended && !v.failed && rs != nil && rs.Ring.Ready
+// setConditions writes conds into st, stamped with the generation and, for a condition
+// whose status changes, the time.
+func setConditions(st *ringcapv1.RingCaptureStatus, gen int64, now metav1.Time, conds ...metav1.Condition) {
+	for _, c := range conds {
+		c.Message, c.ObservedGeneration, c.LastTransitionTime = truncate(c.Message, 1024), gen, now
+		apimeta.SetStatusCondition(&st.Conditions, c)
+	}
+}
+
+func condition(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+}
+
+func scheduledCondition(v verdict) metav1.Condition {
+	return condition(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
+}
+
+func ringReadyCondition(v verdict, rs *ReceiverStatus, in Observed) metav1.Condition {
+	const t, f = ringcapv1.ConditionRingReady, metav1.ConditionFalse
 	switch {
-	case ready:
-		set(ringcapv1.ConditionRingReady, metav1.ConditionTrue, ReasonRingCreated,
+	case !v.ended && !v.failed && rs != nil && rs.Ring.Ready:
+		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonRingCreated,
 			fmt.Sprintf("ring %s: %d blocks of %d bytes, %d readers", rs.Ring.Key, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers)+externalReadersNote(in.Pod, rs.Ring.Readers))
 	case v.failed:
-		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureFailed, "the capture failed: its pod is stopped and the ring released")
+		return condition(t, f, ringcapv1.ReasonCaptureFailed, "the capture failed: its pod is stopped and the ring released")
 	case v.ended:
-		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited and its ring went with it")
+		return condition(t, f, ringcapv1.ReasonCaptureEnded, "the receiver exited and its ring went with it")
 	case rs == nil:
-		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonNoReceiverStatus, receiverUnknown(in))
-	default:
-		set(ringcapv1.ConditionRingReady, metav1.ConditionFalse, ReasonRingNotReady, "receiver is "+rs.State)
+		return condition(t, f, ringcapv1.ReasonNoReceiverStatus, receiverUnknown(in))
 	}
-	return ready
+	return condition(t, f, ringcapv1.ReasonRingNotReady, "receiver is "+rs.State)
 }
 
-func setReceiverReady(set setFunc, v verdict, rs *ReceiverStatus, in Observed, ep *ringcapv1.EndpointStatus, ready bool) bool {
+// receiverReadyCondition: listening is whether the receiver listens or receives (and the
+// run has neither ended nor failed).
+func receiverReadyCondition(v verdict, rs *ReceiverStatus, in Observed, ep *ringcapv1.EndpointStatus, listening bool) metav1.Condition {
+	const t, f = ringcapv1.ConditionReceiverReady, metav1.ConditionFalse
 	switch {
-	case ready:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionTrue, rs.State, endpointMessage(ep))
+	case listening:
+		return condition(t, metav1.ConditionTrue, rs.State, endpointMessage(ep))
 	case v.failed:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonCaptureFailed, "the capture failed: its pod is stopped")
+		return condition(t, f, ringcapv1.ReasonCaptureFailed, "the capture failed: its pod is stopped")
 	case v.ended:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonCaptureEnded, "the receiver exited")
+		return condition(t, f, ringcapv1.ReasonCaptureEnded, "the receiver exited")
 	case rs == nil:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonNoReceiverStatus, receiverUnknown(in))
-	default:
-		set(ringcapv1.ConditionReceiverReady, metav1.ConditionFalse, ReasonReceiverNotReady, "receiver is "+rs.State+msgSuffix(rs.Message))
+		return condition(t, f, ringcapv1.ReasonNoReceiverStatus, receiverUnknown(in))
 	}
-	return ready
+	return condition(t, f, ringcapv1.ReasonReceiverNotReady, "receiver is "+rs.State+msgSuffix(rs.Message))
 }
 
-func setReceiving(set setFunc, v verdict, rs *ReceiverStatus, receiving bool, st ringcapv1.RingCaptureStatus) {
+func receivingCondition(v verdict, rs *ReceiverStatus, st ringcapv1.RingCaptureStatus) metav1.Condition {
+	const t, f = ringcapv1.ConditionReceiving, metav1.ConditionFalse
 	switch {
-	case receiving:
-		set(ringcapv1.ConditionReceiving, metav1.ConditionTrue, ReasonReceiving, "receiving at "+HumanRate(st.RateBytesPerSecond))
 	case v.failed:
-		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonFailed, "the capture failed")
+		return condition(t, f, ringcapv1.ReasonFailed, "the capture failed")
 	case v.ended:
-		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonReceiverFinished, fmt.Sprintf("received %s", HumanBytes(st.BytesReceived)))
+		return condition(t, f, ringcapv1.ReasonReceiverFinished, fmt.Sprintf("received %s", HumanBytes(st.BytesReceived)))
+	case rs != nil && rs.State == ReceiverReceiving:
+		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonReceiving, "receiving at "+HumanRate(st.RateBytesPerSecond))
 	case rs != nil && rs.State == ReceiverFinished:
-		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonReceiverFinished, "the receiver met its stop condition")
-	default:
-		set(ringcapv1.ConditionReceiving, metav1.ConditionFalse, ReasonNotReceiving, "no data is arriving")
+		return condition(t, f, ringcapv1.ReasonReceiverFinished, "the receiver met its stop condition")
 	}
+	return condition(t, f, ringcapv1.ReasonNotReceiving, "no data is arriving")
 }
 
-// setReadersBehind reports a hold by the readers while it lasts: the receiver's
+// readersBehindCondition reports a hold by the readers while it lasts: the receiver's
 // heldBackSince is when the current hold began ("" when it is not held back).
-func setReadersBehind(set setFunc, v verdict, rs *ReceiverStatus, now metav1.Time) {
-	if since, ok := heldBackSince(rs); ok && !v.ended && !v.failed {
-		d := now.Sub(since)
-		if d < 0 {
-			d = 0
-		}
-		set(ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, ReasonReadersBehind, fmt.Sprintf(
-			"ring %s: no free block for the receiver for %s (since %s): the readers have not released the ring's blocks; held back %s in total",
-			rs.Ring.Key, d.Round(time.Second), since.UTC().Format(time.RFC3339), (time.Duration(rs.HeldBackSeconds*float64(time.Second))).Round(time.Second)))
-		return
+func readersBehindCondition(v verdict, rs *ReceiverStatus, now metav1.Time) metav1.Condition {
+	since, ok := heldBackSince(rs)
+	if !ok || v.ended || v.failed {
+		return condition(ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, ringcapv1.ReasonReadersKeepingUp, "the receiver is not waiting for the readers")
 	}
-	set(ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, ReasonReadersKeepingUp, "the receiver is not waiting for the readers")
+	d := max(now.Sub(since), 0)
+	return condition(ringcapv1.ConditionReadersBehind, metav1.ConditionTrue, ringcapv1.ReasonReadersBehind, fmt.Sprintf(
+		"ring %s: no free block for the receiver for %s (since %s): the readers have not released the ring's blocks; held back %s in total",
+		rs.Ring.Key, d.Round(time.Second), since.UTC().Format(time.RFC3339), (time.Duration(rs.HeldBackSeconds*float64(time.Second))).Round(time.Second)))
 }
 
 func heldBackSince(rs *ReceiverStatus) (time.Time, bool) {
@@ -274,65 +253,73 @@ func heldBackSince(rs *ReceiverStatus) (time.Time, bool) {
 	return t, err == nil
 }
 
-func setReady(set setFunc, v verdict, ready bool, ep *ringcapv1.EndpointStatus) {
-	switch {
-	case v.failed:
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonFailed, v.failMsg)
-	case v.phase == ringcapv1.PhaseSucceeded:
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonSucceeded, "the capture finished")
-	case v.scheduled != metav1.ConditionTrue:
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.scheduledReason, v.schedMsg)
-	case v.notReadyReason != "":
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, v.notReadyReason, v.notReadyMsg)
-	case ready:
-		set(ringcapv1.ConditionReady, metav1.ConditionTrue, ReasonReceiverReady, endpointMessage(ep))
-	case v.ended:
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReadersDraining, "the receiver finished; waiting for the readers to exit")
-	default:
-		set(ringcapv1.ConditionReady, metav1.ConditionFalse, ReasonReceiverNotReady, "the receiver is not listening yet")
+func failedCondition(v verdict) metav1.Condition {
+	if v.failed {
+		return condition(ringcapv1.ConditionFailed, metav1.ConditionTrue, v.failReason, v.failMsg)
 	}
+	return condition(ringcapv1.ConditionFailed, metav1.ConditionFalse, ringcapv1.ReasonNotFailed, "")
 }
 
-func setChangePending(set setFunc, rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus) {
+// readyCondition is the aggregate: ready is whether RingReady and ReceiverReady are True.
+func readyCondition(v verdict, ready bool, ep *ringcapv1.EndpointStatus) metav1.Condition {
+	const t, f = ringcapv1.ConditionReady, metav1.ConditionFalse
+	switch {
+	case v.failed:
+		return condition(t, f, ringcapv1.ReasonFailed, v.failMsg)
+	case v.phase == ringcapv1.PhaseSucceeded:
+		return condition(t, f, ringcapv1.ReasonSucceeded, "the capture finished")
+	case v.scheduled != metav1.ConditionTrue:
+		return condition(t, f, v.scheduledReason, v.schedMsg)
+	case v.notReadyReason != "":
+		return condition(t, f, v.notReadyReason, v.notReadyMsg)
+	case ready:
+		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonReceiverReady, endpointMessage(ep))
+	case v.ended:
+		return condition(t, f, ringcapv1.ReasonReadersDraining, "the receiver finished; waiting for the readers to exit")
+	}
+	return condition(t, f, ringcapv1.ReasonReceiverNotReady, "the receiver is not listening yet")
+}
+
+func changePendingCondition(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus) metav1.Condition {
+	const t = ringcapv1.ConditionChangePending
 	msg := pendingChange(rc, st.Running)
 	switch {
 	case msg != "" && isTerminal(st.Phase):
-		set(ringcapv1.ConditionChangePending, metav1.ConditionTrue, ReasonSpecChangePending,
+		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonSpecChangePending,
 			fmt.Sprintf("spec generation %d is applied in a new pod (the run of generation %d ended)", rc.Generation, st.Running.Generation))
 	case msg != "":
-		set(ringcapv1.ConditionChangePending, metav1.ConditionTrue, ReasonSpecChangePending, msg)
+		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonSpecChangePending, msg)
 	case st.Running == nil:
-		set(ringcapv1.ConditionChangePending, metav1.ConditionFalse, ReasonNoChangePending, "no capture pod has run yet")
-	default:
-		set(ringcapv1.ConditionChangePending, metav1.ConditionFalse, ReasonNoChangePending, "the capture pod runs the current spec")
+		return condition(t, metav1.ConditionFalse, ringcapv1.ReasonNoChangePending, "no capture pod has run yet")
 	}
+	return condition(t, metav1.ConditionFalse, ringcapv1.ReasonNoChangePending, "the capture pod runs the current spec")
 }
 
 // judge looks at the pod alone: phase, scheduling, failures.
 func judge(pod *corev1.Pod) verdict {
 	v := verdict{phase: ringcapv1.PhasePending, scheduled: metav1.ConditionFalse}
 	if pod == nil {
-		v.scheduledReason, v.schedMsg = ReasonPodNotCreated, "the capture pod does not exist yet"
+		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodNotCreated, "the capture pod does not exist yet"
 		return v
 	}
 	if pod.DeletionTimestamp != nil {
-		v.scheduledReason, v.schedMsg = ReasonPodDeleting, "the previous capture pod is being deleted"
+		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodDeleting, "the previous capture pod is being deleted"
 		return v
 	}
 	if pod.Spec.NodeName == "" {
-		v.scheduledReason, v.schedMsg = ReasonPodPending, "waiting for the scheduler"
+		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodPending, "waiting for the scheduler"
 		if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			v.scheduledReason, v.schedMsg = ReasonUnschedulable, "no node can run the capture pod: "+c.Message
+			v.scheduledReason, v.schedMsg = ringcapv1.ReasonUnschedulable, "no node can run the capture pod: "+c.Message
 		}
 		return v
 	}
 	v.phase = ringcapv1.PhaseScheduled
-	v.scheduled, v.scheduledReason, v.schedMsg = metav1.ConditionTrue, ReasonScheduled, "on node "+pod.Spec.NodeName
+	v.scheduled, v.scheduledReason, v.schedMsg = metav1.ConditionTrue, ringcapv1.ReasonScheduled, "on node "+pod.Spec.NodeName
 
 	if t := receiverTerminated(pod); t != nil {
 		v.ended = true
 		if t.ExitCode != 0 {
-			v.failed, v.failReason = true, ReasonReceiverFailed
+			v.failed, v.failReason = true, ringcapv1.ReasonReceiverFailed
 			v.failMsg = fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
 			if s := terminationSummary(pod); s != nil && s.Message != "" {
 				v.failMsg += ": " + s.Message
@@ -344,16 +331,16 @@ func judge(pod *corev1.Pod) verdict {
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == ringcapv1.ReceiverContainerName {
 			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
-				v.notReadyReason, v.notReadyMsg = ReasonContainerWaiting, fmt.Sprintf("receiver container: %s: %s", w.Reason, w.Message)
+				v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("receiver container: %s: %s", w.Reason, w.Message)
 			}
 			continue
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !v.failed {
-			v.failed, v.failReason = true, ReasonReaderFailed
+			v.failed, v.failReason = true, ringcapv1.ReasonReaderFailed
 			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))
 		}
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && v.notReadyReason == "" {
-			v.notReadyReason, v.notReadyMsg = ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
+			v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
 		}
 	}
 	switch pod.Status.Phase {
@@ -366,7 +353,7 @@ func judge(pod *corev1.Pod) verdict {
 	case corev1.PodFailed:
 		v.ended = true
 		if !v.failed {
-			v.failed, v.failReason = true, ReasonPodFailed
+			v.failed, v.failReason = true, ringcapv1.ReasonPodFailed
 			v.failMsg = strings.TrimSpace("the capture pod failed: " + pod.Status.Reason + " " + pod.Status.Message)
 		}
 	}

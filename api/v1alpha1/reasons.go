@@ -1,0 +1,58 @@
+package v1alpha1
+
+// Reasons of a RingCapture's conditions (CamelCase; the operator also uses them as event
+// reasons). The comment of each group names the conditions that carry it.
+const (
+	// Scheduled, and Ready while the pod is not scheduled.
+	ReasonPodNotCreated   = "PodNotCreated"
+	ReasonPodNameConflict = "PodNameConflict"
+	ReasonPodDeleting     = "PodDeleting"
+	ReasonPodPending      = "PodPending"
+	ReasonUnschedulable   = "Unschedulable"
+	ReasonScheduled       = "Scheduled"
+
+	// RingReady and ReceiverReady.
+	ReasonRingCreated      = "RingCreated"
+	ReasonRingNotReady     = "RingNotReady"
+	ReasonNoReceiverStatus = "NoReceiverStatus"
+	ReasonCaptureFailed    = "CaptureFailed"
+	ReasonCaptureEnded     = "CaptureEnded"
+	// ReasonListening: ReceiverReady is True with the receiver's state as reason,
+	// Listening or Receiving.
+	ReasonListening        = "Listening"
+	ReasonReceiverNotReady = "ReceiverNotReady"
+
+	// Receiving.
+	ReasonReceiving        = "Receiving"
+	ReasonReceiverFinished = "ReceiverFinished"
+	ReasonNotReceiving     = "NotReceiving"
+
+	// ReadersBehind.
+	ReasonReadersBehind    = "ReadersBehind"
+	ReasonReadersKeepingUp = "ReadersKeepingUp"
+
+	// Failed.
+	ReasonReceiverFailed = "ReceiverFailed"
+	ReasonReaderFailed   = "ReaderFailed"
+	ReasonPodFailed      = "PodFailed"
+	ReasonNotFailed      = "NotFailed"
+
+	// Ready (besides the Scheduled reasons while the pod is not scheduled).
+	ReasonReceiverReady    = "ReceiverReady"
+	ReasonContainerWaiting = "ContainerWaiting"
+	ReasonReadersDraining  = "ReadersDraining"
+	ReasonSucceeded        = "Succeeded"
+	ReasonFailed           = "Failed" // also Receiving while the capture has failed
+
+	// ChangePending.
+	ReasonSpecChangePending = "SpecChangePending"
+	ReasonNoChangePending   = "NoChangePending"
+)
+
+// Reasons of events only.
+const (
+	ReasonPodCreated      = "PodCreated"
+	ReasonPodReplaced     = "PodReplaced"
+	ReasonPodCreateFailed = "PodCreateFailed"
+	ReasonPodStopped      = "PodStopped"
+)
