@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // Verdicts the condition tables start from.
@@ -70,10 +71,10 @@ func TestScheduledCondition(t *testing.T) {
 
 func TestRingReadyCondition(t *testing.T) {
 	const typ = ringcapv1.ConditionRingReady
-	listening := recvStatus(ReceiverListening, 0)
+	listening := recvStatus(statusdoc.StateListening, 0)
 	checkConds(t, []condCase{
 		{"ring created", ringReadyCondition(vScheduled, listening, Observed{Pod: testPod(running)}), typ, "True/RingCreated", "ring dada: 4 blocks of 524288 bytes, 1 readers"},
-		{"receiver starting", ringReadyCondition(vScheduled, recvStatus(ReceiverStarting, 0), Observed{}), typ, "False/RingNotReady", "receiver is Starting"},
+		{"receiver starting", ringReadyCondition(vScheduled, recvStatus(statusdoc.StateStarting, 0), Observed{}), typ, "False/RingNotReady", "receiver is Starting"},
 		{"no status yet", ringReadyCondition(vScheduled, nil, Observed{}), typ, "False/NoReceiverStatus", "has not reported yet"},
 		{"status unreachable", ringReadyCondition(vScheduled, nil, Observed{ReceiverError: "connection refused"}), typ, "False/NoReceiverStatus", "connection refused"},
 		{"receiver exited", ringReadyCondition(vEnded, listening, Observed{}), typ, "False/CaptureEnded", "ring went with it"},
@@ -85,13 +86,13 @@ func TestReceiverReadyCondition(t *testing.T) {
 	const typ = ringcapv1.ConditionReceiverReady
 	ep := &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, Device: "rxe0", IBPort: 1}
 	checkConds(t, []condCase{
-		{"listening", receiverReadyCondition(vScheduled, recvStatus(ReceiverListening, 0), Observed{}, ep, true), typ, "True/Listening", "senders connect to 10.88.0.7:18515 (device rxe0 port 1)"},
-		{"receiving", receiverReadyCondition(vScheduled, recvStatus(ReceiverReceiving, 1), Observed{}, ep, true), typ, "True/Receiving", "10.88.0.7:18515"},
-		{"listening, no endpoint known", receiverReadyCondition(vScheduled, recvStatus(ReceiverListening, 0), Observed{}, nil, true), typ, "True/Listening", "listening"},
-		{"starting", receiverReadyCondition(vScheduled, &ReceiverStatus{State: ReceiverStarting, Message: "opening rxe0"}, Observed{}, ep, false), typ, "False/ReceiverNotReady", "receiver is Starting: opening rxe0"},
+		{"listening", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, ep, true), typ, "True/Listening", "senders connect to 10.88.0.7:18515 (device rxe0 port 1)"},
+		{"receiving", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateReceiving, 1), Observed{}, ep, true), typ, "True/Receiving", "10.88.0.7:18515"},
+		{"listening, no endpoint known", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, nil, true), typ, "True/Listening", "listening"},
+		{"starting", receiverReadyCondition(vScheduled, &ReceiverStatus{State: statusdoc.StateStarting, Message: "opening rxe0"}, Observed{}, ep, false), typ, "False/ReceiverNotReady", "receiver is Starting: opening rxe0"},
 		{"no status", receiverReadyCondition(vScheduled, nil, Observed{ReceiverError: "timeout"}, ep, false), typ, "False/NoReceiverStatus", "timeout"},
-		{"receiver exited", receiverReadyCondition(vEnded, recvStatus(ReceiverFinished, 1), Observed{}, ep, false), typ, "False/CaptureEnded", "exited"},
-		{"capture failed", receiverReadyCondition(vFailed, recvStatus(ReceiverListening, 1), Observed{}, ep, false), typ, "False/CaptureFailed", "pod is stopped"},
+		{"receiver exited", receiverReadyCondition(vEnded, recvStatus(statusdoc.StateFinished, 1), Observed{}, ep, false), typ, "False/CaptureEnded", "exited"},
+		{"capture failed", receiverReadyCondition(vFailed, recvStatus(statusdoc.StateListening, 1), Observed{}, ep, false), typ, "False/CaptureFailed", "pod is stopped"},
 	})
 }
 
@@ -99,19 +100,19 @@ func TestReceivingCondition(t *testing.T) {
 	const typ = ringcapv1.ConditionReceiving
 	st := ringcapv1.RingCaptureStatus{BytesReceived: 3 << 30, RateBytesPerSecond: 1.25e9}
 	checkConds(t, []condCase{
-		{"data arriving", receivingCondition(vScheduled, recvStatus(ReceiverReceiving, 1), st), typ, "True/Receiving", "receiving at 10.00 Gbit/s"},
-		{"listening", receivingCondition(vScheduled, recvStatus(ReceiverListening, 0), st), typ, "False/NotReceiving", "no data is arriving"},
+		{"data arriving", receivingCondition(vScheduled, recvStatus(statusdoc.StateReceiving, 1), st), typ, "True/Receiving", "receiving at 10.00 Gbit/s"},
+		{"listening", receivingCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), st), typ, "False/NotReceiving", "no data is arriving"},
 		{"no status", receivingCondition(vScheduled, nil, st), typ, "False/NotReceiving", "no data"},
-		{"stop condition met", receivingCondition(vScheduled, recvStatus(ReceiverFinished, 1), st), typ, "False/ReceiverFinished", "stop condition"},
-		{"receiver exited", receivingCondition(vEnded, recvStatus(ReceiverReceiving, 1), st), typ, "False/ReceiverFinished", "received 3.00 GiB"},
-		{"capture failed", receivingCondition(vFailed, recvStatus(ReceiverReceiving, 1), st), typ, "False/Failed", "the capture failed"},
+		{"stop condition met", receivingCondition(vScheduled, recvStatus(statusdoc.StateFinished, 1), st), typ, "False/ReceiverFinished", "stop condition"},
+		{"receiver exited", receivingCondition(vEnded, recvStatus(statusdoc.StateReceiving, 1), st), typ, "False/ReceiverFinished", "received 3.00 GiB"},
+		{"capture failed", receivingCondition(vFailed, recvStatus(statusdoc.StateReceiving, 1), st), typ, "False/Failed", "the capture failed"},
 	})
 }
 
 func TestReadersBehindCondition(t *testing.T) {
 	const typ = ringcapv1.ConditionReadersBehind
 	held := func(since string) *ReceiverStatus {
-		rs := recvStatus(ReceiverReceiving, 1)
+		rs := recvStatus(statusdoc.StateReceiving, 1)
 		rs.HeldBackSince, rs.HeldBackSeconds = since, 95
 		return rs
 	}

@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // ring.hostIPC puts the capture pod in the node's IPC namespace; a private one otherwise.
@@ -58,7 +59,7 @@ func TestExternalReaderSlots(t *testing.T) {
 // counted from the ring the receiver created and the pod that runs.
 func TestRingReadyNamesExternalReaderSlots(t *testing.T) {
 	rc := defaulted("c")
-	rs := recvStatus(ReceiverListening, 0)
+	rs := recvStatus(statusdoc.StateListening, 0)
 	rs.Ring.Readers = 2
 	p := testPod(running) // receiver + one reader container
 	p.Spec.HostIPC = true

@@ -37,21 +37,6 @@ const statusFetchTimeout = 2 * time.Second
 // writes as its summary file; statusdoc defines it for both sides.
 type ReceiverStatus = statusdoc.Status
 
-// Receiver states of /status.
-const (
-	ReceiverStarting  = statusdoc.StateStarting
-	ReceiverListening = statusdoc.StateListening
-	ReceiverReceiving = statusdoc.StateReceiving
-	ReceiverFinished  = statusdoc.StateFinished
-	ReceiverFailed    = statusdoc.StateFailed
-)
-
-// ParseReceiverStatus decodes the receiver's /status or summary JSON; it refuses
-// a version other than statusdoc.Version and an unknown state.
-func ParseReceiverStatus(b []byte) (*ReceiverStatus, error) {
-	return statusdoc.Parse(b)
-}
-
 // apiInt64 converts a count of the status document to the API's int64,
 // saturating (a count beyond it cannot happen in practice).
 func apiInt64(v uint64) int64 {
@@ -107,7 +92,7 @@ func (f *HTTPStatusFetcher) Fetch(ctx context.Context, pod *corev1.Pod, metricsP
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("get %s: HTTP %d", url, resp.StatusCode)
 	}
-	st, err := ParseReceiverStatus(body)
+	st, err := statusdoc.Parse(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
@@ -121,7 +106,7 @@ func terminationSummary(pod *corev1.Pod) *ReceiverStatus {
 	if t == nil || t.Message == "" {
 		return nil
 	}
-	st, err := ParseReceiverStatus([]byte(t.Message))
+	st, err := statusdoc.Parse([]byte(t.Message))
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 func TestHTTPStatusFetcher(t *testing.T) {
@@ -28,7 +30,7 @@ func TestHTTPStatusFetcher(t *testing.T) {
 	pod := testPod(running)
 
 	st, err := f.Fetch(context.Background(), pod, 9100)
-	if err != nil || st.State != ReceiverFinished || st.BytesReceived != 4194304 {
+	if err != nil || st.State != statusdoc.StateFinished || st.BytesReceived != 4194304 {
 		t.Fatalf("Fetch = %+v, %v", st, err)
 	}
 	for _, tc := range []struct {
@@ -71,7 +73,7 @@ func (c *countingFetcher) Fetch(context.Context, *corev1.Pod, int32) (*ReceiverS
 	if c.err != nil {
 		return nil, c.err
 	}
-	return recvStatus(ReceiverReceiving, int64(c.calls)), nil
+	return recvStatus(statusdoc.StateReceiving, int64(c.calls)), nil
 }
 
 // /status is read at most once per poll interval per capture, whatever the number of

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 func TestRunningConfig(t *testing.T) {
@@ -25,7 +26,7 @@ func TestRunningConfig(t *testing.T) {
 		t.Errorf("RunningConfig(pod) = %+v, want %+v", *got, want)
 	}
 	// The receiver's own report wins over the arguments.
-	rs := recvStatus(ReceiverListening, 0)
+	rs := recvStatus(statusdoc.StateListening, 0)
 	rs.QueuePairs, rs.TransferMode = 6, "send"
 	got := RunningConfig(pod, rs)
 	if got.QueuePairs != 6 || got.Mode != "Send" {
@@ -61,7 +62,7 @@ func TestContainerMessage(t *testing.T) {
 func TestComputeStatusRuns(t *testing.T) {
 	type conds map[string]string // type -> "Status/Reason"
 	heldBack := func(since time.Duration, total float64) *ReceiverStatus {
-		rs := recvStatus(ReceiverReceiving, 3<<20)
+		rs := recvStatus(statusdoc.StateReceiving, 3<<20)
 		rs.HeldBackSince = t0.Add(-since).Format(time.RFC3339Nano)
 		rs.HeldBackSeconds = total
 		return rs
@@ -100,7 +101,7 @@ func TestComputeStatusRuns(t *testing.T) {
 				}
 			}},
 		{name: "spec changed while the pod listens: the running config, and the change pending", spec: qps8,
-			pod: testPodOf(2, nil, running), recv: withQPs(recvStatus(ReceiverListening, 0), 4),
+			pod: testPodOf(2, nil, running), recv: withQPs(recvStatus(statusdoc.StateListening, 0), 4),
 			phase: ringcapv1.PhaseListening, conds: conds{"ChangePending": "True/SpecChangePending", "Ready": "True/ReceiverReady"},
 			messages: map[string]string{"ChangePending": "receiver queuePairs 4 -> 8"},
 			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
@@ -108,7 +109,7 @@ func TestComputeStatusRuns(t *testing.T) {
 					t.Errorf("running %+v, want generation 2 with 4 queue pairs", st.Running)
 				}
 			}},
-		{name: "pod of the current generation: nothing pending", pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+		{name: "pod of the current generation: nothing pending", pod: testPod(running), recv: recvStatus(statusdoc.StateListening, 0),
 			phase: ringcapv1.PhaseListening, conds: conds{"ChangePending": "False/NoChangePending"}},
 		{name: "a failed run keeps its verdict while its pod is stopped", old: failedStatus,
 			pod: testPod(chain(running, terminated("receiver", 143, ""), terminated("reader", 1, "open ring beef: no such ring"), func(p *corev1.Pod) {
@@ -117,7 +118,7 @@ func TestComputeStatusRuns(t *testing.T) {
 			phase: ringcapv1.PhaseFailed, conds: conds{"Failed": "True/ReaderFailed"},
 			messages: map[string]string{"Failed": "open ring beef: no such ring"}},
 		{name: "a pod of a new generation starts a new run, the finished one is recorded", old: succeededGen2,
-			pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+			pod: testPod(running), recv: recvStatus(statusdoc.StateListening, 0),
 			phase: ringcapv1.PhaseListening, conds: conds{"Ready": "True/ReceiverReady", "ChangePending": "False/NoChangePending"},
 			check: func(t *testing.T, st ringcapv1.RingCaptureStatus) {
 				lr := st.LastRun

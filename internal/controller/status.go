@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // Observed is everything ComputeStatus looks at.
@@ -62,8 +63,8 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
-	receiving := !v.ended && !v.failed && rs != nil && rs.State == ReceiverReceiving
-	listening := !v.ended && !v.failed && rs != nil && rs.State == ReceiverListening
+	receiving := !v.ended && !v.failed && rs != nil && rs.State == statusdoc.StateReceiving
+	listening := !v.ended && !v.failed && rs != nil && rs.State == statusdoc.StateListening
 	if v.phase == ringcapv1.PhaseScheduled {
 		v.phase = runningPhase(v, rs, receiving, listening)
 	}
@@ -89,7 +90,7 @@ func judgeRun(in Observed) (verdict, *ReceiverStatus) {
 	if rs == nil {
 		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
 	}
-	if rs != nil && !v.failed && rs.State == ReceiverFailed {
+	if rs != nil && !v.failed && rs.State == statusdoc.StateFailed {
 		v.failed, v.failReason, v.failMsg = true, ringcapv1.ReasonReceiverFailed, "receiver failed: "+rs.Message
 		v.phase = ringcapv1.PhaseFailed
 	}
@@ -127,7 +128,7 @@ func runningPhase(v verdict, rs *ReceiverStatus, receiving, listening bool) ring
 		return ringcapv1.PhaseReceiving
 	case listening:
 		return ringcapv1.PhaseListening // ready for a sender (the first, or the next)
-	case v.ended || (rs != nil && rs.State == ReceiverFinished):
+	case v.ended || (rs != nil && rs.State == statusdoc.StateFinished):
 		return ringcapv1.PhaseReceiving // the receiver finished: the readers drain the ring
 	}
 	return ringcapv1.PhaseScheduled
@@ -224,9 +225,9 @@ func receivingCondition(v verdict, rs *ReceiverStatus, st ringcapv1.RingCaptureS
 		return condition(t, f, ringcapv1.ReasonFailed, "the capture failed")
 	case v.ended:
 		return condition(t, f, ringcapv1.ReasonReceiverFinished, fmt.Sprintf("received %s", HumanBytes(st.BytesReceived)))
-	case rs != nil && rs.State == ReceiverReceiving:
+	case rs != nil && rs.State == statusdoc.StateReceiving:
 		return condition(t, metav1.ConditionTrue, ringcapv1.ReasonReceiving, "receiving at "+HumanRate(st.RateBytesPerSecond))
-	case rs != nil && rs.State == ReceiverFinished:
+	case rs != nil && rs.State == statusdoc.StateFinished:
 		return condition(t, f, ringcapv1.ReasonReceiverFinished, "the receiver met its stop condition")
 	}
 	return condition(t, f, ringcapv1.ReasonNotReceiving, "no data is arriving")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC))
@@ -68,7 +69,7 @@ func chain(fs ...func(p *corev1.Pod)) func(p *corev1.Pod) {
 
 func recvStatus(state string, bytes int64) *ReceiverStatus {
 	rs := &ReceiverStatus{Version: 1, State: state, BytesReceived: uint64(bytes), BlocksFilled: uint64(bytes / 524288), RateBytesPerSecond: 1.25e9}
-	rs.Ring.Key, rs.Ring.Ready, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers = "dada", state != ReceiverStarting, 4, 524288, 1
+	rs.Ring.Key, rs.Ring.Ready, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers = "dada", state != statusdoc.StateStarting, 4, 524288, 1
 	rs.Endpoint.Address, rs.Endpoint.Port, rs.Endpoint.Device, rs.Endpoint.IBPort = "10.88.0.7", 18515, "rxe0", 1
 	rs.Endpoint.GIDIndex, rs.Endpoint.GID = ptr(1), "::ffff:198.18.0.1"
 	rs.MemoryRegistration.Mode, rs.MemoryRegistration.Regions, rs.MemoryRegistration.Reason = "WholeRing", 1, "blocks contiguous"
@@ -119,15 +120,15 @@ func TestComputeStatus(t *testing.T) {
 		{name: "running, status unreachable", pod: testPod(running), recvErr: "connection refused",
 			phase: ringcapv1.PhaseScheduled, endpoint: "10.88.0.7:18515",
 			conds: conds{"RingReady": "False/NoReceiverStatus", "ReceiverReady": "False/NoReceiverStatus"}},
-		{name: "receiver starting", pod: testPod(running), recv: recvStatus(ReceiverStarting, 0),
+		{name: "receiver starting", pod: testPod(running), recv: recvStatus(statusdoc.StateStarting, 0),
 			phase: ringcapv1.PhaseScheduled,
 			conds: conds{"RingReady": "False/RingNotReady", "ReceiverReady": "False/ReceiverNotReady", "Ready": "False/ReceiverNotReady"}},
-		{name: "receiver listening", pod: testPod(running), recv: recvStatus(ReceiverListening, 0),
+		{name: "receiver listening", pod: testPod(running), recv: recvStatus(statusdoc.StateListening, 0),
 			phase: ringcapv1.PhaseListening, mrMode: "WholeRing", endpoint: "10.88.0.7:18515",
 			conds: conds{"RingReady": "True/RingCreated", "ReceiverReady": "True/Listening", "Receiving": "False/NotReceiving", "Ready": "True/ReceiverReady"}},
-		{name: "listening again between observations", pod: testPod(running), recv: recvStatus(ReceiverListening, 1<<20),
+		{name: "listening again between observations", pod: testPod(running), recv: recvStatus(statusdoc.StateListening, 1<<20),
 			phase: ringcapv1.PhaseListening, bytes: 1 << 20, conds: conds{"ReceiverReady": "True/Listening", "Ready": "True/ReceiverReady"}},
-		{name: "receiving", pod: testPod(running), recv: recvStatus(ReceiverReceiving, 1<<30),
+		{name: "receiving", pod: testPod(running), recv: recvStatus(statusdoc.StateReceiving, 1<<30),
 			phase: ringcapv1.PhaseReceiving, bytes: 1 << 30, mrMode: "WholeRing",
 			conds: conds{"Receiving": "True/Receiving", "Ready": "True/ReceiverReady"}},
 		{name: "receiver finished, readers draining", pod: testPod(chain(running, terminated("receiver", 0, summaryOK))),
@@ -145,14 +146,14 @@ func TestComputeStatus(t *testing.T) {
 		{name: "receiver exited non-zero with its summary", pod: testPod(chain(running, terminated("receiver", 1, summaryFailed))),
 			phase: ringcapv1.PhaseFailed, completed: true,
 			conds: conds{"Failed": "True/ReceiverFailed", "Ready": "False/Failed", "Receiving": "False/Failed"}},
-		{name: "receiver reports Failed before exiting", pod: testPod(running), recv: recvStatus(ReceiverFailed, 0),
+		{name: "receiver reports Failed before exiting", pod: testPod(running), recv: recvStatus(statusdoc.StateFailed, 0),
 			phase: ringcapv1.PhaseFailed, completed: true,
 			conds: conds{"Failed": "True/ReceiverFailed", "ReceiverReady": "False/CaptureFailed", "RingReady": "False/CaptureFailed"}},
 		{name: "reader failed while the receiver listens: no condition says the capture is ready", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))),
-			recv: recvStatus(ReceiverListening, 10), phase: ringcapv1.PhaseFailed, bytes: 10, completed: true,
+			recv: recvStatus(statusdoc.StateListening, 10), phase: ringcapv1.PhaseFailed, bytes: 10, completed: true,
 			conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed", "ReceiverReady": "False/CaptureFailed",
 				"RingReady": "False/CaptureFailed", "Receiving": "False/Failed", "ReadersBehind": "False/ReadersKeepingUp"}},
-		{name: "reader failed while data arrives", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))), recv: recvStatus(ReceiverReceiving, 10),
+		{name: "reader failed while data arrives", pod: testPod(chain(running, terminated("reader", 2, "checksum mismatch"))), recv: recvStatus(statusdoc.StateReceiving, 10),
 			phase: ringcapv1.PhaseFailed, bytes: 10, completed: true,
 			conds: conds{"Failed": "True/ReaderFailed", "Ready": "False/Failed", "Receiving": "False/Failed"}},
 		{name: "pod failed (evicted)", pod: testPod(chain(running, func(p *corev1.Pod) {
@@ -215,10 +216,10 @@ func TestComputeStatus(t *testing.T) {
 // A condition keeps its lastTransitionTime while its status stays the same.
 func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	rc := defaulted("c")
-	first := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverListening, 0), Now: t0})
+	first := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(statusdoc.StateListening, 0), Now: t0})
 	rc.Status = first
 	later := metav1.NewTime(t0.Add(time.Minute))
-	second := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverReceiving, 100), Now: later})
+	second := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(statusdoc.StateReceiving, 100), Now: later})
 	ready := apimeta.FindStatusCondition(second.Conditions, ringcapv1.ConditionReady)
 	if !ready.LastTransitionTime.Equal(&t0) {
 		t.Errorf("Ready lastTransitionTime %v, want unchanged %v", ready.LastTransitionTime, t0)
@@ -229,7 +230,7 @@ func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	}
 	// Same input twice: same status (reconcile is idempotent).
 	rc.Status = second
-	third := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(ReceiverReceiving, 100), Now: metav1.NewTime(t0.Add(time.Hour))})
+	third := ComputeStatus(rc, Observed{Pod: testPod(running), Receiver: recvStatus(statusdoc.StateReceiving, 100), Now: metav1.NewTime(t0.Add(time.Hour))})
 	if !apimeta.IsStatusConditionTrue(third.Conditions, ringcapv1.ConditionReceiving) || third.BytesReceived != 100 {
 		t.Fatalf("third status %+v", third)
 	}
@@ -261,18 +262,18 @@ func TestHumanUnits(t *testing.T) {
 }
 
 func TestParseReceiverStatus(t *testing.T) {
-	if _, err := ParseReceiverStatus([]byte(summaryOK)); err != nil {
+	if _, err := statusdoc.Parse([]byte(summaryOK)); err != nil {
 		t.Errorf("valid summary: %v", err)
 	}
 	for _, bad := range []string{`{`, `{"version":2,"state":"Finished"}`, `{"version":1,"state":"Sleeping"}`} {
-		if _, err := ParseReceiverStatus([]byte(bad)); err == nil {
-			t.Errorf("ParseReceiverStatus(%s) accepted", bad)
+		if _, err := statusdoc.Parse([]byte(bad)); err == nil {
+			t.Errorf("statusdoc.Parse(%s) accepted", bad)
 		}
 	}
 }
 
 func mustParse(s string) *ReceiverStatus {
-	st, err := ParseReceiverStatus([]byte(s))
+	st, err := statusdoc.Parse([]byte(s))
 	if err != nil {
 		panic(err)
 	}
@@ -293,7 +294,7 @@ func TestObservationHeader(t *testing.T) {
 		t.Errorf("ObservationHeader = %+v, want %+v", got, want)
 	}
 	// A receiving capture shows the current observation's header in status.
-	rs := recvStatus(ReceiverReceiving, 1<<20)
+	rs := recvStatus(statusdoc.StateReceiving, 1<<20)
 	rs.Header = map[string]string{"SOURCE": "J0437-4715", "RINGCAP_OBSERVATION": "0"}
 	st := ComputeStatus(&ringcapv1.RingCapture{}, Observed{Pod: testPod(running), Receiver: rs, Now: metav1.Now()})
 	if st.Observation == nil || st.Observation.Source != "J0437-4715" || st.Observation.Number == nil || *st.Observation.Number != 0 {

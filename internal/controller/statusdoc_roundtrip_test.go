@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // fillTracker sets every field a receiver sets through its tracker (the derived
@@ -34,7 +35,7 @@ func fillTracker(tr *capture.Tracker, state string) {
 // The receiver's /status, as its tracker serves it, parses in the operator to the
 // status the tracker holds, in every state.
 func TestReceiverStatusRoundTrip(t *testing.T) {
-	for _, state := range []string{ReceiverStarting, ReceiverListening, ReceiverReceiving, ReceiverFinished, ReceiverFailed} {
+	for _, state := range []string{statusdoc.StateStarting, statusdoc.StateListening, statusdoc.StateReceiving, statusdoc.StateFinished, statusdoc.StateFailed} {
 		tr := capture.NewTracker()
 		fillTracker(tr, state)
 		srv := httptest.NewServer(tr.Handler())
@@ -49,7 +50,7 @@ func TestReceiverStatusRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read /status: %v", err)
 		}
-		got, err := ParseReceiverStatus(body)
+		got, err := statusdoc.Parse(body)
 		if err != nil {
 			t.Fatalf("%s: operator cannot parse the receiver's /status: %v\n%s", state, err, body)
 		}
@@ -66,7 +67,7 @@ func TestReceiverStatusStartingGIDIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ParseReceiverStatus(b)
+	st, err := statusdoc.Parse(b)
 	if err != nil || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 0 {
 		t.Errorf("starting receiver's status %s parsed as %+v, %v; want gidIndex 0", b, st, err)
 	}
@@ -76,7 +77,7 @@ func TestReceiverStatusStartingGIDIndex(t *testing.T) {
 // status, and the operator's document written out again is the same file.
 func TestReceiverSummaryRoundTrip(t *testing.T) {
 	tr := capture.NewTracker()
-	fillTracker(tr, ReceiverFinished)
+	fillTracker(tr, statusdoc.StateFinished)
 	path := filepath.Join(t.TempDir(), "summary.json")
 	if err := tr.WriteSummary(path); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestReceiverSummaryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseReceiverStatus(file)
+	got, err := statusdoc.Parse(file)
 	if err != nil {
 		t.Fatalf("operator cannot parse the receiver's summary: %v\n%s", err, file)
 	}
