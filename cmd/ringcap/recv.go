@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
@@ -151,7 +152,7 @@ func newRecvCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")
 	fs.StringVar(&o.mr, "mr", "auto", "memory registration: auto, wholering (one MR over the contiguously mapped ring) or perblock")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:18515", "TCP address for the connection handshake")
-	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", capture.MaxQPs))
+	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", wire.MaxQPs))
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
 	fs.BoolVar(&o.cqPerQP, "cq-per-qp", false, "one completion queue per queue pair (default: one shared)")
@@ -172,7 +173,7 @@ func newRecvCmd() *cobra.Command {
 func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t := capture.NewTracker()
-	mode, err := capture.ParseMode(o.mode)
+	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -66,7 +67,7 @@ func newSendCmd() *cobra.Command {
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.connect, "connect", "", "receiver address HOST:PORT (required)")
-	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", capture.MaxQPs))
+	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", wire.MaxQPs))
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
@@ -90,15 +91,15 @@ func newSendCmd() *cobra.Command {
 }
 
 // senderHeader reads the --header-file and --header keywords, in that order.
-func senderHeader(file string, kvs []string) ([]capture.HeaderField, error) {
-	var out []capture.HeaderField
+func senderHeader(file string, kvs []string) ([]wire.HeaderField, error) {
+	var out []wire.HeaderField
 	if file != "" {
 		hd, err := headerTemplate(file, nil)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range hd.Fields() {
-			out = append(out, capture.HeaderField{Key: f[0], Value: f[1]})
+			out = append(out, wire.HeaderField{Key: f[0], Value: f[1]})
 		}
 	}
 	for _, kv := range kvs {
@@ -106,7 +107,7 @@ func senderHeader(file string, kvs []string) ([]capture.HeaderField, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
 		}
-		out = append(out, capture.HeaderField{Key: k, Value: v})
+		out = append(out, wire.HeaderField{Key: k, Value: v})
 	}
 	return out, nil
 }
@@ -119,7 +120,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if o.connect == "" {
 		return errors.New("--connect HOST:PORT is required")
 	}
-	mode, err := capture.ParseMode(o.mode)
+	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // the pieces of `ringcap recv` and `ringcap send`:
 //
 //   - the versioned out-of-band handshake and control messages that travel over
-//     TCP (protocol.go): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
+//     TCP (package wire): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
 //     receiver's ring geometry and, in write mode, the block address/rkey table;
 //     credits naming free blocks and the sender's end-of-stream message;
 //   - the pure block-assembly logic (assembly.go): how the stream is cut into

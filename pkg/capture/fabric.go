@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 // The engines talk to RDMA through the narrow interfaces below, owned here:
@@ -84,9 +86,9 @@ const DefaultAckTimeout = 18
 // run concurrently for different queue pairs (the sender's posting threads).
 type Endpoint interface {
 	// Local describes this side's queue pairs for the handshake.
-	Local() []QPInfo
+	Local() []wire.QPInfo
 	// Connect moves every queue pair INIT -> RTR -> RTS against the peer's.
-	Connect(remote []QPInfo) error
+	Connect(remote []wire.QPInfo) error
 	// PostRecv posts receive WRs on queue pair qp, in order.
 	PostRecv(qp int, wrs []RecvWR) error
 	// PostSend posts send WRs on queue pair qp, in order.
@@ -103,7 +105,7 @@ type ReceiverFabric interface {
 	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
 	// Registration is how the ring was registered: the write-mode table (one
 	// region for WholeRing, one per block for PerBlock), plus a description.
-	Registration() (MRMode, []Region, MRInfo)
+	Registration() (wire.MRMode, []wire.Region, MRInfo)
 	Close() error
 }
 

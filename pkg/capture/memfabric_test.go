@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 // memNet is an in-memory RC fabric for host tests: each queue pair delivers
@@ -86,15 +88,15 @@ func (n *memNet) open(cfg EndpointConfig, mem memoryTarget, buf []byte) *memEP {
 	return ep
 }
 
-func (e *memEP) Local() []QPInfo {
-	out := make([]QPInfo, len(e.qps))
+func (e *memEP) Local() []wire.QPInfo {
+	out := make([]wire.QPInfo, len(e.qps))
 	for i, q := range e.qps {
-		out[i] = QPInfo{QPN: q.qpn, PSN: q.qpn & 0xffffff, MTU: 4096}
+		out[i] = wire.QPInfo{QPN: q.qpn, PSN: q.qpn & 0xffffff, MTU: 4096}
 	}
 	return out
 }
 
-func (e *memEP) Connect(remote []QPInfo) error {
+func (e *memEP) Connect(remote []wire.QPInfo) error {
 	if len(remote) != len(e.qps) {
 		return fmt.Errorf("%d remote queue pairs for %d local", len(remote), len(e.qps))
 	}
@@ -279,7 +281,7 @@ func (q *memQP) deliver(rng *rand.Rand) {
 type memRecvFabric struct {
 	n      *memNet
 	blocks [][]byte
-	mode   MRMode
+	mode   wire.MRMode
 }
 
 const memWholeBase, memBlockBase = 0x10000000, 0x40000000
@@ -290,17 +292,17 @@ func (f *memRecvFabric) Open(_ context.Context, cfg EndpointConfig) (Endpoint, e
 
 func (f *memRecvFabric) blockStride() uint64 { return uint64(len(f.blocks[0])) + 4096 }
 
-func (f *memRecvFabric) Registration() (MRMode, []Region, MRInfo) {
+func (f *memRecvFabric) Registration() (wire.MRMode, []wire.Region, MRInfo) {
 	bs := uint64(len(f.blocks[0]))
-	if f.mode == MRWholeRing {
-		return MRWholeRing, []Region{{Addr: memWholeBase, Len: bs * uint64(len(f.blocks)), RKey: 7}},
+	if f.mode == wire.MRWholeRing {
+		return wire.MRWholeRing, []wire.Region{{Addr: memWholeBase, Len: bs * uint64(len(f.blocks)), RKey: 7}},
 			MRInfo{Mode: "WholeRing", Regions: 1, Bytes: bs * uint64(len(f.blocks)), Reason: "in-memory test fabric"}
 	}
-	regs := make([]Region, len(f.blocks))
+	regs := make([]wire.Region, len(f.blocks))
 	for i := range regs {
-		regs[i] = Region{Addr: memBlockBase + uint64(i)*f.blockStride(), Len: bs, RKey: uint32(100 + i)}
+		regs[i] = wire.Region{Addr: memBlockBase + uint64(i)*f.blockStride(), Len: bs, RKey: uint32(100 + i)}
 	}
-	return MRPerBlock, regs, MRInfo{Mode: "PerBlock", Regions: len(regs), Bytes: bs * uint64(len(regs)), Reason: "in-memory test fabric"}
+	return wire.MRPerBlock, regs, MRInfo{Mode: "PerBlock", Regions: len(regs), Bytes: bs * uint64(len(regs)), Reason: "in-memory test fabric"}
 }
 
 func (f *memRecvFabric) Close() error { return nil }
@@ -309,7 +311,7 @@ func (f *memRecvFabric) block(i int) []byte { return f.blocks[i] }
 
 func (f *memRecvFabric) resolve(addr uint64, rkey uint32, n uint64) ([][]byte, error) {
 	bs := uint64(len(f.blocks[0]))
-	if f.mode == MRWholeRing {
+	if f.mode == wire.MRWholeRing {
 		if rkey != 7 || addr < memWholeBase || addr+n > memWholeBase+bs*uint64(len(f.blocks)) {
 			return nil, errors.New("outside the ring")
 		}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
@@ -91,13 +92,13 @@ func (NoFillSource) RandomAccess() {}
 
 // SenderConfig configures Send.
 type SenderConfig struct {
-	Mode     Mode
+	Mode     wire.Mode
 	QPs      int
 	MsgBytes uint64
 	// Header holds keywords for the observation's header (SOURCE,
 	// UTC_START, ...), sent in the Hello; the receiver merges them over its
 	// template (see ObservationHeaders for the precedence).
-	Header  []HeaderField
+	Header  []wire.HeaderField
 	TxDepth int // send WRs in flight per queue pair (default 16)
 	// PostList caps the work requests handed to the device in one post
 	// (default 0: all a queue pair can take at once). 1 posts them one by
@@ -209,13 +210,13 @@ type Result struct {
 	Seconds float64
 	Gbps    float64
 	QPs     int
-	Mode    Mode
-	MRMode  MRMode
+	Mode    wire.Mode
+	MRMode  wire.MRMode
 	// HeldBackSeconds is the time the receiver was held back by its ring's
 	// readers during the stream, as it reports.
 	HeldBackSeconds float64
 	Complete        bool
-	Receiver        Done // the receiver's account of the observation
+	Receiver        wire.Done // the receiver's account of the observation
 }
 
 // RejectedError is returned when the receiver refused the connection.
@@ -239,8 +240,8 @@ func (c SenderConfig) Validate() error {
 	if c.AckTimeout > 30 {
 		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
 	}
-	if len(c.Header) > MaxHeaderFields {
-		return fmt.Errorf("%d header keywords: at most %d", len(c.Header), MaxHeaderFields)
+	if len(c.Header) > wire.MaxHeaderFields {
+		return fmt.Errorf("%d header keywords: at most %d", len(c.Header), wire.MaxHeaderFields)
 	}
 	for _, f := range c.Header {
 		if err := dada.NewHeader().Set(f.Key, f.Value); err != nil {
@@ -317,7 +318,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 		return Result{}, fmt.Errorf("connect to receiver: %w", err)
 	}
 	defer func() { _ = c.Close() }()
-	k := newConn(c)
+	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
 
 	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
@@ -325,11 +326,11 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
 	defer func() { _ = ep.Close() }()
-	if err := WritePreamble(k.w); err != nil {
+	if err := k.WritePreamble(); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	hello := Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
-	if err := k.send(hello); err != nil {
+	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
+	if err := k.Send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	held, heldAt, acc, err := awaitAnswer(k, c, cfg)
@@ -337,7 +338,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	if len(acc.QPs) != cfg.QPs || acc.Mode != cfg.Mode || uint64(acc.MsgBytes) != cfg.MsgBytes {
-		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
+		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, wire.ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
 	}
 	if err := ep.Connect(acc.QPs); err != nil {
 		return Result{}, fmt.Errorf("connect queue pairs to %s: %w", addr, err)
@@ -361,23 +362,23 @@ const answerHeldEvery = time.Second
 // answer AnswerTimeout more (at least three report intervals), so a sender
 // waits for slow readers instead of giving up with a timeout. It returns the
 // last such report and when it came (zero without one).
-func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept, error) {
+func awaitAnswer(k *wire.Conn, c net.Conn, cfg SenderConfig) (wire.Held, time.Time, wire.Accept, error) {
 	var (
-		last Held
+		last wire.Held
 		at   time.Time
 		view heldView
 	)
 	start := time.Now()
 	for {
-		m, err := k.recv()
+		m, err := k.Recv()
 		if err != nil {
 			if !at.IsZero() {
 				err = fmt.Errorf("%w (the receiver was held back by its ring's readers for %s)", err, view.state(time.Now()).current.Round(time.Millisecond))
 			}
-			return last, at, Accept{}, fmt.Errorf("read answer: %w", err)
+			return last, at, wire.Accept{}, fmt.Errorf("read answer: %w", err)
 		}
 		switch m := m.(type) {
-		case Held:
+		case wire.Held:
 			last, at = m, time.Now()
 			view.note(m, at)
 			_ = c.SetDeadline(at.Add(max(cfg.AnswerTimeout, 3*answerHeldEvery)))
@@ -385,12 +386,12 @@ func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept
 				h := view.state(at)
 				cfg.Progress(Progress{Total: cfg.Bytes, Elapsed: at.Sub(start), HeldBack: h.total, Holding: h.holding, HoldFor: h.current})
 			}
-		case Reject:
-			return last, at, Accept{}, &RejectedError{Message: m.Message}
-		case Accept:
+		case wire.Reject:
+			return last, at, wire.Accept{}, &RejectedError{Message: m.Message}
+		case wire.Accept:
 			return last, at, m, nil
 		default:
-			return last, at, Accept{}, fmt.Errorf("%w: unexpected %T", ErrProtocol, m)
+			return last, at, wire.Accept{}, fmt.Errorf("%w: unexpected %T", wire.ErrProtocol, m)
 		}
 	}
 }
@@ -400,9 +401,9 @@ type sendSession struct {
 	base  context.Context
 	lanes postLanes // posting threads (PostCPUs), or nil: this thread posts
 	cfg   SenderConfig
-	k     *conn
+	k     *wire.Conn
 	ep    Endpoint
-	acc   Accept
+	acc   wire.Accept
 	buf   []byte
 	g     Geometry
 
@@ -441,14 +442,14 @@ type tailWrite struct {
 }
 
 type senderEvent struct {
-	credit *Credit
-	done   *Done
+	credit *wire.Credit
+	done   *wire.Done
 	err    error
 }
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
 	cfg := s.cfg
-	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.wholeBlocks()}
+	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.WholeBlocks()}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
@@ -488,7 +489,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	defer context.AfterFunc(peer, wcancel)()
 	defer s.waitWithin(wctx)()
 
-	var early *Done
+	var early *wire.Done
 	handle := func(ev senderEvent) error {
 		switch {
 		case ev.credit != nil:
@@ -644,7 +645,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		return res, withReceiver(stopErr, *early)
 	}
-	if err := s.k.send(End{Bytes: s.extent, Complete: complete}); err != nil {
+	if err := s.k.Send(wire.End{Bytes: s.extent, Complete: complete}); err != nil {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		if stopErr != nil {
 			return res, stopErr
@@ -738,21 +739,21 @@ func (s *sendSession) setup() {
 func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{}, gone func()) {
 	defer gone()
 	for {
-		m, err := s.k.recv()
+		m, err := s.k.Recv()
 		var ev senderEvent
 		switch m := m.(type) {
-		case Credit:
+		case wire.Credit:
 			ev.credit = &m
-		case Held:
+		case wire.Held:
 			s.held.note(m, time.Now())
 			continue
-		case Done:
+		case wire.Done:
 			ev.done = &m
-		case Reject:
+		case wire.Reject:
 			ev.err = &RejectedError{Message: m.Message}
 		default:
 			if err == nil {
-				err = fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)
+				err = fmt.Errorf("%w: unexpected %T during the stream", wire.ErrProtocol, m)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				err = fmt.Errorf("receiver closed the connection: %w", ErrPeerGone)
@@ -900,7 +901,7 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 		}
 		s.rr = (s.rr + 1) % nq
 	}
-	if s.cfg.Mode == ModeWrite {
+	if s.cfg.Mode == wire.ModeWrite {
 		s.cr.release(s.g.SliceBlock(s.lowest()))
 	}
 	return posted, credit, nil
@@ -922,7 +923,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	}
 	seq, off, length := s.g.Slice(sl)
 	wr := SendWR{Op: OpSendImm, Imm: uint32(sl)}
-	if cfg.Mode == ModeWrite {
+	if cfg.Mode == wire.ModeWrite {
 		cr, ok := s.cr.lookup(seq)
 		if !ok {
 			return false, true, nil
@@ -1052,7 +1053,7 @@ func (s *sendSession) unpost(q, n int) {
 // post failed): the gap-free prefix it keeps ends below sl, so blocks q took
 // after sl's are not handed out again.
 func (s *sendSession) unsend(q int, sl uint64) {
-	if s.cfg.Mode == ModeWrite {
+	if s.cfg.Mode == wire.ModeWrite {
 		sl = s.g.SliceBlock(sl) * s.g.SlicesPerBlock()
 		s.tail[q].set = false
 	}
@@ -1142,7 +1143,7 @@ func (s *sendSession) reap(wcs []Completion) (bool, error) {
 
 // withReceiver adds the receiver's account to the error that stopped a
 // stream, unless it already is that account.
-func withReceiver(err error, d Done) error {
+func withReceiver(err error, d wire.Done) error {
 	if err == nil || d.OK || d.Message == "" || strings.Contains(err.Error(), d.Message) {
 		return err
 	}

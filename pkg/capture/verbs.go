@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
@@ -106,14 +107,14 @@ func (v *VerbsReceiver) Open(_ context.Context, cfg EndpointConfig) (Endpoint, e
 }
 
 // Registration implements ReceiverFabric.
-func (v *VerbsReceiver) Registration() (MRMode, []Region, MRInfo) {
-	mode := MRPerBlock
+func (v *VerbsReceiver) Registration() (wire.MRMode, []wire.Region, MRInfo) {
+	mode := wire.MRPerBlock
 	if v.reg.Mode() == verbs.WholeRing {
-		mode = MRWholeRing
+		mode = wire.MRWholeRing
 	}
-	var regions []Region
+	var regions []wire.Region
 	for _, r := range v.reg.RegionTable() {
-		regions = append(regions, Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
+		regions = append(regions, wire.Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
 	}
 	return mode, regions, MRInfo{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
 }
@@ -281,10 +282,10 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 	return ep, nil
 }
 
-func (ep *verbsEndpoint) Local() []QPInfo {
-	out := make([]QPInfo, len(ep.qps))
+func (ep *verbsEndpoint) Local() []wire.QPInfo {
+	out := make([]wire.QPInfo, len(ep.qps))
 	for i, qp := range ep.qps {
-		out[i] = QPInfo{QPN: qp.QPN(), PSN: ep.psn[i], LID: ep.dev.port.LID, MTU: uint32(ep.dev.port.ActiveMTU.Bytes())}
+		out[i] = wire.QPInfo{QPN: qp.QPN(), PSN: ep.psn[i], LID: ep.dev.port.LID, MTU: uint32(ep.dev.port.ActiveMTU.Bytes())}
 		copy(out[i].GID[:], ep.dev.gid.To16())
 	}
 	return out
@@ -299,7 +300,7 @@ func mtuOf(bytes uint32) verbs.MTU {
 	return verbs.MTU256
 }
 
-func (ep *verbsEndpoint) Connect(remote []QPInfo) error {
+func (ep *verbsEndpoint) Connect(remote []wire.QPInfo) error {
 	if len(remote) != len(ep.qps) {
 		return fmt.Errorf("%d remote queue pairs for %d local ones", len(remote), len(ep.qps))
 	}
