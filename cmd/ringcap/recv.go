@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
@@ -72,19 +74,19 @@ func (d *devFlags) add(c *cobra.Command) {
 // choose discovers the RDMA devices and picks the device, port and GID for ip
 // (the flags, then the device plugin's environment, then automatically), and
 // logs the choice. localIPs are this host's (pod's) addresses, or nil.
-func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (capture.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
+func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (fabric.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
 	req, err := d.request(ip)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
 	req.LocalIPs = localIPs
 	devs, _, err := rdma.Discover(rdma.DefaultRoots)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
 	}
 	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
 	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	return devCfg, ep, devs, nil
@@ -256,7 +258,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	ep.Address, ep.Port = host, port
 	t.Update(func(s *capture.Status) { s.Endpoint = ep })
 
-	fab, err := capture.NewVerbsReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
+	fab, err := verbsfabric.NewReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
 	if err != nil {
 		return err
 	}

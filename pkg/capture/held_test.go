@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
@@ -390,10 +391,10 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(w.release) }) }
 	defer letGo()
-	n := newMemNet()
+	n := memfabric.NewNet()
 	cfg := ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 1,
 		Header: ObservationHeaders{Size: 4096}}
-	rx, err := NewReceiver(cfg, RingGeometry{NBufs: nbufs, BufSize: bufsz}, w, &memRecvFabric{n: n, blocks: blocks, mode: wire.MRWholeRing}, nil)
+	rx, err := NewReceiver(cfg, RingGeometry{NBufs: nbufs, BufSize: bufsz}, w, memfabric.NewReceiver(n, blocks, wire.MRWholeRing), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	prog := newProgressLog()
 	sent := make(chan error, 1)
 	go func() {
-		f := &memSendFabric{n: n, buf: make([]byte, 2*4*msg)}
+		f := memfabric.NewSender(n, make([]byte, 2*4*msg))
 		_, err := Send(sctx, ln.Addr().String(), SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
 			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
 		sent <- err

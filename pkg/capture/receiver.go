@@ -12,9 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
+
+// ErrPeerGone is returned when the other side went away mid-stream.
+var ErrPeerGone = errors.New("peer disconnected")
 
 // BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
 // Writer through an adapter). Calls come from one goroutine at a time.
@@ -98,7 +102,7 @@ type Receiver struct {
 	cfg  ReceiverConfig
 	ring RingGeometry
 	w    BlockWriter
-	fab  ReceiverFabric
+	fab  fabric.ReceiverFabric
 	t    *Tracker
 	log  *slog.Logger
 
@@ -111,7 +115,7 @@ type Receiver struct {
 
 // NewReceiver returns a receiver over an already locked ring writer and a
 // fabric with the ring registered. The tracker receives status and metrics.
-func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab ReceiverFabric, t *Tracker) (*Receiver, error) {
+func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab fabric.ReceiverFabric, t *Tracker) (*Receiver, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -314,7 +318,7 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 		_ = k.Send(wire.Reject{Message: msg})
 		return nil
 	}
-	ep, err := r.fab.Open(ctx, EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
+	ep, err := r.fab.Open(ctx, fabric.EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
 	if err != nil {
 		msg := fmt.Sprintf("receiver could not create %d queue pairs: %v", r.cfg.QPs, err)
 		_ = reject(msg)
@@ -336,17 +340,17 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 type session struct {
 	r     *Receiver
 	k     *wire.Conn
-	ep    Endpoint
+	ep    fabric.Endpoint
 	hello wire.Hello
 	log   *slog.Logger
 
 	g        Geometry
 	a        *assembler
 	rw       *ringWorker
-	posted   []int    // receive WRs outstanding per queue pair
-	consumed []int    // write mode: scatter-less receive WRs used up since the last repost
-	empty    []RecvWR // reused by postEmpty
-	cursor   []uint64 // per queue pair, its next slice to post receives for (send mode)
+	posted   []int           // receive WRs outstanding per queue pair
+	consumed []int           // write mode: scatter-less receive WRs used up since the last repost
+	empty    []fabric.RecvWR // reused by postEmpty
+	cursor   []uint64        // per queue pair, its next slice to post receives for (send mode)
 	bytes    uint64
 	blocks   uint64
 	held     holdClock    // this observation's holds
@@ -649,7 +653,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		}
 	}
 
-	wcs := make([]Completion, 64)
+	wcs := make([]fabric.Completion, 64)
 	w := newIdler(s.ep, r.cfg.BusyPoll)
 	idle := 0
 	peerGone := false
@@ -688,7 +692,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		}
 		for _, wc := range wcs[:n] {
 			if err := s.complete(wc); err != nil {
-				var we *WCError
+				var we *fabric.WCError
 				if !errors.As(err, &we) {
 					return false, err.Error(), nil
 				}
@@ -804,21 +808,12 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 // from the kernel that moves the data.
 const spinFor = 20 * time.Microsecond
 
-// notifier is an Endpoint that can sleep until a completion arrives.
-type notifier interface {
-	// Arm requests an event for the next completion (poll again after it);
-	// an error means the endpoint cannot wait this way.
-	Arm() error
-	// Events delivers a value after each completion event Arm requested.
-	Events() <-chan struct{}
-}
-
 // idler is how the receive loop waits when nothing moves: yields for up to
-// spinFor, then (with a notifier) arming the completion queue, one more pass,
+// spinFor, then (with a fabric.Notifier) arming the completion queue, one more pass,
 // and a sleep until a completion, a ring block, a control message or a failure
 // arrives; without one, short sleeps. A busy idler only ever yields.
 type idler struct {
-	n      notifier
+	n      fabric.Notifier
 	busy   bool
 	armed  bool
 	since  time.Time // when this idle spell began
@@ -827,9 +822,9 @@ type idler struct {
 	ctrl   *ctrlEvent // a control message the sleep took
 }
 
-func newIdler(ep Endpoint, busy bool) *idler {
+func newIdler(ep fabric.Endpoint, busy bool) *idler {
 	w := &idler{busy: busy}
-	if n, ok := ep.(notifier); ok {
+	if n, ok := ep.(fabric.Notifier); ok {
 		w.n = n
 	}
 	return w
@@ -887,7 +882,7 @@ func ringFailure(ctx context.Context, err error) (bool, string, error) {
 }
 
 // drain processes completions that are still arriving for a short while.
-func (s *session) drain(wcs []Completion, d time.Duration) {
+func (s *session) drain(wcs []fabric.Completion, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		n, err := s.ep.Poll(wcs)
@@ -932,11 +927,11 @@ func (s *session) postEmpty(q, n int) error {
 		return nil
 	}
 	if cap(s.empty) < n {
-		s.empty = make([]RecvWR, n)
+		s.empty = make([]fabric.RecvWR, n)
 	}
 	wrs := s.empty[:n]
 	for i := range wrs {
-		wrs[i] = RecvWR{ID: uint64(q)}
+		wrs[i] = fabric.RecvWR{ID: uint64(q)}
 	}
 	if err := s.ep.PostRecv(q, wrs); err != nil {
 		return fmt.Errorf("post %d receives on queue pair %d: %w", n, q, err)
@@ -952,14 +947,14 @@ func (s *session) postSlices() error {
 	if s.a.hasEnd {
 		endSlice = min(endSlice, s.g.Slices(s.a.end))
 	}
-	var wrs []RecvWR
+	var wrs []fabric.RecvWR
 	for q := range s.cursor {
 		wrs = wrs[:0]
 		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {
 			sl := s.cursor[q]
 			seq, off, length := s.g.Slice(sl)
 			idx := s.a.open[seq-s.a.open[0].seq].index
-			wrs = append(wrs, RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
+			wrs = append(wrs, fabric.RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
 			s.cursor[q] = s.g.NextOnQP(sl)
 		}
 		if len(wrs) == 0 {
@@ -974,13 +969,13 @@ func (s *session) postSlices() error {
 }
 
 // complete handles one work completion.
-func (s *session) complete(wc Completion) error {
+func (s *session) complete(wc fabric.Completion) error {
 	if wc.Err != nil {
-		var we *WCError
+		var we *fabric.WCError
 		if errors.As(wc.Err, &we) {
 			return we
 		}
-		return &WCError{QP: wc.QP, Status: wc.Err.Error(), Recv: wc.Recv}
+		return &fabric.WCError{QP: wc.QP, Status: wc.Err.Error(), Recv: wc.Recv}
 	}
 	if !wc.Recv {
 		return nil

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
@@ -273,7 +274,7 @@ func (c *SenderConfig) defaults() {
 		c.TxDepth = 16
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = DefaultAckTimeout
+		c.AckTimeout = fabric.DefaultAckTimeout
 	}
 	if c.AnswerTimeout == 0 {
 		c.AnswerTimeout = 20 * time.Second
@@ -304,7 +305,7 @@ func SendBufferBytes(cfg SenderConfig) uint64 {
 // Send connects to a receiver at addr and streams cfg.Source to it. Cancelling
 // ctx stops the stream early; the receiver then ends the observation on the
 // bytes that landed and marks it incomplete.
-func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) (Result, error) {
+func Send(ctx context.Context, addr string, cfg SenderConfig, fab fabric.SenderFabric) (Result, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -321,7 +322,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
 
-	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
+	ep, err := fab.Open(ctx, fabric.EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
 	if err != nil {
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
@@ -399,10 +400,10 @@ func awaitAnswer(k *wire.Conn, c net.Conn, cfg SenderConfig) (wire.Held, time.Ti
 type sendSession struct {
 	ctx   context.Context // bounds waits for completions: base, or base and a failed post
 	base  context.Context
-	lanes postLanes // posting threads (PostCPUs), or nil: this thread posts
+	lanes fabric.PostLanes // posting threads (PostCPUs), or nil: this thread posts
 	cfg   SenderConfig
 	k     *wire.Conn
-	ep    Endpoint
+	ep    fabric.Endpoint
 	acc   wire.Accept
 	buf   []byte
 	g     Geometry
@@ -427,8 +428,8 @@ type sendSession struct {
 	acked   uint64   // bytes whose send completions came back
 	extent  uint64   // stream byte just after the furthest slice posted
 	cr      credits
-	wrs     []SendWR    // staged work requests of one queue pair
-	tail    []tailWrite // write mode: per queue pair, a plain write still owed its immediate
+	wrs     []fabric.SendWR // staged work requests of one queue pair
+	tail    []tailWrite     // write mode: per queue pair, a plain write still owed its immediate
 }
 
 // tailWrite is a slice a queue pair wrote as a plain RDMA WRITE, expecting
@@ -460,7 +461,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		s.lanes = lanes
-		defer lanes.stop()
+		defer lanes.Stop()
 	} else {
 		// One OS thread posts everything: a goroutine that hopped between
 		// threads (and so CPUs) would ring the doorbells of one queue pair
@@ -531,7 +532,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	s.start = start
 	s.nextProg = start.Add(cfg.ProgressEvery)
-	wcs := make([]Completion, 64)
+	wcs := make([]fabric.Completion, 64)
 	var stopErr error
 	complete := true
 	for s.unsent() {
@@ -623,7 +624,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		}
 	}
 	if s.lanes != nil {
-		s.lanes.stop() // everything handed over is posted (or failed)
+		s.lanes.Stop() // everything handed over is posted (or failed)
 		if err := s.laneFailure(); err != nil {
 			fail(err)
 		}
@@ -678,7 +679,7 @@ func (s *sendSession) progress(final bool) {
 // reports no longer than until the next is due: a stream that does not move
 // (the receiver held back by its readers) still reports at the usual
 // interval.
-func (s *sendSession) pollProgress(wcs []Completion) error {
+func (s *sendSession) pollProgress(wcs []fabric.Completion) error {
 	if s.cfg.Progress == nil {
 		return s.poll(wcs, true)
 	}
@@ -922,7 +923,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		return false, false, nil
 	}
 	seq, off, length := s.g.Slice(sl)
-	wr := SendWR{Op: OpSendImm, Imm: uint32(sl)}
+	wr := fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sl)}
 	if cfg.Mode == wire.ModeWrite {
 		cr, ok := s.cr.lookup(seq)
 		if !ok {
@@ -932,7 +933,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		if err != nil {
 			return false, false, err
 		}
-		wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, remote+off, rkey
+		wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, remote+off, rkey
 	}
 	offset := s.g.StreamOffset(sl)
 	if cfg.Bytes > 0 {
@@ -951,13 +952,13 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	if uint64(n) < length {
 		s.limit = min(s.limit, sl+1) // the source ended inside this slice
 	}
-	if wr.Op == OpWriteImm {
+	if wr.Op == fabric.OpWriteImm {
 		// Only a queue pair's last slice in a block carries the immediate:
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
 		if s.g.NextOnQP(sl) < s.limit { // noSlice after the block's last slice
-			wr.Op = OpWrite
+			wr.Op = fabric.OpWrite
 			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {
 			s.tail[q].set = false
@@ -1006,22 +1007,17 @@ func (s *sendSession) flush(q int) error {
 
 // post hands work requests of queue pair q to the device as they are, or to
 // q's posting thread.
-func (s *sendSession) post(q int, wrs []SendWR) error {
+func (s *sendSession) post(q int, wrs []fabric.SendWR) error {
 	if s.lanes != nil {
-		if err := s.lanes.post(q, wrs); err != nil {
-			return postError(q, wrs, err)
+		if err := s.lanes.Post(q, wrs); err != nil {
+			return fabric.PostError(q, wrs, err)
 		}
 		return nil
 	}
 	if err := s.ep.PostSend(q, wrs); err != nil {
-		return postError(q, wrs, err)
+		return fabric.PostError(q, wrs, err)
 	}
 	return nil
-}
-
-// postError says which of queue pair q's work requests a failed PostSend held.
-func postError(q int, wrs []SendWR, err error) error {
-	return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 }
 
 // unstage takes the work requests staged and not posted (or in a post that
@@ -1069,7 +1065,7 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(base)
-	stop := context.AfterFunc(s.lanes.failed(), cancel)
+	stop := context.AfterFunc(s.lanes.Failed(), cancel)
 	s.ctx = ctx
 	return func() { stop(); cancel() }
 }
@@ -1079,21 +1075,21 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 // forgets the immediates the failed threads' queue pairs still owe, and from
 // then on posts from this thread and waits within the base context alone.
 func (s *sendSession) laneFailure() error {
-	if s.lanes == nil || s.lanes.failed().Err() == nil {
+	if s.lanes == nil || s.lanes.Failed().Err() == nil {
 		return nil
 	}
-	s.lanes.stop()
+	s.lanes.Stop()
 	var first error
 	broken := map[int]bool{}
-	for _, f := range s.lanes.takeFailures() {
-		s.unpost(f.q, f.n)
-		broken[f.q%s.lanes.threads()] = true
+	for _, f := range s.lanes.TakeFailures() {
+		s.unpost(f.QP, f.N)
+		broken[f.QP%s.lanes.Threads()] = true
 		if first == nil {
-			first = f.err
+			first = f.Err
 		}
 	}
 	for q, t := range s.tail {
-		if t.set && broken[q%s.lanes.threads()] {
+		if t.set && broken[q%s.lanes.Threads()] {
 			s.unsend(q, t.slice)
 		}
 	}
@@ -1114,8 +1110,8 @@ func (s *sendSession) postTails() error {
 		}
 		t.set = false
 		slot := s.free[q][len(s.free[q])-1]
-		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
-		if err := s.post(q, []SendWR{wr}); err != nil {
+		wr := fabric.SendWR{ID: uint64(q)<<32 | uint64(slot), Op: fabric.OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
+		if err := s.post(q, []fabric.SendWR{wr}); err != nil {
 			s.unsend(q, t.slice) // and every other immediate still owed
 			for k, o := range s.tail {
 				if o.set {
@@ -1133,7 +1129,7 @@ func (s *sendSession) postTails() error {
 }
 
 // reap takes the send completions that are already there.
-func (s *sendSession) reap(wcs []Completion) (bool, error) {
+func (s *sendSession) reap(wcs []fabric.Completion) (bool, error) {
 	before := s.inflight
 	if err := s.poll(wcs, false); err != nil {
 		return false, err
@@ -1229,19 +1225,14 @@ func (f *sliceFIFO) popBack() inFlight {
 	return f.buf[(f.head+f.size)%len(f.buf)]
 }
 
-// waiter is an Endpoint that can sleep until a completion arrives.
-type waiter interface {
-	PollWait(ctx context.Context, wcs []Completion) (n int, ok bool, err error)
-}
-
 // poll reaps send completions; wait blocks until at least one arrives (on the
 // completion channel when the endpoint has one and BusyPoll is off, else
 // spinning: yielding, and with BusyPoll off sleeping 20 µs after a while).
-func (s *sendSession) poll(wcs []Completion, wait bool) error {
+func (s *sendSession) poll(wcs []fabric.Completion, wait bool) error {
 	for spins := 0; ; spins++ {
 		var n int
 		var err error
-		w, canWait := s.ep.(waiter)
+		w, canWait := s.ep.(fabric.Waiter)
 		if wait && spins > 0 && canWait && s.inflight > 0 && !s.cfg.BusyPoll {
 			var ok bool
 			if n, ok, err = w.PollWait(s.ctx, wcs); !ok {
@@ -1258,11 +1249,11 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 				continue
 			}
 			if wc.Err != nil {
-				var we *WCError
+				var we *fabric.WCError
 				if errors.As(wc.Err, &we) {
 					return we
 				}
-				return &WCError{QP: wc.QP, Status: wc.Err.Error()}
+				return &fabric.WCError{QP: wc.QP, Status: wc.Err.Error()}
 			}
 			// The queue pair completed every WR up to this signalled one.
 			q, slot := int(wc.ID>>32), int(uint32(wc.ID))

@@ -24,6 +24,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
@@ -153,7 +155,7 @@ func readObservations(t *testing.T, ctx context.Context, h *dada.HDU, n int, see
 type harness struct {
 	t    *testing.T
 	h    *dada.HDU
-	net  *memNet
+	net  *memfabric.Net
 	rx   *Receiver
 	addr string
 	errc chan error
@@ -166,7 +168,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newMemNet()
+	n := memfabric.NewNet()
 	blocks := make([][]byte, h.Data.NBufs())
 	for i := range blocks {
 		blocks[i] = h.Data.Block(i)
@@ -174,7 +176,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode
 	if cfg.Header.Size == 0 {
 		cfg.Header = ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096}
 	}
-	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, &memRecvFabric{n: n, blocks: blocks, mode: mr}, nil)
+	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, memfabric.NewReceiver(n, blocks, mr), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode
 }
 
 func (hs *harness) send(ctx context.Context, cfg SenderConfig) (Result, error) {
-	f := &memSendFabric{n: hs.net, buf: make([]byte, SendBufferBytes(cfg))}
+	f := memfabric.NewSender(hs.net, make([]byte, SendBufferBytes(cfg)))
 	return Send(ctx, hs.addr, cfg, f)
 }
 
@@ -305,7 +307,7 @@ func TestBusyPollNeverSleeps(t *testing.T) {
 					t.Fatalf("send %+v: %v", res, err)
 				}
 				waitOneObservation(t, hs, reads, total)
-				arms := hs.net.arms.Load()
+				arms := hs.net.Arms()
 				if busy && arms != 0 {
 					t.Fatalf("busy-polling receiver armed its completion queue %d times", arms)
 				}
@@ -352,9 +354,9 @@ type rawSender struct {
 
 // connectRaw is a hand-driven sender: qps queue pairs with depth send slots
 // of msg bytes, handshaken and connected to the receiver (closed by cleanup).
-func connectRaw(t *testing.T, hs *harness, mode wire.Mode, qps, depth int, msg uint64) (*memEP, *rawSender, wire.Accept) {
+func connectRaw(t *testing.T, hs *harness, mode wire.Mode, qps, depth int, msg uint64) (*memfabric.Endpoint, *rawSender, wire.Accept) {
 	t.Helper()
-	ep := hs.net.open(EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, nil, make([]byte, uint64(depth)*msg))
+	ep := hs.net.Open(fabric.EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, make([]byte, uint64(depth)*msg))
 	t.Cleanup(func() { _ = ep.Close() })
 	rs, m := dialRaw(t, hs, wire.Preamble(), wire.Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
 	acc, ok := m.(wire.Accept)
@@ -369,9 +371,9 @@ func connectRaw(t *testing.T, hs *harness, mode wire.Mode, qps, depth int, msg u
 
 // awaitSendCompletions waits for n successful send completions on a raw
 // sender's endpoint (their data has landed at the receiver).
-func awaitSendCompletions(t *testing.T, ep *memEP, n int) {
+func awaitSendCompletions(t *testing.T, ep *memfabric.Endpoint, n int) {
 	t.Helper()
-	wcs := make([]Completion, 8)
+	wcs := make([]fabric.Completion, 8)
 	for got := 0; got < n; {
 		k, _ := ep.Poll(wcs)
 		for _, wc := range wcs[:k] {
@@ -412,7 +414,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 	h := testRing(t, 4, 8192)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: 4, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
 	good := func(n int) wire.Hello {
-		ep := hs.net.open(EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil, nil)
+		ep := hs.net.Open(fabric.EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil)
 		t.Cleanup(func() { _ = ep.Close() })
 		return wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, QPs: ep.Local()}
 	}
@@ -493,16 +495,16 @@ func TestSenderKilledMidStream(t *testing.T) {
 			grants := map[uint64]wire.Credit{}
 			for _, sl := range slices {
 				seq, off, n := g.Slice(sl)
-				boff := sl * msg % uint64(len(ep.buf))
-				pattern.Fill(ep.buf[boff:boff+n], 9, g.StreamOffset(sl))
-				wr := SendWR{ID: sl, Op: OpSendImm, Offset: boff, Length: n, Imm: uint32(sl), Signaled: true}
+				boff := sl * msg % uint64(len(ep.Buffer()))
+				pattern.Fill(ep.Buffer()[boff:boff+n], 9, g.StreamOffset(sl))
+				wr := fabric.SendWR{ID: sl, Op: fabric.OpSendImm, Offset: boff, Length: n, Imm: uint32(sl), Signaled: true}
 				if mode == wire.ModeWrite {
 					for {
 						if c, ok := grants[seq]; ok {
 							a, k, _ := acc.BlockTarget(c.Index)
-							wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, a+off, k
+							wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, a+off, k
 							if plain[sl] {
-								wr.Op = OpWrite
+								wr.Op = fabric.OpWrite
 							}
 							break
 						}
@@ -514,7 +516,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 						grants[c.Seq] = c
 					}
 				}
-				if err := ep.PostSend(qpOf(sl), []SendWR{wr}); err != nil {
+				if err := ep.PostSend(qpOf(sl), []fabric.SendWR{wr}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -557,19 +559,19 @@ func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: true}
 	// Queue pair 1 writes slice 0 plain and lands slices 0 and 1 with the
 	// immediate of 1; once that has landed, queue pair 0 names slice 0 again.
-	post := func(i, q int, sl uint64, op Op) {
+	post := func(i, q int, sl uint64, op fabric.Op) {
 		_, off, n := g.Slice(sl)
 		boff := uint64(i) * msg
-		pattern.Fill(ep.buf[boff:boff+n], 3, g.StreamOffset(sl))
-		wr := SendWR{ID: uint64(i), Op: op, Offset: boff, Length: n, Imm: uint32(sl), RemoteAddr: a + off, RKey: k, Signaled: true}
-		if err := ep.PostSend(q, []SendWR{wr}); err != nil {
+		pattern.Fill(ep.Buffer()[boff:boff+n], 3, g.StreamOffset(sl))
+		wr := fabric.SendWR{ID: uint64(i), Op: op, Offset: boff, Length: n, Imm: uint32(sl), RemoteAddr: a + off, RKey: k, Signaled: true}
+		if err := ep.PostSend(q, []fabric.SendWR{wr}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	post(0, 1, 0, OpWrite)
-	post(1, 1, 1, OpWriteImm)
+	post(0, 1, 0, fabric.OpWrite)
+	post(1, 1, 1, fabric.OpWriteImm)
 	awaitSendCompletions(t, ep, 2)
-	post(2, 0, 0, OpWriteImm)
+	post(2, 0, 0, fabric.OpWriteImm)
 	awaitSendCompletions(t, ep, 1)
 	waitOneObservation(t, hs, reads, 2*msg)
 	st := hs.rx.Tracker().Snapshot()
@@ -615,7 +617,7 @@ func stallQueuePair(hs *harness, stallSlice uint32, want int64) <-chan int64 {
 	stalled := atomic.Int32{}
 	stalled.Store(-1)
 	reached := make(chan int64, 1)
-	hs.net.hook = func(qp int, wr SendWR) {
+	hs.net.Hook = func(qp int, wr fabric.SendWR) {
 		if wr.Imm != stallSlice || !stalled.CompareAndSwap(-1, int32(qp)) {
 			total.Add(1)
 			per[qp].Add(1)
@@ -698,7 +700,7 @@ func TestSenderSignalsSelectively(t *testing.T) {
 			// Each queue pair's WRs arrive on one goroutine, which alone
 			// touches its entries of run and longest.
 			run, longest := make([]int64, nq), make([]int64, nq)
-			hs.net.hook = func(qp int, wr SendWR) {
+			hs.net.Hook = func(qp int, wr fabric.SendWR) {
 				total.Add(1)
 				if wr.Signaled {
 					signaled.Add(1)
@@ -749,7 +751,7 @@ func TestPostListCapsEachPost(t *testing.T) {
 				h := testRing(t, 8, 16384)
 				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, wire.MRPerBlock)
 				var posts, most atomic.Int64
-				hs.net.posted = func(_, n int) {
+				hs.net.Posted = func(_, n int) {
 					posts.Add(1)
 					if int64(n) > most.Load() {
 						most.Store(int64(n))
@@ -788,8 +790,8 @@ func TestDurationAndFileSources(t *testing.T) {
 			h := testRing(t, 4, 8192)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 3, MsgBytes: 1000, StopObservations: 3}, wire.MRWholeRing)
 			var tails atomic.Int64
-			hs.net.hook = func(_ int, wr SendWR) {
-				if wr.Op == OpWriteImm && wr.Length == 0 {
+			hs.net.Hook = func(_ int, wr fabric.SendWR) {
+				if wr.Op == fabric.OpWriteImm && wr.Length == 0 {
 					tails.Add(1)
 				}
 			}
@@ -851,7 +853,7 @@ func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
 	carried := map[uint64]int{} // block: the queue pair that wrote it
 	var others atomic.Int64
 	var waited atomic.Bool
-	hs.net.hook = func(qp int, wr SendWR) {
+	hs.net.Hook = func(qp int, wr fabric.SendWR) {
 		if qp != 0 {
 			others.Add(1)
 		} else if waited.CompareAndSwap(false, true) {
@@ -898,7 +900,7 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 			imms, plain := map[uint64]int{}, 0
 			carriers := map[uint64]map[int]bool{} // block: the queue pairs that wrote into it
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
-			hs.net.hook = func(qp int, wr SendWR) {
+			hs.net.Hook = func(qp int, wr fabric.SendWR) {
 				mu.Lock()
 				defer mu.Unlock()
 				b := g.SliceBlock(uint64(wr.Imm))
@@ -907,9 +909,9 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 				}
 				carriers[b][qp] = true
 				switch {
-				case wr.Op == OpWrite:
+				case wr.Op == fabric.OpWrite:
 					plain++
-				case wr.Op == OpWriteImm && wr.Length > 0:
+				case wr.Op == fabric.OpWriteImm && wr.Length > 0:
 					imms[b]++
 				default:
 					t.Errorf("queue pair %d: op %d of %d bytes", qp, wr.Op, wr.Length)
@@ -953,7 +955,7 @@ func TestSenderReturnsWhenReceiverGoesAway(t *testing.T) {
 		t.Run(fmt.Sprintf("blackhole=%v", blackhole), func(t *testing.T) {
 			h := testRing(t, 4, 8192)
 			hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048}, wire.MRWholeRing)
-			hs.net.blackhole = blackhole
+			hs.net.Blackhole = blackhole
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			readObservations(t, ctx, h, 1, 9, 0)
@@ -984,8 +986,8 @@ func TestCompletionErrorNamesStatus(t *testing.T) {
 	reads := readObservations(t, ctx, h, 1, 4, 0)
 	ep, _, _ := connectRaw(t, hs, wire.ModeSend, 1, 4, msg)
 	// Slice 0 is fine; slice 1 is one byte longer than its receive WR.
-	pattern.Fill(ep.buf[:msg], 4, 0)
-	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0, Signaled: true}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1, Signaled: true}})
+	pattern.Fill(ep.Buffer()[:msg], 4, 0)
+	_ = ep.PostSend(0, []fabric.SendWR{{ID: 0, Op: fabric.OpSendImm, Offset: 0, Length: msg, Imm: 0, Signaled: true}, {ID: 1, Op: fabric.OpSendImm, Offset: msg, Length: msg + 1, Imm: 1, Signaled: true}})
 	if err := hs.wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -1067,7 +1069,7 @@ func TestPostingThreadOnAMissingCPU(t *testing.T) {
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 3, 0)
 	var posts atomic.Int64
-	hs.net.posted = func(int, int) { posts.Add(1) }
+	hs.net.Posted = func(int, int) { posts.Add(1) }
 	cfg := SenderConfig{Mode: wire.ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}, PostCPUs: []int{testPostCPUs(t)[0], 1 << 16}}
 	_, err := hs.send(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), "posting thread 1: pin the posting thread to CPU 65536") || posts.Load() != 0 {
@@ -1082,7 +1084,7 @@ func TestPostingThreadOnAMissingCPU(t *testing.T) {
 func TestSenderConfigValidate(t *testing.T) {
 	ok := SenderConfig{Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}}
 	ok.defaults()
-	if err := ok.Validate(); err != nil || ok.AckTimeout != DefaultAckTimeout {
+	if err := ok.Validate(); err != nil || ok.AckTimeout != fabric.DefaultAckTimeout {
 		t.Fatalf("valid config: %v (ACK timeout %d)", err, ok.AckTimeout)
 	}
 	for name, c := range map[string]SenderConfig{
@@ -1138,7 +1140,7 @@ func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 			var mu sync.Mutex
 			tids := map[int]map[int]bool{} // queue pair -> posting threads
 			var bad []string
-			hs.net.posted = func(qp, _ int) {
+			hs.net.Posted = func(qp, _ int) {
 				var set unix.CPUSet
 				err := unix.SchedGetaffinity(0, &set)
 				mu.Lock()
@@ -1206,7 +1208,7 @@ func TestFailedPostEndsTheStreamOnTheLandedPrefix(t *testing.T) {
 				h := testRing(t, 8, 16384)
 				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 1}, wire.MRWholeRing)
 				var posts atomic.Int64
-				hs.net.postErr = func(qp, _ int) error {
+				hs.net.PostErr = func(qp, _ int) error {
 					if qp == 1 && posts.Add(1) >= 7 {
 						return errors.New("injected post failure")
 					}
