@@ -21,7 +21,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
-	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
 func init() { register(newRecvCmd) }
@@ -179,7 +178,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if err != nil {
 		return err
 	}
-	mrMode, err := verbs.ParseMRMode(o.mr)
+	mrMode, err := verbsfabric.ParseMRMode(o.mr)
 	if err != nil {
 		return err
 	}
@@ -232,7 +231,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 			}
 		}()
 	}
-	h, err := connectWait(ctx, o.ring.Key, dada.ConnectOptions{Contiguous: mrMode != verbs.PerBlock}, o.wait)
+	h, err := connectWait(ctx, o.ring.Key, dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock}, o.wait)
 	if err != nil {
 		return err
 	}

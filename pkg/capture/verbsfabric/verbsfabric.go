@@ -74,18 +74,18 @@ func (d *device) close() error {
 // Receiver is a fabric.ReceiverFabric over libibverbs with the ring registered.
 type Receiver struct {
 	dev *device
-	reg *verbs.Registration
+	reg *Registration
 }
 
 // NewReceiver opens the device and registers the ring's data blocks in
-// mode (verbs.Auto picks WholeRing when the ring is attached contiguously).
+// mode (Auto picks WholeRing when the ring is attached contiguously).
 // log receives the registration's one-line summary.
-func NewReceiver(cfg fabric.DeviceConfig, ring *dada.Ring, mode verbs.MRMode, log func(string)) (*Receiver, error) {
+func NewReceiver(cfg fabric.DeviceConfig, ring *dada.Ring, mode MRMode, log func(string)) (*Receiver, error) {
 	d, err := openDevice(cfg)
 	if err != nil {
 		return nil, err
 	}
-	reg, err := verbs.Register(d.pd, ring, mode, verbs.RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log, Name: "key=" + ring.Key().String()})
+	reg, err := Register(d.pd, ring, mode, RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log, Name: "key=" + ring.Key().String()})
 	if err != nil {
 		_ = d.close()
 		return nil, err
@@ -104,7 +104,7 @@ func (v *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 // Registration implements fabric.ReceiverFabric.
 func (v *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
 	mode := wire.MRPerBlock
-	if v.reg.Mode() == verbs.WholeRing {
+	if v.reg.Mode() == WholeRing {
 		mode = wire.MRWholeRing
 	}
 	var regions []wire.Region
@@ -177,7 +177,7 @@ type verbsEndpoint struct {
 	qps    []*verbs.QP
 	psn    []uint32
 	byQPN  map[uint32]int
-	block  func(int) verbs.BlockMR
+	block  func(int) BlockMR
 	sendMR *verbs.MR
 	wcs    []verbs.WorkCompletion
 	rwrs   []verbs.RecvWR
@@ -221,7 +221,7 @@ func (ep *verbsEndpoint) Events() <-chan struct{} {
 	return ep.events
 }
 
-func newVerbsEndpoint(d *device, cfg fabric.EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
+func newVerbsEndpoint(d *device, cfg fabric.EndpointConfig, recv bool, access verbs.Access, block func(int) BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
 	ep = &verbsEndpoint{dev: d, recv: recv, byQPN: map[uint32]int{}, block: block, sendMR: sendMR, wcs: make([]verbs.WorkCompletion, 64),
 		ackTimeout: cfg.AckTimeout}
 	if ep.ackTimeout == 0 {
