@@ -22,15 +22,9 @@ func tlog(t *testing.T) func(string) { return func(s string) { t.Log(s) } }
 
 func quiet(string) {}
 
-// The benchmark ring: 256 MiB in 64 blocks of 4 MiB (make bench-verbs).
-const (
-	benchBlocks    = 64
-	benchBlockSize = 4 << 20
-)
-
-func TestRegistrationModes(t *testing.T) {
-	vmtest.Require(t)
-	vmtest.LeakCheck(t, verbs.Live)
+// openPD opens rxe1 and a protection domain on it until the test ends.
+func openPD(t testing.TB) *verbs.PD {
+	t.Helper()
 	c, err := verbs.Open(vmtest.Device1)
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +34,19 @@ func TestRegistrationModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pd
+}
+
+// The benchmark ring: 256 MiB in 64 blocks of 4 MiB (make bench-verbs).
+const (
+	benchBlocks    = 64
+	benchBlockSize = 4 << 20
+)
+
+func TestRegistrationModes(t *testing.T) {
+	vmtest.Require(t)
+	vmtest.LeakCheck(t, verbs.Live)
+	pd := openPD(t)
 	aligned := vmtest.NewRing(t, 4, 1<<20)
 	unaligned := vmtest.NewRing(t, 8, 413184)
 
@@ -158,15 +165,7 @@ func TestRegisterMemlockUnprivileged(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := vmtest.ConnectRing(t, key, true)
-		c, err := verbs.Open(vmtest.Device1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vmtest.Cleanup(t, c.Close)
-		pd, err := c.AllocPD()
-		if err != nil {
-			t.Fatal(err)
-		}
+		pd := openPD(t)
 		for _, mode := range []MRMode{Auto, PerBlock} {
 			_, err = Register(pd, h.Data, mode, RegisterOptions{Log: tlog(t), Name: "key=" + h.Data.Key().String()})
 			if !errors.Is(err, ErrMemlock) {
@@ -207,15 +206,7 @@ func BenchmarkRegistration(b *testing.B) {
 	vmtest.Require(b)
 	key := vmtest.NewRing(b, benchBlocks, benchBlockSize)
 	h := vmtest.ConnectRing(b, key, true)
-	c, err := verbs.Open(vmtest.Device1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
+	pd := openPD(b)
 	const rounds = 3
 	times := map[MRMode][]time.Duration{}
 	b.ResetTimer()
