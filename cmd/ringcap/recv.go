@@ -16,9 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
-	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
 func init() { register(newRecvCmd) }
@@ -71,19 +73,19 @@ func (d *devFlags) add(c *cobra.Command) {
 // choose discovers the RDMA devices and picks the device, port and GID for ip
 // (the flags, then the device plugin's environment, then automatically), and
 // logs the choice. localIPs are this host's (pod's) addresses, or nil.
-func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (capture.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
+func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (fabric.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
 	req, err := d.request(ip)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
 	req.LocalIPs = localIPs
 	devs, _, err := rdma.Discover(rdma.DefaultRoots)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
 	}
 	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
 	if err != nil {
-		return capture.DeviceConfig{}, capture.EndpointStatus{}, nil, err
+		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
 	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	return devCfg, ep, devs, nil
@@ -151,7 +153,7 @@ func newRecvCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")
 	fs.StringVar(&o.mr, "mr", "auto", "memory registration: auto, wholering (one MR over the contiguously mapped ring) or perblock")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:18515", "TCP address for the connection handshake")
-	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", capture.MaxQPs))
+	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", wire.MaxQPs))
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
 	fs.BoolVar(&o.cqPerQP, "cq-per-qp", false, "one completion queue per queue pair (default: one shared)")
@@ -172,11 +174,11 @@ func newRecvCmd() *cobra.Command {
 func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	t := capture.NewTracker()
-	mode, err := capture.ParseMode(o.mode)
+	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
 	}
-	mrMode, err := verbs.ParseMRMode(o.mr)
+	mrMode, err := verbsfabric.ParseMRMode(o.mr)
 	if err != nil {
 		return err
 	}
@@ -229,7 +231,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 			}
 		}()
 	}
-	h, err := connectWait(ctx, o.ring.Key, dada.ConnectOptions{Contiguous: mrMode != verbs.PerBlock}, o.wait)
+	h, err := connectWait(ctx, o.ring.Key, dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock}, o.wait)
 	if err != nil {
 		return err
 	}
@@ -255,7 +257,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	ep.Address, ep.Port = host, port
 	t.Update(func(s *capture.Status) { s.Endpoint = ep })
 
-	fab, err := capture.NewVerbsReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
+	fab, err := verbsfabric.NewReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -66,12 +69,12 @@ func newSendCmd() *cobra.Command {
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.connect, "connect", "", "receiver address HOST:PORT (required)")
-	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", capture.MaxQPs))
+	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", wire.MaxQPs))
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
 	fs.IntVar(&o.postList, "post-list", 0, "work requests per post at most (0: all a queue pair can take; 1: one by one, as perftest does, which on software RDMA such as rxe keeps the kernel's network path from batching)")
-	fs.Uint8Var(&o.ackTimeout, "ack-timeout", capture.DefaultAckTimeout, "local ACK timeout exponent, 1..30: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
+	fs.Uint8Var(&o.ackTimeout, "ack-timeout", fabric.DefaultAckTimeout, "local ACK timeout exponent, 1..30: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
 	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes to send (e.g. 1073741824 or 1G)")
 	fs.DurationVar(&o.duration, "duration", 0, "send for this long (instead of --bytes)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the test pattern (default source)")
@@ -90,15 +93,15 @@ func newSendCmd() *cobra.Command {
 }
 
 // senderHeader reads the --header-file and --header keywords, in that order.
-func senderHeader(file string, kvs []string) ([]capture.HeaderField, error) {
-	var out []capture.HeaderField
+func senderHeader(file string, kvs []string) ([]wire.HeaderField, error) {
+	var out []wire.HeaderField
 	if file != "" {
 		hd, err := headerTemplate(file, nil)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range hd.Fields() {
-			out = append(out, capture.HeaderField{Key: f[0], Value: f[1]})
+			out = append(out, wire.HeaderField{Key: f[0], Value: f[1]})
 		}
 	}
 	for _, kv := range kvs {
@@ -106,7 +109,7 @@ func senderHeader(file string, kvs []string) ([]capture.HeaderField, error) {
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
 		}
-		out = append(out, capture.HeaderField{Key: k, Value: v})
+		out = append(out, wire.HeaderField{Key: k, Value: v})
 	}
 	return out, nil
 }
@@ -119,7 +122,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if o.connect == "" {
 		return errors.New("--connect HOST:PORT is required")
 	}
-	mode, err := capture.ParseMode(o.mode)
+	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
 	}
@@ -189,7 +192,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
 		return err
 	}
-	fab, err := capture.NewVerbsSender(devCfg, capture.SendBufferBytes(cfg))
+	fab, err := verbsfabric.NewSender(devCfg, capture.SendBufferBytes(cfg))
 	if err != nil {
 		return err
 	}

@@ -9,4 +9,4 @@ bench-rdma: vm-image
 ## fuzz-capture: fuzz the handshake decoder for FUZZTIME (default 60s); new finds land in the corpus
 FUZZTIME ?= 60s
 fuzz-capture:
-	$(GO) test ./pkg/capture -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)

@@ -16,7 +16,7 @@ test-vm: vm-image
 
 ## bench-verbs: memory registration and RDMA WRITE, whole-ring vs per-block MRs (in the VM)
 bench-verbs: vm-image
-	test/vm/run-tests.sh --bench 'BenchmarkRegistration|BenchmarkRingWrite' --benchtime 1x ./pkg/rdma/verbs
+	test/vm/run-tests.sh --bench 'BenchmarkRegistration|BenchmarkRingWrite' --benchtime 1x ./pkg/rdma/verbs ./pkg/capture/verbsfabric
 
 ## vm-shell: interactive shell in the Soft-RoCE VM (exit powers it off)
 vm-shell: vm-image

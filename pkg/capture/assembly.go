@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 // Geometry is how a stream is cut into ring blocks and messages. Slice g of
@@ -42,8 +44,8 @@ func (g Geometry) Validate() error {
 		return errors.New("message size is 0")
 	case g.MsgBytes > 1<<31:
 		return fmt.Errorf("message size %d exceeds 2 GiB", g.MsgBytes)
-	case g.QPs < 1 || g.QPs > MaxQPs:
-		return fmt.Errorf("%d queue pairs (want 1..%d)", g.QPs, MaxQPs)
+	case g.QPs < 1 || g.QPs > wire.MaxQPs:
+		return fmt.Errorf("%d queue pairs (want 1..%d)", g.QPs, wire.MaxQPs)
 	case g.NBufs < 1:
 		return fmt.Errorf("%d ring blocks", g.NBufs)
 	}
@@ -197,12 +199,12 @@ func (a *assembler) window() (blocks int, endSlice uint64) {
 // resolve turns a 32-bit immediate into the slice number inside the window.
 func (a *assembler) resolve(imm uint32) (uint64, error) {
 	if len(a.open) == 0 {
-		return 0, fmt.Errorf("%w: data for slice %d while no block is open", ErrProtocol, imm)
+		return 0, fmt.Errorf("%w: data for slice %d while no block is open", wire.ErrProtocol, imm)
 	}
 	base := a.open[0].seq * a.s
 	n := base + uint64(imm-uint32(base))
 	if n >= a.next*a.s {
-		return 0, fmt.Errorf("%w: slice %d (immediate %d) is outside the open blocks %d..%d", ErrProtocol, n, imm, a.open[0].seq, a.next-1)
+		return 0, fmt.Errorf("%w: slice %d (immediate %d) is outside the open blocks %d..%d", wire.ErrProtocol, n, imm, a.open[0].seq, a.next-1)
 	}
 	return n, nil
 }
@@ -210,7 +212,7 @@ func (a *assembler) resolve(imm uint32) (uint64, error) {
 // landedIn is the number of slices of open block seq that have landed.
 func (a *assembler) landedIn(seq uint64) (uint64, error) {
 	if len(a.open) == 0 || seq < a.open[0].seq || seq >= a.next {
-		return 0, fmt.Errorf("%w: block %d is not open", ErrProtocol, seq)
+		return 0, fmt.Errorf("%w: block %d is not open", wire.ErrProtocol, seq)
 	}
 	return a.open[seq-a.open[0].seq].count, nil
 }
@@ -219,30 +221,30 @@ func (a *assembler) landedIn(seq uint64) (uint64, error) {
 func (a *assembler) land(sl uint64, n uint64) error {
 	seq, _, full := a.g.Slice(sl)
 	if len(a.open) == 0 || seq < a.open[0].seq || seq >= a.next {
-		return fmt.Errorf("%w: slice %d belongs to block %d, which is not open", ErrProtocol, sl, seq)
+		return fmt.Errorf("%w: slice %d belongs to block %d, which is not open", wire.ErrProtocol, sl, seq)
 	}
 	b := a.open[seq-a.open[0].seq]
 	k := sl % a.s
 	if b.present[k/64]&(1<<(k%64)) != 0 {
-		return fmt.Errorf("%w: slice %d arrived twice", ErrProtocol, sl)
+		return fmt.Errorf("%w: slice %d arrived twice", wire.ErrProtocol, sl)
 	}
 	if n > full {
-		return fmt.Errorf("%w: slice %d carries %d bytes, at most %d fit", ErrProtocol, sl, n, full)
+		return fmt.Errorf("%w: slice %d carries %d bytes, at most %d fit", wire.ErrProtocol, sl, n, full)
 	}
 	start := a.g.StreamOffset(sl)
 	if a.hasEnd && start+n > a.end {
-		return fmt.Errorf("%w: slice %d ends at byte %d, after the announced end %d", ErrProtocol, sl, start+n, a.end)
+		return fmt.Errorf("%w: slice %d ends at byte %d, after the announced end %d", wire.ErrProtocol, sl, start+n, a.end)
 	}
 	if a.hasSh && start >= a.short {
-		return fmt.Errorf("%w: slice %d arrived after the stream ended at byte %d", ErrProtocol, sl, a.short)
+		return fmt.Errorf("%w: slice %d arrived after the stream ended at byte %d", wire.ErrProtocol, sl, a.short)
 	}
 	if n < full {
 		if a.hasSh {
-			return fmt.Errorf("%w: second short slice %d (the stream already ended at byte %d)", ErrProtocol, sl, a.short)
+			return fmt.Errorf("%w: second short slice %d (the stream already ended at byte %d)", wire.ErrProtocol, sl, a.short)
 		}
 		a.hasSh, a.short = true, start+n
 		if a.hasEnd && a.short != a.end {
-			return fmt.Errorf("%w: short slice ends the stream at byte %d, the sender announced %d", ErrProtocol, a.short, a.end)
+			return fmt.Errorf("%w: short slice ends the stream at byte %d, the sender announced %d", wire.ErrProtocol, a.short, a.end)
 		}
 	}
 	b.present[k/64] |= 1 << (k % 64)
@@ -256,18 +258,18 @@ func (a *assembler) land(sl uint64, n uint64) error {
 func (a *assembler) setEnd(total uint64) error {
 	if a.hasEnd {
 		if a.end != total {
-			return fmt.Errorf("%w: the sender announced %d bytes, then %d", ErrProtocol, a.end, total)
+			return fmt.Errorf("%w: the sender announced %d bytes, then %d", wire.ErrProtocol, a.end, total)
 		}
 		return nil
 	}
 	if a.hasSh && a.short != total {
-		return fmt.Errorf("%w: the sender announced %d bytes but a short slice ended the stream at byte %d", ErrProtocol, total, a.short)
+		return fmt.Errorf("%w: the sender announced %d bytes but a short slice ended the stream at byte %d", wire.ErrProtocol, total, a.short)
 	}
 	if total < a.filled*a.g.BlockBytes {
-		return fmt.Errorf("%w: the sender announced %d bytes but %d blocks were already filled", ErrProtocol, total, a.filled)
+		return fmt.Errorf("%w: the sender announced %d bytes but %d blocks were already filled", wire.ErrProtocol, total, a.filled)
 	}
 	if total < a.landedEnd() {
-		return fmt.Errorf("%w: the sender announced %d bytes but data up to byte %d has landed", ErrProtocol, total, a.landedEnd())
+		return fmt.Errorf("%w: the sender announced %d bytes but data up to byte %d has landed", wire.ErrProtocol, total, a.landedEnd())
 	}
 	a.hasEnd, a.end = true, total
 	return nil
@@ -384,16 +386,16 @@ func (a *assembler) truncate() (fill []Filled, lost uint64) {
 // in sequence order, and stream block k goes to the block granted with Seq k.
 type credits struct {
 	next  uint64 // sequence number the next credit must carry
-	queue []Credit
+	queue []wire.Credit
 	nbufs uint32
 }
 
-func (c *credits) add(cr Credit) error {
+func (c *credits) add(cr wire.Credit) error {
 	if cr.Seq != c.next {
-		return fmt.Errorf("%w: credit for block %d, expected block %d", ErrProtocol, cr.Seq, c.next)
+		return fmt.Errorf("%w: credit for block %d, expected block %d", wire.ErrProtocol, cr.Seq, c.next)
 	}
 	if cr.Index >= c.nbufs {
-		return fmt.Errorf("%w: credit names ring index %d of a %d-block ring", ErrProtocol, cr.Index, c.nbufs)
+		return fmt.Errorf("%w: credit names ring index %d of a %d-block ring", wire.ErrProtocol, cr.Index, c.nbufs)
 	}
 	c.queue = append(c.queue, cr)
 	c.next++
@@ -402,9 +404,9 @@ func (c *credits) add(cr Credit) error {
 
 // lookup returns the grant for stream block seq, if it has arrived and has
 // not been released.
-func (c *credits) lookup(seq uint64) (Credit, bool) {
+func (c *credits) lookup(seq uint64) (wire.Credit, bool) {
 	if len(c.queue) == 0 || seq < c.queue[0].Seq || seq-c.queue[0].Seq >= uint64(len(c.queue)) {
-		return Credit{}, false
+		return wire.Credit{}, false
 	}
 	return c.queue[seq-c.queue[0].Seq], true
 }
@@ -419,4 +421,17 @@ func (c *credits) release(seq uint64) {
 	if k > 0 {
 		c.queue = append(c.queue[:0], c.queue[k:]...)
 	}
+}
+
+// validateLink checks the settings a receiver and its senders must agree on.
+func validateLink(mode wire.Mode, qps int, msgBytes uint64) error {
+	switch {
+	case mode != wire.ModeSend && mode != wire.ModeWrite:
+		return fmt.Errorf("unknown transfer mode %d", mode)
+	case qps < 1 || qps > wire.MaxQPs:
+		return fmt.Errorf("--qps %d: want 1..%d", qps, wire.MaxQPs)
+	case msgBytes == 0 || msgBytes > 1<<31:
+		return fmt.Errorf("--msg-bytes %d: want 1..2147483648", msgBytes)
+	}
+	return nil
 }

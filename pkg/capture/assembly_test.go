@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 func TestGeometrySlices(t *testing.T) {
@@ -194,29 +196,29 @@ func TestAssemblerInOrderBlocksAnyArrival(t *testing.T) {
 func TestAssemblerRejectsBadCompletions(t *testing.T) {
 	g := Geometry{BlockBytes: 16, MsgBytes: 4, QPs: 2, NBufs: 4}
 	a, _ := newAssembler(g)
-	if _, err := a.resolve(0); !errors.Is(err, ErrProtocol) {
+	if _, err := a.resolve(0); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("resolve with no open block: %v", err)
 	}
 	a.openBlock(0)
-	if _, err := a.resolve(4); !errors.Is(err, ErrProtocol) {
+	if _, err := a.resolve(4); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("resolve outside the window: %v", err)
 	}
-	if err := a.land(0, 5); !errors.Is(err, ErrProtocol) {
+	if err := a.land(0, 5); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("oversized slice: %v", err)
 	}
 	if err := a.land(0, 4); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.land(0, 4); !errors.Is(err, ErrProtocol) {
+	if err := a.land(0, 4); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("duplicate slice: %v", err)
 	}
 	if err := a.land(1, 2); err != nil { // short: stream ends at byte 6
 		t.Fatal(err)
 	}
-	if err := a.land(2, 4); !errors.Is(err, ErrProtocol) {
+	if err := a.land(2, 4); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("slice after the short one: %v", err)
 	}
-	if err := a.setEnd(7); !errors.Is(err, ErrProtocol) {
+	if err := a.setEnd(7); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("end that contradicts the short slice: %v", err)
 	}
 	if err := a.setEnd(6); err != nil {
@@ -234,7 +236,7 @@ func TestAssemblerRejectsBadCompletions(t *testing.T) {
 	if err := b.land(3, 4); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.setEnd(8); !errors.Is(err, ErrProtocol) {
+	if err := b.setEnd(8); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("end before landed data: %v", err)
 	}
 }
@@ -284,14 +286,14 @@ func TestResolveWraps(t *testing.T) {
 
 func TestCredits(t *testing.T) {
 	c := credits{nbufs: 4}
-	if err := c.add(Credit{Seq: 1, Index: 0}); !errors.Is(err, ErrProtocol) {
+	if err := c.add(wire.Credit{Seq: 1, Index: 0}); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("out-of-order credit: %v", err)
 	}
-	if err := c.add(Credit{Seq: 0, Index: 4}); !errors.Is(err, ErrProtocol) {
+	if err := c.add(wire.Credit{Seq: 0, Index: 4}); !errors.Is(err, wire.ErrProtocol) {
 		t.Fatalf("credit outside the ring: %v", err)
 	}
 	for i := range 3 {
-		if err := c.add(Credit{Seq: uint64(i), Index: uint32((i + 2) % 4)}); err != nil {
+		if err := c.add(wire.Credit{Seq: uint64(i), Index: uint32((i + 2) % 4)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -313,7 +315,7 @@ func TestCredits(t *testing.T) {
 	if cr, ok := c.lookup(2); !ok || cr.Index != 0 {
 		t.Fatalf("lookup(2) after release(2) = %+v, %v", cr, ok)
 	}
-	if err := c.add(Credit{Seq: 3, Index: 1}); err != nil {
+	if err := c.add(wire.Credit{Seq: 3, Index: 1}); err != nil {
 		t.Fatal(err)
 	}
 	c.release(10)

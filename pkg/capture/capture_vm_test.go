@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
@@ -500,16 +501,16 @@ func TestVMHandshakeMismatchAndGarbage(t *testing.T) {
 	if err == nil || !strings.Contains(out, "sender asked for send mode, this receiver runs write mode") {
 		t.Fatalf("mode mismatch: %v\n%s", err, out)
 	}
-	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "RCAP\x00\x09", string(preamble()) + "\x01\xff\xff\xff\xff"} {
+	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "RCAP\x00\x09", string(wire.Preamble()) + "\x01\xff\xff\xff\xff"} {
 		c, err := net.DialTimeout("tcp", connect, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 		_, _ = c.Write([]byte(junk))
-		m, err := ReadMessage(c)
+		m, err := wire.ReadMessage(c)
 		_ = c.Close()
-		if rej, ok := m.(Reject); err != nil || !ok || rej.Message == "" {
+		if rej, ok := m.(wire.Reject); err != nil || !ok || rej.Message == "" {
 			t.Fatalf("garbage %q: answer %+v %v", junk, m, err)
 		}
 	}

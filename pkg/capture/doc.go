@@ -3,7 +3,7 @@
 // the pieces of `ringcap recv` and `ringcap send`:
 //
 //   - the versioned out-of-band handshake and control messages that travel over
-//     TCP (protocol.go): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
+//     TCP (package wire): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
 //     receiver's ring geometry and, in write mode, the block address/rkey table;
 //     credits naming free blocks and the sender's end-of-stream message;
 //   - the pure block-assembly logic (assembly.go): how the stream is cut into
@@ -12,8 +12,9 @@
 //     byte count. Placement is by sequence number, never by arrival order, so
 //     striping over queue pairs cannot reorder data;
 //   - the receiver and the sender engines, written against a narrow fabric
-//     interface (fabric.go) so the same code runs over libibverbs
-//     (pkg/rdma/verbs) in production and over an in-memory fabric in host tests.
+//     interface (package fabric, owned here) so the same code runs over
+//     libibverbs (package verbsfabric) in production and over an in-memory
+//     fabric (package memfabric) in host tests.
 //
 // Two transfer modes exist. In send mode the receiver posts receive work
 // requests whose scatter entries point straight into the current write blocks,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -27,7 +28,7 @@ type EndpointRequest struct {
 // ChooseEndpoint resolves a request against the discovered devices: the
 // device, port and GID index to use and a human-readable reason, which the
 // receiver logs and reports in its status.
-func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, EndpointStatus, error) {
+func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (fabric.DeviceConfig, EndpointStatus, error) {
 	src := req.Source
 	if src == "" {
 		src = "flags"
@@ -59,9 +60,9 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, Endp
 	}
 	if len(cands) == 0 {
 		if req.Device != "" {
-			return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
+			return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
 		}
-		return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no RDMA device found")
+		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no RDMA device found")
 	}
 	var firstErr error
 	for _, d := range cands {
@@ -75,7 +76,7 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, Endp
 			if req.GIDIndex >= 0 {
 				g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{Mode: rdma.GIDPolicyIndex, Index: req.GIDIndex})
 				if err != nil {
-					return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
+					return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
 				}
 				return done(d, p, g, fmt.Sprintf("GID index %d from %s: %s", g.Index, src, why))
 			}
@@ -100,16 +101,16 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (DeviceConfig, Endp
 		}
 	}
 	if firstErr != nil {
-		return DeviceConfig{}, EndpointStatus{}, firstErr
+		return fabric.DeviceConfig{}, EndpointStatus{}, firstErr
 	}
 	if req.Port != 0 {
-		return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
+		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
 	}
-	return DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no active port on %s", names(cands))
+	return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no active port on %s", names(cands))
 }
 
-func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (DeviceConfig, EndpointStatus, error) {
-	return DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
+func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, EndpointStatus, error) {
+	return fabric.DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
 		EndpointStatus{Device: d.Name, IBPort: p.Num, GIDIndex: new(g.Index), GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
 }
 

@@ -6,18 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
-
-// HeaderField is one keyword of an observation's PSRDADA header, as a sender
-// sends it in its Hello.
-type HeaderField struct {
-	Key   string
-	Value string
-}
-
-// MaxHeaderFields is the most keywords a sender may send for one observation.
-const MaxHeaderFields = 256
 
 // Keywords the receiver sets in every observation's header. A value for one
 // of them from the template or the sender is replaced: the ring and the
@@ -54,7 +45,7 @@ func (e *HeaderError) Error() string { return e.Msg }
 type ObservationHeaders struct {
 	Template []byte // ASCII header text
 	Size     int    // header block bytes (HDR_SIZE)
-	Mode     Mode
+	Mode     wire.Mode
 	QPs      int
 }
 
@@ -62,7 +53,7 @@ type ObservationHeaders struct {
 // sent the keywords sender, whose first byte landed at now. Problems with the sender's
 // keywords, including a header that no longer fits the header block, are a
 // *HeaderError.
-func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*dada.Header, error) {
+func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Time) (*dada.Header, error) {
 	hd, err := dada.ParseHeader(b.Template)
 	if err != nil {
 		return nil, fmt.Errorf("header template: %w", err)
@@ -71,8 +62,8 @@ func (b ObservationHeaders) Build(n int, sender []HeaderField, now time.Time) (*
 	if _, ok := hd.Get("UTC_START"); ok && n == 0 {
 		source = UTCStartTemplate
 	}
-	if len(sender) > MaxHeaderFields {
-		return nil, &HeaderError{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), MaxHeaderFields)}
+	if len(sender) > wire.MaxHeaderFields {
+		return nil, &HeaderError{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), wire.MaxHeaderFields)}
 	}
 	for _, f := range sender {
 		if ringOwnedKeys[f.Key] {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 func headerKey(t *testing.T, text, key string) string {
@@ -21,22 +23,22 @@ func headerKey(t *testing.T, text, key string) string {
 
 func TestObservationHeadersPrecedence(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\nFREQ 1400\nUTC_START 2026-01-01-00:00:00\nHDR_SIZE 999\n"), Size: 4096, Mode: ModeWrite, QPs: 4}
+	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\nFREQ 1400\nUTC_START 2026-01-01-00:00:00\nHDR_SIZE 999\n"), Size: 4096, Mode: wire.ModeWrite, QPs: 4}
 	cases := []struct {
 		name   string
 		n      int
-		sender []HeaderField
+		sender []wire.HeaderField
 		want   map[string]string
 	}{
 		{"template only, first observation: the template's UTC_START", 0, nil,
 			map[string]string{"SOURCE": "template_src", "FREQ": "1400", "UTC_START": "2026-01-01-00:00:00", "RINGCAP_UTC_START_SOURCE": "template", "HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "0", "RINGCAP_MODE": "write", "RINGCAP_QPS": "4"}},
 		{"template only, later observation: the first byte's time", 3, nil,
 			map[string]string{"SOURCE": "template_src", "UTC_START": "2026-11-25-10:00:00", "RINGCAP_UTC_START_SOURCE": "first-byte", "RINGCAP_OBSERVATION": "3"}},
-		{"the sender's keywords override the template's", 1, []HeaderField{{"SOURCE", "J1939+2134"}, {"BW", "-400"}},
+		{"the sender's keywords override the template's", 1, []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "BW", Value: "-400"}},
 			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
-		{"the sender's UTC_START wins", 0, []HeaderField{{"UTC_START", "2026-11-25-09:59:58"}},
+		{"the sender's UTC_START wins", 0, []wire.HeaderField{{Key: "UTC_START", Value: "2026-11-25-09:59:58"}},
 			map[string]string{"UTC_START": "2026-11-25-09:59:58", "RINGCAP_UTC_START_SOURCE": "sender"}},
-		{"ring-owned keywords stay the receiver's", 2, []HeaderField{{"HDR_SIZE", "16384"}, {"OBS_OFFSET", "77"}, {"RINGCAP_OBSERVATION", "9"}, {"RINGCAP_UTC_START_SOURCE", "sender"}},
+		{"ring-owned keywords stay the receiver's", 2, []wire.HeaderField{{Key: "HDR_SIZE", Value: "16384"}, {Key: "OBS_OFFSET", Value: "77"}, {Key: "RINGCAP_OBSERVATION", Value: "9"}, {Key: "RINGCAP_UTC_START_SOURCE", Value: "sender"}},
 			map[string]string{"HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "2", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
 	}
 	for _, c := range cases {
@@ -55,22 +57,22 @@ func TestObservationHeadersPrecedence(t *testing.T) {
 // What a sender gets wrong is a *HeaderError naming it; a template too large
 // on its own is the receiver's own fault (a plain error).
 func TestObservationHeadersRefusals(t *testing.T) {
-	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096, Mode: ModeSend, QPs: 1}
+	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096, Mode: wire.ModeSend, QPs: 1}
 	long := strings.Repeat("x", 100)
-	var many []HeaderField
+	var many []wire.HeaderField
 	for i := range 60 {
-		many = append(many, HeaderField{fmt.Sprintf("KEY_%d", i), long})
+		many = append(many, wire.HeaderField{Key: fmt.Sprintf("KEY_%d", i), Value: long})
 	}
 	cases := []struct {
 		name   string
-		sender []HeaderField
+		sender []wire.HeaderField
 		want   string
 	}{
-		{"a key with a space", []HeaderField{{"BAD KEY", "1"}}, `BAD KEY`},
-		{"a value of two words", []HeaderField{{"SOURCE", "two words"}}, `SOURCE="two words"`},
-		{"a malformed UTC_START", []HeaderField{{"UTC_START", "yesterday"}}, `UTC_START "yesterday"`},
+		{"a key with a space", []wire.HeaderField{{Key: "BAD KEY", Value: "1"}}, `BAD KEY`},
+		{"a value of two words", []wire.HeaderField{{Key: "SOURCE", Value: "two words"}}, `SOURCE="two words"`},
+		{"a malformed UTC_START", []wire.HeaderField{{Key: "UTC_START", Value: "yesterday"}}, `UTC_START "yesterday"`},
 		{"a header that no longer fits", many, "more than the 4096-byte header block"},
-		{"too many keywords", make([]HeaderField, MaxHeaderFields+1), "at most 256"},
+		{"too many keywords", make([]wire.HeaderField, wire.MaxHeaderFields+1), "at most 256"},
 	}
 	for _, c := range cases {
 		_, err := b.Build(0, c.sender, time.Now())
@@ -94,15 +96,15 @@ func TestObservationHeadersRefusals(t *testing.T) {
 func TestSenderHeaderKeywords(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2,
-		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2,
+		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	send := func(hdr []HeaderField) (Result, error) {
-		return hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3*bufsz + 5, Source: PatternSource{Seed: 7}, Header: hdr})
+	send := func(hdr []wire.HeaderField) (Result, error) {
+		return hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3*bufsz + 5, Source: PatternSource{Seed: 7}, Header: hdr})
 	}
 	reads := readObservations(t, ctx, h, 1, 7, 0)
-	if res, err := send([]HeaderField{{"SOURCE", "J0437-4715"}}); err != nil || !res.Complete {
+	if res, err := send([]wire.HeaderField{{Key: "SOURCE", Value: "J0437-4715"}}); err != nil || !res.Complete {
 		t.Fatalf("observation 0: %+v %v", res, err)
 	}
 	first := <-reads
@@ -114,14 +116,14 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	}
 
 	reads = readObservations(t, ctx, h, 1, 7, 0)
-	var many []HeaderField
+	var many []wire.HeaderField
 	for i := range 60 {
-		many = append(many, HeaderField{fmt.Sprintf("KEY_%d", i), strings.Repeat("x", 100)})
+		many = append(many, wire.HeaderField{Key: fmt.Sprintf("KEY_%d", i), Value: strings.Repeat("x", 100)})
 	}
 	if _, err := send(many); err == nil || !strings.Contains(err.Error(), "more than the 4096-byte header block") {
 		t.Fatalf("an oversize header: %v, want the receiver's refusal", err)
 	}
-	sent := []HeaderField{{"SOURCE", "J1939+2134"}, {"UTC_START", "2026-11-25-01:02:03"}, {"HDR_SIZE", "1"}}
+	sent := []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "UTC_START", Value: "2026-11-25-01:02:03"}, {Key: "HDR_SIZE", Value: "1"}}
 	if res, err := send(sent); err != nil || !res.Complete {
 		t.Fatalf("observation 1: %+v %v", res, err)
 	}
@@ -164,15 +166,15 @@ func (w *recordingWriter) EndOfData() error                       { return nil }
 func TestHeaderWrittenWhenTheFirstByteLanded(t *testing.T) {
 	landed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, c := range []struct {
-		sender      []HeaderField
+		sender      []wire.HeaderField
 		utc, source string
 	}{
 		{nil, "2026-01-02-03:04:05", UTCStartFirstByte},
-		{[]HeaderField{{"UTC_START", "2026-01-02-03:04:01"}}, "2026-01-02-03:04:01", UTCStartSender},
+		{[]wire.HeaderField{{Key: "UTC_START", Value: "2026-01-02-03:04:01"}}, "2026-01-02-03:04:01", UTCStartSender},
 	} {
 		w := &recordingWriter{}
-		r := &Receiver{cfg: ReceiverConfig{Mode: ModeSend, QPs: 1, Header: ObservationHeaders{Template: []byte("SOURCE J0437-4715\n"), Size: 4096}}, w: w, t: NewTracker()}
-		s := &session{r: r, obs: 3, hello: Hello{Header: c.sender}, firstByte: landed}
+		r := &Receiver{cfg: ReceiverConfig{Mode: wire.ModeSend, QPs: 1, Header: ObservationHeaders{Template: []byte("SOURCE J0437-4715\n"), Size: 4096}}, w: w, t: NewTracker()}
+		s := &session{r: r, obs: 3, hello: wire.Hello{Header: c.sender}, firstByte: landed}
 		for range 2 {
 			if err := s.writeHeader(); err != nil {
 				t.Fatal(err)

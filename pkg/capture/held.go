@@ -3,6 +3,8 @@ package capture
 import (
 	"sync"
 	"time"
+
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 // A receiver is held back while no ring block is free for the stream: its
@@ -77,20 +79,20 @@ func (r *holdReporter) due(now time.Time, s holdState) bool {
 }
 
 // message records that s goes out at now and returns its Held message.
-func (r *holdReporter) message(now time.Time, s holdState) Held {
+func (r *holdReporter) message(now time.Time, s holdState) wire.Held {
 	r.last, r.holding, r.total = now, s.holding, s.total
-	return Held{Holding: s.holding, Nanos: uint64(s.total), HoldNanos: uint64(s.current)}
+	return wire.Held{Holding: s.holding, Nanos: uint64(s.total), HoldNanos: uint64(s.current)}
 }
 
 // heldView is what a sender knows of the receiver's holds: the last Held
 // message and when it came, read forward to now while a hold goes on.
 type heldView struct {
 	mu   sync.Mutex
-	last Held
+	last wire.Held
 	at   time.Time
 }
 
-func (v *heldView) note(m Held, now time.Time) {
+func (v *heldView) note(m wire.Held, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.last, v.at = m, now

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/memfabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -77,11 +79,11 @@ func TestHoldReporterDue(t *testing.T) {
 func TestHeldViewReadsForward(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var v heldView
-	v.note(Held{Holding: true, Nanos: uint64(5 * time.Second), HoldNanos: uint64(2 * time.Second)}, t0)
+	v.note(wire.Held{Holding: true, Nanos: uint64(5 * time.Second), HoldNanos: uint64(2 * time.Second)}, t0)
 	if s := v.state(t0.Add(time.Second)); !s.holding || s.current != 3*time.Second || s.total != 6*time.Second {
 		t.Fatalf("during a hold: %+v", s)
 	}
-	v.note(Held{Nanos: uint64(7 * time.Second)}, t0.Add(2*time.Second))
+	v.note(wire.Held{Nanos: uint64(7 * time.Second)}, t0.Add(2*time.Second))
 	if s := v.state(t0.Add(time.Hour)); s.holding || s.total != 7*time.Second {
 		t.Fatalf("after the hold: %+v", s)
 	}
@@ -230,7 +232,7 @@ func getMetric(t *testing.T, url, name string) float64 {
 // time.
 func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			hh := startHeld(t, mode, nbufs, bufsz, msg, 1)
 			defer hh.letGo()
@@ -389,10 +391,10 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(w.release) }) }
 	defer letGo()
-	n := newMemNet()
-	cfg := ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 1,
+	n := memfabric.NewNet()
+	cfg := ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: 1,
 		Header: ObservationHeaders{Size: 4096}}
-	rx, err := NewReceiver(cfg, RingGeometry{NBufs: nbufs, BufSize: bufsz}, w, &memRecvFabric{n: n, blocks: blocks, mode: MRWholeRing}, nil)
+	rx, err := NewReceiver(cfg, RingGeometry{NBufs: nbufs, BufSize: bufsz}, w, memfabric.NewReceiver(n, blocks, wire.MRWholeRing), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,8 +413,8 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	prog := newProgressLog()
 	sent := make(chan error, 1)
 	go func() {
-		f := &memSendFabric{n: n, buf: make([]byte, 2*4*msg)}
-		_, err := Send(sctx, ln.Addr().String(), SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
+		f := memfabric.NewSender(n, make([]byte, 2*4*msg))
+		_, err := Send(sctx, ln.Addr().String(), SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
 			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
 		sent <- err
 	}()
@@ -460,7 +462,7 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 // timeout that never says why.
 func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			hh := startHeld(t, mode, nbufs, bufsz, msg, 2)
 			defer hh.letGo()
@@ -517,13 +519,13 @@ type heldSetup struct {
 // startHeld starts a heldSetup whose receiver stops after stopObs
 // observations. The reader stops after the receiver (cleanups run last
 // first), so that a receiver ending a failed test finds its blocks cleared.
-func startHeld(t *testing.T, mode Mode, nbufs, bufsz, msg uint64, stopObs int) heldSetup {
+func startHeld(t *testing.T, mode wire.Mode, nbufs, bufsz, msg uint64, stopObs int) heldSetup {
 	t.Helper()
 	h := testRing(t, nbufs, bufsz)
 	release := make(chan struct{})
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(release) }) }
 	held, readBytes := holdingReader(t, context.Background(), h, release)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: stopObs}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 4, StopObservations: stopObs}, wire.MRWholeRing)
 	return heldSetup{hs: hs, held: held, readBytes: readBytes, letGo: letGo}
 }

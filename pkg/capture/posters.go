@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 )
 
-// postLanes post the sender's work requests from one OS thread per CPU of
-// SenderConfig.PostCPUs, each pinned there; queue pair q is always posted
-// from thread q mod len(PostCPUs), so each queue pair's doorbells still come
-// from one CPU, in order.
+// The sender posts from one OS thread per CPU of SenderConfig.PostCPUs, each
+// pinned there, through fabric.PostLanes.
 //
 // Why: on a software RDMA device (rxe) the doorbell runs the queue pair's
 // transmit path in the posting thread, and the packets' receive,
@@ -19,52 +19,31 @@ import (
 // posts from one thread therefore keeps one CPU busy while the others idle.
 //
 // The sender's loop stays the only owner of its state: it hands each batch
-// over and counts it in flight at once. A post that fails is reported back
-// (failed) with the number of work requests it did not post; after a
-// failure a thread posts nothing more and reports every later batch too.
+// over and counts it in flight at once.
 //
 // Two kinds implement it: posters, goroutines locked to their threads, for
-// any Endpoint; and an endpoint's own threads (threadPoster), which the
-// verbs endpoint runs outside the Go scheduler (verbs.PostThread).
-type postLanes interface {
-	// post hands a copy of wrs (queue pair q's, in order) to q's thread. An
-	// error means they were not handed over.
-	post(q int, wrs []SendWR) error
-	// failed is done at the first failed post.
-	failed() context.Context
-	// stop lets every thread post what it was handed and waits for them;
-	// idempotent.
-	stop()
-	// takeFailures returns the failures reported so far and forgets them.
-	takeFailures() []postFailure
-	// threads is the number of posting threads.
-	threads() int
-}
-
-// threadPoster is an Endpoint with posting threads of its own.
-type threadPoster interface {
-	startPostThreads(cpus []int, depth int, log *slog.Logger) (postLanes, error)
-}
+// any Endpoint; and an endpoint's own threads (fabric.ThreadPoster), which
+// the verbs endpoint runs outside the Go scheduler (verbs.PostThread).
 
 // startLanes starts the posting threads: the endpoint's own when it has
 // them, else posters. depth bounds the work requests ever handed over and
 // not yet posted.
-func startLanes(ep Endpoint, cpus []int, depth int, log *slog.Logger) (postLanes, error) {
-	if tp, ok := ep.(threadPoster); ok {
-		return tp.startPostThreads(cpus, depth, log)
+func startLanes(ep fabric.Endpoint, cpus []int, depth int, log *slog.Logger) (fabric.PostLanes, error) {
+	if tp, ok := ep.(fabric.ThreadPoster); ok {
+		return tp.StartPostThreads(cpus, depth, log)
 	}
 	return startPosters(ep, cpus, depth, log)
 }
 
-// posters are postLanes on goroutines locked to their OS threads.
+// posters are fabric.PostLanes on goroutines locked to their OS threads.
 type posters struct {
-	ep    Endpoint
+	ep    fabric.Endpoint
 	lanes []chan postBatch
 	wg    sync.WaitGroup
 	free  sync.Pool // *[]SendWR
 
 	mu       sync.Mutex
-	failures []postFailure
+	failures []fabric.PostFailure
 	failedAt context.Context // done at the first failure
 	fail     context.CancelFunc
 	stopped  bool
@@ -72,23 +51,16 @@ type posters struct {
 
 type postBatch struct {
 	q   int
-	wrs *[]SendWR
-}
-
-// postFailure is a batch a posting thread did not post.
-type postFailure struct {
-	q   int
-	n   int // work requests in the batch
-	err error
+	wrs *[]fabric.SendWR
 }
 
 // startPosters starts one posting thread per CPU; depth bounds the batches
 // ever handed over and not yet posted (the sender's send slots), so handing
 // over never blocks.
-func startPosters(ep Endpoint, cpus []int, depth int, log *slog.Logger) (*posters, error) {
+func startPosters(ep fabric.Endpoint, cpus []int, depth int, log *slog.Logger) (*posters, error) {
 	p := &posters{ep: ep}
 	p.failedAt, p.fail = context.WithCancel(context.Background())
-	p.free.New = func() any { return new([]SendWR) }
+	p.free.New = func() any { return new([]fabric.SendWR) }
 	started := make(chan error, len(cpus))
 	for i, cpu := range cpus {
 		ch := make(chan postBatch, depth)
@@ -103,7 +75,7 @@ func startPosters(ep Endpoint, cpus []int, depth int, log *slog.Logger) (*poster
 		}
 	}
 	if len(errs) > 0 {
-		p.stop()
+		p.Stop()
 		return nil, errs[0]
 	}
 	return p, nil
@@ -128,13 +100,13 @@ func (p *posters) lane(i, cpu int, in <-chan postBatch, started chan<- error, lo
 		err := broken
 		if err == nil {
 			if err = p.ep.PostSend(b.q, wrs); err != nil {
-				err = postError(b.q, wrs, err)
+				err = fabric.PostError(b.q, wrs, err)
 				broken = err
 			}
 		}
 		if err != nil {
 			p.mu.Lock()
-			p.failures = append(p.failures, postFailure{q: b.q, n: len(wrs), err: err})
+			p.failures = append(p.failures, fabric.PostFailure{QP: b.q, N: len(wrs), Err: err})
 			p.mu.Unlock()
 			p.fail()
 		}
@@ -143,17 +115,17 @@ func (p *posters) lane(i, cpu int, in <-chan postBatch, started chan<- error, lo
 	}
 }
 
-func (p *posters) post(q int, wrs []SendWR) error {
-	b := p.free.Get().(*[]SendWR)
+func (p *posters) Post(q int, wrs []fabric.SendWR) error {
+	b := p.free.Get().(*[]fabric.SendWR)
 	*b = append((*b)[:0], wrs...)
 	p.lanes[q%len(p.lanes)] <- postBatch{q: q, wrs: b}
 	return nil
 }
 
-func (p *posters) failed() context.Context { return p.failedAt }
-func (p *posters) threads() int            { return len(p.lanes) }
+func (p *posters) Failed() context.Context { return p.failedAt }
+func (p *posters) Threads() int            { return len(p.lanes) }
 
-func (p *posters) stop() {
+func (p *posters) Stop() {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -167,7 +139,7 @@ func (p *posters) stop() {
 	p.wg.Wait()
 }
 
-func (p *posters) takeFailures() []postFailure {
+func (p *posters) TakeFailures() []fabric.PostFailure {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.failures

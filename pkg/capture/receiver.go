@@ -12,8 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
+
+// ErrPeerGone is returned when the other side went away mid-stream.
+var ErrPeerGone = errors.New("peer disconnected")
 
 // BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
 // Writer through an adapter). Calls come from one goroutine at a time.
@@ -39,7 +44,7 @@ type RingGeometry struct {
 
 // ReceiverConfig configures a Receiver.
 type ReceiverConfig struct {
-	Mode     Mode
+	Mode     wire.Mode
 	QPs      int
 	MsgBytes uint64
 	RxDepth  int  // receive WRs per queue pair (default 128)
@@ -97,7 +102,7 @@ type Receiver struct {
 	cfg  ReceiverConfig
 	ring RingGeometry
 	w    BlockWriter
-	fab  ReceiverFabric
+	fab  fabric.ReceiverFabric
 	t    *Tracker
 	log  *slog.Logger
 
@@ -110,7 +115,7 @@ type Receiver struct {
 
 // NewReceiver returns a receiver over an already locked ring writer and a
 // fabric with the ring registered. The tracker receives status and metrics.
-func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab ReceiverFabric, t *Tracker) (*Receiver, error) {
+func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab fabric.ReceiverFabric, t *Tracker) (*Receiver, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -132,7 +137,7 @@ func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab Recei
 func (r *Receiver) Tracker() *Tracker { return r.t }
 
 func (r *Receiver) geometry() Geometry {
-	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode.wholeBlocks()}
+	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode.WholeBlocks()}
 }
 
 // window is the number of blocks held open at once.
@@ -222,8 +227,8 @@ func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 
 // pendingConn is a connection whose handshake checked out.
 type pendingConn struct {
-	k     *conn
-	hello Hello
+	k     *wire.Conn
+	hello wire.Hello
 	log   *slog.Logger
 }
 
@@ -233,23 +238,23 @@ type pendingConn struct {
 // timeout for its turn.
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
 	log := r.log.With("peer", c.RemoteAddr().String())
-	k := newConn(c)
+	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
 	reject := func(msg string) {
 		log.Warn("Rejected sender", "reason", msg)
-		_ = k.send(Reject{Message: msg})
+		_ = k.Send(wire.Reject{Message: msg})
 		_ = c.Close()
 	}
-	if err := ReadPreamble(k.r); err != nil {
+	if err := k.ReadPreamble(); err != nil {
 		reject(rejectText(err))
 		return
 	}
-	m, err := k.recv()
+	m, err := k.Recv()
 	if err != nil {
 		reject(rejectText(fmt.Errorf("read hello: %w", err)))
 		return
 	}
-	hello, ok := m.(Hello)
+	hello, ok := m.(wire.Hello)
 	if !ok {
 		reject(fmt.Sprintf("expected a hello message, got %T", m))
 		return
@@ -291,11 +296,11 @@ func (r *Receiver) stopReached() bool {
 }
 
 func rejectText(err error) string {
-	var ve *VersionError
+	var ve *wire.VersionError
 	switch {
 	case errors.As(err, &ve):
 		return ve.Error()
-	case errors.Is(err, ErrProtocol):
+	case errors.Is(err, wire.ErrProtocol):
 		return "not a ringcap sender: " + err.Error()
 	}
 	return err.Error()
@@ -306,14 +311,14 @@ func rejectText(err error) string {
 // failures of the receiver itself (ring, fabric) are returned.
 func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 	k, hello, log := p.k, p.hello, p.log
-	defer func() { _ = k.c.Close() }()
-	_ = k.c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	defer func() { _ = k.NetConn().Close() }()
+	_ = k.NetConn().SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
 	reject := func(msg string) error {
 		log.Warn("Rejected sender", "reason", msg)
-		_ = k.send(Reject{Message: msg})
+		_ = k.Send(wire.Reject{Message: msg})
 		return nil
 	}
-	ep, err := r.fab.Open(ctx, EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
+	ep, err := r.fab.Open(ctx, fabric.EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
 	if err != nil {
 		msg := fmt.Sprintf("receiver could not create %d queue pairs: %v", r.cfg.QPs, err)
 		_ = reject(msg)
@@ -334,18 +339,18 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 // session is one observation: one connection's stream into the ring.
 type session struct {
 	r     *Receiver
-	k     *conn
-	ep    Endpoint
-	hello Hello
+	k     *wire.Conn
+	ep    fabric.Endpoint
+	hello wire.Hello
 	log   *slog.Logger
 
 	g        Geometry
 	a        *assembler
 	rw       *ringWorker
-	posted   []int    // receive WRs outstanding per queue pair
-	consumed []int    // write mode: scatter-less receive WRs used up since the last repost
-	empty    []RecvWR // reused by postEmpty
-	cursor   []uint64 // per queue pair, its next slice to post receives for (send mode)
+	posted   []int           // receive WRs outstanding per queue pair
+	consumed []int           // write mode: scatter-less receive WRs used up since the last repost
+	empty    []fabric.RecvWR // reused by postEmpty
+	cursor   []uint64        // per queue pair, its next slice to post receives for (send mode)
 	bytes    uint64
 	blocks   uint64
 	held     holdClock    // this observation's holds
@@ -357,7 +362,7 @@ type session struct {
 }
 
 type ctrlEvent struct {
-	end *End
+	end *wire.End
 	err error
 }
 
@@ -378,15 +383,15 @@ func (s *session) run(ctx context.Context) (err error) {
 	_, err = s.header(time.Now())
 	if isHeaderError(err) {
 		s.log.Warn("Rejected sender", "reason", err.Error())
-		_ = s.k.send(Reject{Message: err.Error()})
+		_ = s.k.Send(wire.Reject{Message: err.Error()})
 		return nil
 	}
 	if err != nil {
-		_ = s.k.send(Reject{Message: "receiver could not build the header"})
+		_ = s.k.Send(wire.Reject{Message: "receiver could not build the header"})
 		return fmt.Errorf("build header for observation %d: %w", n, err)
 	}
 	r.obs++
-	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.c.RemoteAddr()))
+	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.NetConn().RemoteAddr()))
 	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w, "busyPoll", r.cfg.BusyPoll)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -428,9 +433,9 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	r.total += s.bytes
 	r.t.observationDone(o)
-	_ = s.k.c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
+	_ = s.k.NetConn().SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
 	_ = s.reportHeld(true)
-	_ = s.k.send(Done{Bytes: s.bytes, Blocks: s.blocks, OK: o.Complete, Message: msg})
+	_ = s.k.Send(wire.Done{Bytes: s.bytes, Blocks: s.blocks, OK: o.Complete, Message: msg})
 	if o.Complete {
 		s.log.Info("Observation complete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "seconds", secs, "gbps", o.Gbps)
 	} else {
@@ -491,10 +496,10 @@ func (s *session) awaitFirstBlock(ctx context.Context) (int, string, error) {
 		case first := <-s.rw.opened:
 			return first, "", nil
 		case e := <-s.rw.errc:
-			_ = s.k.send(Reject{Message: "receiver could not open a ring block"})
+			_ = s.k.Send(wire.Reject{Message: "receiver could not open a ring block"})
 			return -1, "ring failure", e
 		case <-ctx.Done():
-			_ = s.k.send(Reject{Message: "receiver is shutting down"})
+			_ = s.k.Send(wire.Reject{Message: "receiver is shutting down"})
 			return -1, "receiver stopped", nil
 		case <-tick.C:
 			if s.reportHeld(false) != nil {
@@ -533,7 +538,7 @@ func (s *session) reportHeld(final bool) error {
 	now := time.Now()
 	st := s.held.at(now)
 	if final && (st.total > 0 || s.heldRep.holding) || !final && s.heldRep.due(now, st) {
-		return s.k.send(s.heldRep.message(now, st))
+		return s.k.Send(s.heldRep.message(now, st))
 	}
 	return nil
 }
@@ -572,7 +577,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 	quit := make(chan struct{})
 	defer close(quit)
 	go func() {
-		_ = s.k.c.SetDeadline(time.Time{})
+		_ = s.k.NetConn().SetDeadline(time.Time{})
 		deliver := func(e ctrlEvent) bool {
 			select {
 			case ctrl <- e:
@@ -582,21 +587,21 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			}
 		}
 		for {
-			m, err := s.k.recv()
+			m, err := s.k.Recv()
 			if err != nil {
-				if !errors.Is(err, ErrProtocol) {
+				if !errors.Is(err, wire.ErrProtocol) {
 					err = fmt.Errorf("%w: %w", ErrPeerGone, err) // EOF, reset, ...
 				}
 				deliver(ctrlEvent{err: err})
 				return
 			}
 			switch m := m.(type) {
-			case End:
+			case wire.End:
 				if !deliver(ctrlEvent{end: &m}) {
 					return
 				}
 			default:
-				deliver(ctrlEvent{err: fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)})
+				deliver(ctrlEvent{err: fmt.Errorf("%w: unexpected %T during the stream", wire.ErrProtocol, m)})
 				return
 			}
 		}
@@ -624,7 +629,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		s.holdEnded()
 	}
 	s.openBlock(first)
-	if r.cfg.Mode == ModeWrite {
+	if r.cfg.Mode == wire.ModeWrite {
 		for q := range nq {
 			if err := s.postEmpty(q, r.cfg.RxDepth); err != nil {
 				return false, "receive post failed", err
@@ -634,21 +639,21 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		return false, "receive post failed", err
 	}
 	mode, regions, _ := r.fab.Registration()
-	acc := Accept{Mode: r.cfg.Mode, MsgBytes: uint32(r.cfg.MsgBytes), NBufs: uint32(r.ring.NBufs), BufSize: uint64(r.ring.BufSize),
+	acc := wire.Accept{Mode: r.cfg.Mode, MsgBytes: uint32(r.cfg.MsgBytes), NBufs: uint32(r.ring.NBufs), BufSize: uint64(r.ring.BufSize),
 		MRMode: mode, QPs: s.ep.Local()}
-	if r.cfg.Mode == ModeWrite {
+	if r.cfg.Mode == wire.ModeWrite {
 		acc.Regions = regions
 	}
-	if err := s.k.send(acc); err != nil {
+	if err := s.k.Send(acc); err != nil {
 		return false, "sender went away during the handshake", nil
 	}
-	if r.cfg.Mode == ModeWrite {
-		if err := s.k.send(Credit{Seq: 0, Index: uint32(first)}); err != nil {
+	if r.cfg.Mode == wire.ModeWrite {
+		if err := s.k.Send(wire.Credit{Seq: 0, Index: uint32(first)}); err != nil {
 			return false, "sender went away", nil
 		}
 	}
 
-	wcs := make([]Completion, 64)
+	wcs := make([]fabric.Completion, 64)
 	w := newIdler(s.ep, r.cfg.BusyPoll)
 	idle := 0
 	peerGone := false
@@ -672,8 +677,8 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			progressed = true
 			s.holdEnded()
 			seq := s.openBlock(idx)
-			if r.cfg.Mode == ModeWrite {
-				if err := s.k.send(Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+			if r.cfg.Mode == wire.ModeWrite {
+				if err := s.k.Send(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
 					peerGone = true
 				}
 			} else if err := s.postSlices(); err != nil {
@@ -687,7 +692,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 		}
 		for _, wc := range wcs[:n] {
 			if err := s.complete(wc); err != nil {
-				var we *WCError
+				var we *fabric.WCError
 				if !errors.As(err, &we) {
 					return false, err.Error(), nil
 				}
@@ -713,7 +718,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			if err := s.repost(); err != nil {
 				return false, "receive post failed", err
 			}
-			if r.cfg.Mode == ModeSend {
+			if r.cfg.Mode == wire.ModeSend {
 				if err := s.postSlices(); err != nil {
 					return false, "receive post failed", err
 				}
@@ -803,21 +808,12 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 // from the kernel that moves the data.
 const spinFor = 20 * time.Microsecond
 
-// notifier is an Endpoint that can sleep until a completion arrives.
-type notifier interface {
-	// Arm requests an event for the next completion (poll again after it);
-	// an error means the endpoint cannot wait this way.
-	Arm() error
-	// Events delivers a value after each completion event Arm requested.
-	Events() <-chan struct{}
-}
-
 // idler is how the receive loop waits when nothing moves: yields for up to
-// spinFor, then (with a notifier) arming the completion queue, one more pass,
+// spinFor, then (with a fabric.Notifier) arming the completion queue, one more pass,
 // and a sleep until a completion, a ring block, a control message or a failure
 // arrives; without one, short sleeps. A busy idler only ever yields.
 type idler struct {
-	n      notifier
+	n      fabric.Notifier
 	busy   bool
 	armed  bool
 	since  time.Time // when this idle spell began
@@ -826,9 +822,9 @@ type idler struct {
 	ctrl   *ctrlEvent // a control message the sleep took
 }
 
-func newIdler(ep Endpoint, busy bool) *idler {
+func newIdler(ep fabric.Endpoint, busy bool) *idler {
 	w := &idler{busy: busy}
-	if n, ok := ep.(notifier); ok {
+	if n, ok := ep.(fabric.Notifier); ok {
 		w.n = n
 	}
 	return w
@@ -886,7 +882,7 @@ func ringFailure(ctx context.Context, err error) (bool, string, error) {
 }
 
 // drain processes completions that are still arriving for a short while.
-func (s *session) drain(wcs []Completion, d time.Duration) {
+func (s *session) drain(wcs []fabric.Completion, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		n, err := s.ep.Poll(wcs)
@@ -931,11 +927,11 @@ func (s *session) postEmpty(q, n int) error {
 		return nil
 	}
 	if cap(s.empty) < n {
-		s.empty = make([]RecvWR, n)
+		s.empty = make([]fabric.RecvWR, n)
 	}
 	wrs := s.empty[:n]
 	for i := range wrs {
-		wrs[i] = RecvWR{ID: uint64(q)}
+		wrs[i] = fabric.RecvWR{ID: uint64(q)}
 	}
 	if err := s.ep.PostRecv(q, wrs); err != nil {
 		return fmt.Errorf("post %d receives on queue pair %d: %w", n, q, err)
@@ -951,14 +947,14 @@ func (s *session) postSlices() error {
 	if s.a.hasEnd {
 		endSlice = min(endSlice, s.g.Slices(s.a.end))
 	}
-	var wrs []RecvWR
+	var wrs []fabric.RecvWR
 	for q := range s.cursor {
 		wrs = wrs[:0]
 		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {
 			sl := s.cursor[q]
 			seq, off, length := s.g.Slice(sl)
 			idx := s.a.open[seq-s.a.open[0].seq].index
-			wrs = append(wrs, RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
+			wrs = append(wrs, fabric.RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
 			s.cursor[q] = s.g.NextOnQP(sl)
 		}
 		if len(wrs) == 0 {
@@ -973,23 +969,23 @@ func (s *session) postSlices() error {
 }
 
 // complete handles one work completion.
-func (s *session) complete(wc Completion) error {
+func (s *session) complete(wc fabric.Completion) error {
 	if wc.Err != nil {
-		var we *WCError
+		var we *fabric.WCError
 		if errors.As(wc.Err, &we) {
 			return we
 		}
-		return &WCError{QP: wc.QP, Status: wc.Err.Error(), Recv: wc.Recv}
+		return &fabric.WCError{QP: wc.QP, Status: wc.Err.Error(), Recv: wc.Recv}
 	}
 	if !wc.Recv {
 		return nil
 	}
 	s.posted[wc.QP]--
 	var sl uint64
-	if s.r.cfg.Mode == ModeSend {
+	if s.r.cfg.Mode == wire.ModeSend {
 		sl = wc.ID
 		if wc.Imm != uint32(sl) {
-			return fmt.Errorf("%w: queue pair %d delivered slice %d into the slot of slice %d", ErrProtocol, wc.QP, wc.Imm, sl)
+			return fmt.Errorf("%w: queue pair %d delivered slice %d into the slot of slice %d", wire.ErrProtocol, wc.QP, wc.Imm, sl)
 		}
 	} else {
 		var err error
@@ -998,11 +994,11 @@ func (s *session) complete(wc Completion) error {
 		}
 		s.consumed[wc.QP]++ // reposted after the batch, one call per queue pair
 	}
-	if s.r.cfg.Mode == ModeWrite {
+	if s.r.cfg.Mode == wire.ModeWrite {
 		return s.landWritten(wc.QP, sl, uint64(wc.Bytes))
 	}
 	if s.g.QP(sl) != wc.QP {
-		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", ErrProtocol, sl, wc.QP, s.g.QP(sl))
+		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", wire.ErrProtocol, sl, wc.QP, s.g.QP(sl))
 	}
 	if err := s.a.land(sl, uint64(wc.Bytes)); err != nil {
 		return err
@@ -1025,7 +1021,7 @@ func (s *session) landWritten(q int, sl, n uint64) error {
 	}
 	from := seq*s.g.SlicesPerBlock() + done
 	if sl < from {
-		return fmt.Errorf("%w: queue pair %d named slice %d, which had already landed", ErrProtocol, q, sl)
+		return fmt.Errorf("%w: queue pair %d named slice %d, which had already landed", wire.ErrProtocol, q, sl)
 	}
 	for x := from; x <= sl; x++ {
 		k := n

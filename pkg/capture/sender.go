@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
@@ -91,13 +93,13 @@ func (NoFillSource) RandomAccess() {}
 
 // SenderConfig configures Send.
 type SenderConfig struct {
-	Mode     Mode
+	Mode     wire.Mode
 	QPs      int
 	MsgBytes uint64
 	// Header holds keywords for the observation's header (SOURCE,
 	// UTC_START, ...), sent in the Hello; the receiver merges them over its
 	// template (see ObservationHeaders for the precedence).
-	Header  []HeaderField
+	Header  []wire.HeaderField
 	TxDepth int // send WRs in flight per queue pair (default 16)
 	// PostList caps the work requests handed to the device in one post
 	// (default 0: all a queue pair can take at once). 1 posts them one by
@@ -209,13 +211,13 @@ type Result struct {
 	Seconds float64
 	Gbps    float64
 	QPs     int
-	Mode    Mode
-	MRMode  MRMode
+	Mode    wire.Mode
+	MRMode  wire.MRMode
 	// HeldBackSeconds is the time the receiver was held back by its ring's
 	// readers during the stream, as it reports.
 	HeldBackSeconds float64
 	Complete        bool
-	Receiver        Done // the receiver's account of the observation
+	Receiver        wire.Done // the receiver's account of the observation
 }
 
 // RejectedError is returned when the receiver refused the connection.
@@ -239,8 +241,8 @@ func (c SenderConfig) Validate() error {
 	if c.AckTimeout > 30 {
 		return fmt.Errorf("ACK timeout exponent %d: want 1..30", c.AckTimeout)
 	}
-	if len(c.Header) > MaxHeaderFields {
-		return fmt.Errorf("%d header keywords: at most %d", len(c.Header), MaxHeaderFields)
+	if len(c.Header) > wire.MaxHeaderFields {
+		return fmt.Errorf("%d header keywords: at most %d", len(c.Header), wire.MaxHeaderFields)
 	}
 	for _, f := range c.Header {
 		if err := dada.NewHeader().Set(f.Key, f.Value); err != nil {
@@ -272,7 +274,7 @@ func (c *SenderConfig) defaults() {
 		c.TxDepth = 16
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = DefaultAckTimeout
+		c.AckTimeout = fabric.DefaultAckTimeout
 	}
 	if c.AnswerTimeout == 0 {
 		c.AnswerTimeout = 20 * time.Second
@@ -303,7 +305,7 @@ func SendBufferBytes(cfg SenderConfig) uint64 {
 // Send connects to a receiver at addr and streams cfg.Source to it. Cancelling
 // ctx stops the stream early; the receiver then ends the observation on the
 // bytes that landed and marks it incomplete.
-func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) (Result, error) {
+func Send(ctx context.Context, addr string, cfg SenderConfig, fab fabric.SenderFabric) (Result, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -317,19 +319,19 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 		return Result{}, fmt.Errorf("connect to receiver: %w", err)
 	}
 	defer func() { _ = c.Close() }()
-	k := newConn(c)
+	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
 
-	ep, err := fab.Open(ctx, EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
+	ep, err := fab.Open(ctx, fabric.EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
 	if err != nil {
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
 	defer func() { _ = ep.Close() }()
-	if err := WritePreamble(k.w); err != nil {
+	if err := k.WritePreamble(); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	hello := Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
-	if err := k.send(hello); err != nil {
+	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
+	if err := k.Send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	held, heldAt, acc, err := awaitAnswer(k, c, cfg)
@@ -337,7 +339,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab SenderFabric) 
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	if len(acc.QPs) != cfg.QPs || acc.Mode != cfg.Mode || uint64(acc.MsgBytes) != cfg.MsgBytes {
-		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
+		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, wire.ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
 	}
 	if err := ep.Connect(acc.QPs); err != nil {
 		return Result{}, fmt.Errorf("connect queue pairs to %s: %w", addr, err)
@@ -361,23 +363,23 @@ const answerHeldEvery = time.Second
 // answer AnswerTimeout more (at least three report intervals), so a sender
 // waits for slow readers instead of giving up with a timeout. It returns the
 // last such report and when it came (zero without one).
-func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept, error) {
+func awaitAnswer(k *wire.Conn, c net.Conn, cfg SenderConfig) (wire.Held, time.Time, wire.Accept, error) {
 	var (
-		last Held
+		last wire.Held
 		at   time.Time
 		view heldView
 	)
 	start := time.Now()
 	for {
-		m, err := k.recv()
+		m, err := k.Recv()
 		if err != nil {
 			if !at.IsZero() {
 				err = fmt.Errorf("%w (the receiver was held back by its ring's readers for %s)", err, view.state(time.Now()).current.Round(time.Millisecond))
 			}
-			return last, at, Accept{}, fmt.Errorf("read answer: %w", err)
+			return last, at, wire.Accept{}, fmt.Errorf("read answer: %w", err)
 		}
 		switch m := m.(type) {
-		case Held:
+		case wire.Held:
 			last, at = m, time.Now()
 			view.note(m, at)
 			_ = c.SetDeadline(at.Add(max(cfg.AnswerTimeout, 3*answerHeldEvery)))
@@ -385,12 +387,12 @@ func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept
 				h := view.state(at)
 				cfg.Progress(Progress{Total: cfg.Bytes, Elapsed: at.Sub(start), HeldBack: h.total, Holding: h.holding, HoldFor: h.current})
 			}
-		case Reject:
-			return last, at, Accept{}, &RejectedError{Message: m.Message}
-		case Accept:
+		case wire.Reject:
+			return last, at, wire.Accept{}, &RejectedError{Message: m.Message}
+		case wire.Accept:
 			return last, at, m, nil
 		default:
-			return last, at, Accept{}, fmt.Errorf("%w: unexpected %T", ErrProtocol, m)
+			return last, at, wire.Accept{}, fmt.Errorf("%w: unexpected %T", wire.ErrProtocol, m)
 		}
 	}
 }
@@ -398,11 +400,11 @@ func awaitAnswer(k *conn, c net.Conn, cfg SenderConfig) (Held, time.Time, Accept
 type sendSession struct {
 	ctx   context.Context // bounds waits for completions: base, or base and a failed post
 	base  context.Context
-	lanes postLanes // posting threads (PostCPUs), or nil: this thread posts
+	lanes fabric.PostLanes // posting threads (PostCPUs), or nil: this thread posts
 	cfg   SenderConfig
-	k     *conn
-	ep    Endpoint
-	acc   Accept
+	k     *wire.Conn
+	ep    fabric.Endpoint
+	acc   wire.Accept
 	buf   []byte
 	g     Geometry
 
@@ -426,8 +428,8 @@ type sendSession struct {
 	acked   uint64   // bytes whose send completions came back
 	extent  uint64   // stream byte just after the furthest slice posted
 	cr      credits
-	wrs     []SendWR    // staged work requests of one queue pair
-	tail    []tailWrite // write mode: per queue pair, a plain write still owed its immediate
+	wrs     []fabric.SendWR // staged work requests of one queue pair
+	tail    []tailWrite     // write mode: per queue pair, a plain write still owed its immediate
 }
 
 // tailWrite is a slice a queue pair wrote as a plain RDMA WRITE, expecting
@@ -441,14 +443,14 @@ type tailWrite struct {
 }
 
 type senderEvent struct {
-	credit *Credit
-	done   *Done
+	credit *wire.Credit
+	done   *wire.Done
 	err    error
 }
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
 	cfg := s.cfg
-	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.wholeBlocks()}
+	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.WholeBlocks()}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
@@ -459,7 +461,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 		s.lanes = lanes
-		defer lanes.stop()
+		defer lanes.Stop()
 	} else {
 		// One OS thread posts everything: a goroutine that hopped between
 		// threads (and so CPUs) would ring the doorbells of one queue pair
@@ -488,7 +490,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	defer context.AfterFunc(peer, wcancel)()
 	defer s.waitWithin(wctx)()
 
-	var early *Done
+	var early *wire.Done
 	handle := func(ev senderEvent) error {
 		switch {
 		case ev.credit != nil:
@@ -530,7 +532,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	s.start = start
 	s.nextProg = start.Add(cfg.ProgressEvery)
-	wcs := make([]Completion, 64)
+	wcs := make([]fabric.Completion, 64)
 	var stopErr error
 	complete := true
 	for s.unsent() {
@@ -622,7 +624,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		}
 	}
 	if s.lanes != nil {
-		s.lanes.stop() // everything handed over is posted (or failed)
+		s.lanes.Stop() // everything handed over is posted (or failed)
 		if err := s.laneFailure(); err != nil {
 			fail(err)
 		}
@@ -644,7 +646,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		return res, withReceiver(stopErr, *early)
 	}
-	if err := s.k.send(End{Bytes: s.extent, Complete: complete}); err != nil {
+	if err := s.k.Send(wire.End{Bytes: s.extent, Complete: complete}); err != nil {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		if stopErr != nil {
 			return res, stopErr
@@ -677,7 +679,7 @@ func (s *sendSession) progress(final bool) {
 // reports no longer than until the next is due: a stream that does not move
 // (the receiver held back by its readers) still reports at the usual
 // interval.
-func (s *sendSession) pollProgress(wcs []Completion) error {
+func (s *sendSession) pollProgress(wcs []fabric.Completion) error {
 	if s.cfg.Progress == nil {
 		return s.poll(wcs, true)
 	}
@@ -738,21 +740,21 @@ func (s *sendSession) setup() {
 func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{}, gone func()) {
 	defer gone()
 	for {
-		m, err := s.k.recv()
+		m, err := s.k.Recv()
 		var ev senderEvent
 		switch m := m.(type) {
-		case Credit:
+		case wire.Credit:
 			ev.credit = &m
-		case Held:
+		case wire.Held:
 			s.held.note(m, time.Now())
 			continue
-		case Done:
+		case wire.Done:
 			ev.done = &m
-		case Reject:
+		case wire.Reject:
 			ev.err = &RejectedError{Message: m.Message}
 		default:
 			if err == nil {
-				err = fmt.Errorf("%w: unexpected %T during the stream", ErrProtocol, m)
+				err = fmt.Errorf("%w: unexpected %T during the stream", wire.ErrProtocol, m)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				err = fmt.Errorf("receiver closed the connection: %w", ErrPeerGone)
@@ -900,7 +902,7 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 		}
 		s.rr = (s.rr + 1) % nq
 	}
-	if s.cfg.Mode == ModeWrite {
+	if s.cfg.Mode == wire.ModeWrite {
 		s.cr.release(s.g.SliceBlock(s.lowest()))
 	}
 	return posted, credit, nil
@@ -921,8 +923,8 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		return false, false, nil
 	}
 	seq, off, length := s.g.Slice(sl)
-	wr := SendWR{Op: OpSendImm, Imm: uint32(sl)}
-	if cfg.Mode == ModeWrite {
+	wr := fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sl)}
+	if cfg.Mode == wire.ModeWrite {
 		cr, ok := s.cr.lookup(seq)
 		if !ok {
 			return false, true, nil
@@ -931,7 +933,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		if err != nil {
 			return false, false, err
 		}
-		wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, remote+off, rkey
+		wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, remote+off, rkey
 	}
 	offset := s.g.StreamOffset(sl)
 	if cfg.Bytes > 0 {
@@ -950,13 +952,13 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	if uint64(n) < length {
 		s.limit = min(s.limit, sl+1) // the source ended inside this slice
 	}
-	if wr.Op == OpWriteImm {
+	if wr.Op == fabric.OpWriteImm {
 		// Only a queue pair's last slice in a block carries the immediate:
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
 		if s.g.NextOnQP(sl) < s.limit { // noSlice after the block's last slice
-			wr.Op = OpWrite
+			wr.Op = fabric.OpWrite
 			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {
 			s.tail[q].set = false
@@ -1005,22 +1007,17 @@ func (s *sendSession) flush(q int) error {
 
 // post hands work requests of queue pair q to the device as they are, or to
 // q's posting thread.
-func (s *sendSession) post(q int, wrs []SendWR) error {
+func (s *sendSession) post(q int, wrs []fabric.SendWR) error {
 	if s.lanes != nil {
-		if err := s.lanes.post(q, wrs); err != nil {
-			return postError(q, wrs, err)
+		if err := s.lanes.Post(q, wrs); err != nil {
+			return fabric.PostError(q, wrs, err)
 		}
 		return nil
 	}
 	if err := s.ep.PostSend(q, wrs); err != nil {
-		return postError(q, wrs, err)
+		return fabric.PostError(q, wrs, err)
 	}
 	return nil
-}
-
-// postError says which of queue pair q's work requests a failed PostSend held.
-func postError(q int, wrs []SendWR, err error) error {
-	return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
 }
 
 // unstage takes the work requests staged and not posted (or in a post that
@@ -1052,7 +1049,7 @@ func (s *sendSession) unpost(q, n int) {
 // post failed): the gap-free prefix it keeps ends below sl, so blocks q took
 // after sl's are not handed out again.
 func (s *sendSession) unsend(q int, sl uint64) {
-	if s.cfg.Mode == ModeWrite {
+	if s.cfg.Mode == wire.ModeWrite {
 		sl = s.g.SliceBlock(sl) * s.g.SlicesPerBlock()
 		s.tail[q].set = false
 	}
@@ -1068,7 +1065,7 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(base)
-	stop := context.AfterFunc(s.lanes.failed(), cancel)
+	stop := context.AfterFunc(s.lanes.Failed(), cancel)
 	s.ctx = ctx
 	return func() { stop(); cancel() }
 }
@@ -1078,21 +1075,21 @@ func (s *sendSession) waitWithin(base context.Context) func() {
 // forgets the immediates the failed threads' queue pairs still owe, and from
 // then on posts from this thread and waits within the base context alone.
 func (s *sendSession) laneFailure() error {
-	if s.lanes == nil || s.lanes.failed().Err() == nil {
+	if s.lanes == nil || s.lanes.Failed().Err() == nil {
 		return nil
 	}
-	s.lanes.stop()
+	s.lanes.Stop()
 	var first error
 	broken := map[int]bool{}
-	for _, f := range s.lanes.takeFailures() {
-		s.unpost(f.q, f.n)
-		broken[f.q%s.lanes.threads()] = true
+	for _, f := range s.lanes.TakeFailures() {
+		s.unpost(f.QP, f.N)
+		broken[f.QP%s.lanes.Threads()] = true
 		if first == nil {
-			first = f.err
+			first = f.Err
 		}
 	}
 	for q, t := range s.tail {
-		if t.set && broken[q%s.lanes.threads()] {
+		if t.set && broken[q%s.lanes.Threads()] {
 			s.unsend(q, t.slice)
 		}
 	}
@@ -1113,8 +1110,8 @@ func (s *sendSession) postTails() error {
 		}
 		t.set = false
 		slot := s.free[q][len(s.free[q])-1]
-		wr := SendWR{ID: uint64(q)<<32 | uint64(slot), Op: OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
-		if err := s.post(q, []SendWR{wr}); err != nil {
+		wr := fabric.SendWR{ID: uint64(q)<<32 | uint64(slot), Op: fabric.OpWriteImm, Imm: uint32(t.slice), RemoteAddr: t.addr, RKey: t.rkey, Signaled: true}
+		if err := s.post(q, []fabric.SendWR{wr}); err != nil {
 			s.unsend(q, t.slice) // and every other immediate still owed
 			for k, o := range s.tail {
 				if o.set {
@@ -1132,7 +1129,7 @@ func (s *sendSession) postTails() error {
 }
 
 // reap takes the send completions that are already there.
-func (s *sendSession) reap(wcs []Completion) (bool, error) {
+func (s *sendSession) reap(wcs []fabric.Completion) (bool, error) {
 	before := s.inflight
 	if err := s.poll(wcs, false); err != nil {
 		return false, err
@@ -1142,7 +1139,7 @@ func (s *sendSession) reap(wcs []Completion) (bool, error) {
 
 // withReceiver adds the receiver's account to the error that stopped a
 // stream, unless it already is that account.
-func withReceiver(err error, d Done) error {
+func withReceiver(err error, d wire.Done) error {
 	if err == nil || d.OK || d.Message == "" || strings.Contains(err.Error(), d.Message) {
 		return err
 	}
@@ -1228,19 +1225,14 @@ func (f *sliceFIFO) popBack() inFlight {
 	return f.buf[(f.head+f.size)%len(f.buf)]
 }
 
-// waiter is an Endpoint that can sleep until a completion arrives.
-type waiter interface {
-	PollWait(ctx context.Context, wcs []Completion) (n int, ok bool, err error)
-}
-
 // poll reaps send completions; wait blocks until at least one arrives (on the
 // completion channel when the endpoint has one and BusyPoll is off, else
 // spinning: yielding, and with BusyPoll off sleeping 20 µs after a while).
-func (s *sendSession) poll(wcs []Completion, wait bool) error {
+func (s *sendSession) poll(wcs []fabric.Completion, wait bool) error {
 	for spins := 0; ; spins++ {
 		var n int
 		var err error
-		w, canWait := s.ep.(waiter)
+		w, canWait := s.ep.(fabric.Waiter)
 		if wait && spins > 0 && canWait && s.inflight > 0 && !s.cfg.BusyPoll {
 			var ok bool
 			if n, ok, err = w.PollWait(s.ctx, wcs); !ok {
@@ -1257,11 +1249,11 @@ func (s *sendSession) poll(wcs []Completion, wait bool) error {
 				continue
 			}
 			if wc.Err != nil {
-				var we *WCError
+				var we *fabric.WCError
 				if errors.As(wc.Err, &we) {
 					return we
 				}
-				return &WCError{QP: wc.QP, Status: wc.Err.Error()}
+				return &fabric.WCError{QP: wc.QP, Status: wc.Err.Error()}
 			}
 			// The queue pair completed every WR up to this signalled one.
 			q, slot := int(wc.ID>>32), int(uint32(wc.ID))

@@ -24,6 +24,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/memfabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
@@ -152,20 +155,20 @@ func readObservations(t *testing.T, ctx context.Context, h *dada.HDU, n int, see
 type harness struct {
 	t    *testing.T
 	h    *dada.HDU
-	net  *memNet
+	net  *memfabric.Net
 	rx   *Receiver
 	addr string
 	errc chan error
 	stop context.CancelFunc
 }
 
-func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr MRMode) *harness {
+func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode) *harness {
 	t.Helper()
 	w, err := h.LockWrite(context.Background(), dada.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newMemNet()
+	n := memfabric.NewNet()
 	blocks := make([][]byte, h.Data.NBufs())
 	for i := range blocks {
 		blocks[i] = h.Data.Block(i)
@@ -173,7 +176,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr MRMode) *ha
 	if cfg.Header.Size == 0 {
 		cfg.Header = ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096}
 	}
-	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, &memRecvFabric{n: n, blocks: blocks, mode: mr}, nil)
+	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, memfabric.NewReceiver(n, blocks, mr), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr MRMode) *ha
 }
 
 func (hs *harness) send(ctx context.Context, cfg SenderConfig) (Result, error) {
-	f := &memSendFabric{n: hs.net, buf: make([]byte, SendBufferBytes(cfg))}
+	f := memfabric.NewSender(hs.net, make([]byte, SendBufferBytes(cfg)))
 	return Send(ctx, hs.addr, cfg, f)
 }
 
@@ -219,8 +222,8 @@ func (hs *harness) wait() error {
 
 func TestEndToEndMatrix(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 16384, 4096
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
-		for _, mr := range []MRMode{MRWholeRing, MRPerBlock} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
+		for _, mr := range []wire.MRMode{wire.MRWholeRing, wire.MRPerBlock} {
 			for _, nq := range []int{1, 4, 16} {
 				for _, total := range []uint64{5 * bufsz, 5*bufsz + 1000, 3*bufsz - msg + 1} {
 					name := fmt.Sprintf("%s/%s/qps=%d/bytes=%d", mode, mr, nq, total)
@@ -254,10 +257,10 @@ func TestEndToEndMatrix(t *testing.T) {
 
 func TestTwoObservationsAndSlowReader(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 2}, MRWholeRing)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 2}, wire.MRWholeRing)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// A slow reader: the sender must be held back, nothing may be lost.
@@ -290,11 +293,11 @@ func TestTwoObservationsAndSlowReader(t *testing.T) {
 // without it, the same stream does sleep (so the count can tell them apart).
 func TestBusyPollNeverSleeps(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		for _, busy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/busy=%v", mode, busy), func(t *testing.T) {
 				h := testRing(t, nbufs, bufsz)
-				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 1, BusyPoll: busy}, MRWholeRing)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: msg, RxDepth: 4, StopObservations: 1, BusyPoll: busy}, wire.MRWholeRing)
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
 				reads := readObservations(t, ctx, h, 1, 3, 20*time.Millisecond)
@@ -304,7 +307,7 @@ func TestBusyPollNeverSleeps(t *testing.T) {
 					t.Fatalf("send %+v: %v", res, err)
 				}
 				waitOneObservation(t, hs, reads, total)
-				arms := hs.net.arms.Load()
+				arms := hs.net.Arms()
 				if busy && arms != 0 {
 					t.Fatalf("busy-polling receiver armed its completion queue %d times", arms)
 				}
@@ -346,17 +349,17 @@ func waitObservations(t *testing.T, hs *harness, reads <-chan []obsResult, want 
 // rawSender performs the handshake by hand so tests can misbehave.
 type rawSender struct {
 	c net.Conn
-	k *conn
+	k *wire.Conn
 }
 
 // connectRaw is a hand-driven sender: qps queue pairs with depth send slots
 // of msg bytes, handshaken and connected to the receiver (closed by cleanup).
-func connectRaw(t *testing.T, hs *harness, mode Mode, qps, depth int, msg uint64) (*memEP, *rawSender, Accept) {
+func connectRaw(t *testing.T, hs *harness, mode wire.Mode, qps, depth int, msg uint64) (*memfabric.Endpoint, *rawSender, wire.Accept) {
 	t.Helper()
-	ep := hs.net.open(EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, nil, make([]byte, uint64(depth)*msg))
+	ep := hs.net.Open(fabric.EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, make([]byte, uint64(depth)*msg))
 	t.Cleanup(func() { _ = ep.Close() })
-	rs, m := dialRaw(t, hs, preamble(), Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
-	acc, ok := m.(Accept)
+	rs, m := dialRaw(t, hs, wire.Preamble(), wire.Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
+	acc, ok := m.(wire.Accept)
 	if !ok {
 		t.Fatalf("answer %+v", m)
 	}
@@ -368,9 +371,9 @@ func connectRaw(t *testing.T, hs *harness, mode Mode, qps, depth int, msg uint64
 
 // awaitSendCompletions waits for n successful send completions on a raw
 // sender's endpoint (their data has landed at the receiver).
-func awaitSendCompletions(t *testing.T, ep *memEP, n int) {
+func awaitSendCompletions(t *testing.T, ep *memfabric.Endpoint, n int) {
 	t.Helper()
-	wcs := make([]Completion, 8)
+	wcs := make([]fabric.Completion, 8)
 	for got := 0; got < n; {
 		k, _ := ep.Poll(wcs)
 		for _, wc := range wcs[:k] {
@@ -383,24 +386,24 @@ func awaitSendCompletions(t *testing.T, ep *memEP, n int) {
 	}
 }
 
-func dialRaw(t *testing.T, hs *harness, preamble []byte, hello Message) (*rawSender, Message) {
+func dialRaw(t *testing.T, hs *harness, preamble []byte, hello wire.Message) (*rawSender, wire.Message) {
 	t.Helper()
 	c, err := net.Dial("tcp", hs.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	rs := &rawSender{c: c, k: newConn(c)}
+	rs := &rawSender{c: c, k: wire.NewConn(c)}
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := c.Write(preamble); err != nil {
 		t.Fatal(err)
 	}
 	if hello != nil {
-		if err := rs.k.send(hello); err != nil {
+		if err := rs.k.Send(hello); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m, err := rs.k.recv()
+	m, err := rs.k.Recv()
 	if err != nil {
 		t.Fatalf("read answer: %v", err)
 	}
@@ -409,29 +412,29 @@ func dialRaw(t *testing.T, hs *harness, preamble []byte, hello Message) (*rawSen
 
 func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 4, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
-	good := func(n int) Hello {
-		ep := hs.net.open(EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil, nil)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: 4, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
+	good := func(n int) wire.Hello {
+		ep := hs.net.Open(fabric.EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil)
 		t.Cleanup(func() { _ = ep.Close() })
-		return Hello{Mode: ModeSend, MsgBytes: 2048, QPs: ep.Local()}
+		return wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, QPs: ep.Local()}
 	}
-	pre := preamble()
+	pre := wire.Preamble()
 	cases := []struct {
 		name     string
 		preamble []byte
-		hello    Message
+		hello    wire.Message
 		want     string
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), nil, "not a ringcap sender"},
 		{"version", []byte("RCAP\x00\x07"), nil, "handshake version 7 is not supported"},
 		{"qps", pre, good(8), "sender asked for 8 queue pairs, this receiver uses 4"},
-		{"mode", pre, func() Hello { m := good(4); m.Mode = ModeWrite; return m }(), "sender asked for write mode"},
-		{"msg", pre, func() Hello { m := good(4); m.MsgBytes = 4096; return m }(), "4096-byte messages"},
-		{"not hello", pre, Credit{}, "expected a hello"},
+		{"mode", pre, func() wire.Hello { m := good(4); m.Mode = wire.ModeWrite; return m }(), "sender asked for write mode"},
+		{"msg", pre, func() wire.Hello { m := good(4); m.MsgBytes = 4096; return m }(), "4096-byte messages"},
+		{"not hello", pre, wire.Credit{}, "expected a hello"},
 	}
 	for _, c := range cases {
 		_, m := dialRaw(t, hs, c.preamble, c.hello)
-		rej, ok := m.(Reject)
+		rej, ok := m.(wire.Reject)
 		if !ok || !strings.Contains(rej.Message, c.want) {
 			t.Errorf("%s: answer %+v, want a rejection containing %q", c.name, m, c.want)
 		}
@@ -448,7 +451,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 3, 0)
-	res, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 4, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}})
+	res, err := hs.send(ctx, SenderConfig{Mode: wire.ModeSend, QPs: 4, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}})
 	if err != nil || !res.Complete {
 		t.Fatalf("good sender after rejections: %+v %v", res, err)
 	}
@@ -457,7 +460,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 	}
 	// A sender talking to a receiver of another configuration gets the message.
 	var re *RejectedError
-	if _, err := hs.send(ctx, SenderConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 1, Source: PatternSource{}}); err == nil {
+	if _, err := hs.send(ctx, SenderConfig{Mode: wire.ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 1, Source: PatternSource{}}); err == nil {
 		// The receiver stopped after one observation: connection refused is fine too.
 	} else if errors.As(err, &re) && !strings.Contains(re.Message, "queue pairs") {
 		t.Fatalf("rejection message %q", re.Message)
@@ -466,10 +469,10 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 
 func TestSenderKilledMidStream(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 16, StopObservations: 1}, MRPerBlock)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 2, MsgBytes: msg, RxDepth: 16, StopObservations: 1}, wire.MRPerBlock)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 9, 0)
@@ -478,7 +481,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 			// vanish. In write mode each block travels on one queue pair (here
 			// block b on queue pair b mod 2), in order: slices 0, 1, 2 and 4
 			// go out as plain writes, and the immediates of 3 and 5 land them.
-			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == ModeWrite}
+			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == wire.ModeWrite}
 			qpOf := func(sl uint64) int {
 				if g.WholeBlocks {
 					return int(g.SliceBlock(sl) % 2)
@@ -486,34 +489,34 @@ func TestSenderKilledMidStream(t *testing.T) {
 				return g.QP(sl)
 			}
 			slices, plain := []uint64{0, 1, 2, 3, 4, 5, 7}, map[uint64]bool{}
-			if mode == ModeWrite {
+			if mode == wire.ModeWrite {
 				slices, plain = slices[:6], map[uint64]bool{0: true, 1: true, 2: true, 4: true}
 			}
-			grants := map[uint64]Credit{}
+			grants := map[uint64]wire.Credit{}
 			for _, sl := range slices {
 				seq, off, n := g.Slice(sl)
-				boff := sl * msg % uint64(len(ep.buf))
-				pattern.Fill(ep.buf[boff:boff+n], 9, g.StreamOffset(sl))
-				wr := SendWR{ID: sl, Op: OpSendImm, Offset: boff, Length: n, Imm: uint32(sl), Signaled: true}
-				if mode == ModeWrite {
+				boff := sl * msg % uint64(len(ep.Buffer()))
+				pattern.Fill(ep.Buffer()[boff:boff+n], 9, g.StreamOffset(sl))
+				wr := fabric.SendWR{ID: sl, Op: fabric.OpSendImm, Offset: boff, Length: n, Imm: uint32(sl), Signaled: true}
+				if mode == wire.ModeWrite {
 					for {
 						if c, ok := grants[seq]; ok {
 							a, k, _ := acc.BlockTarget(c.Index)
-							wr.Op, wr.RemoteAddr, wr.RKey = OpWriteImm, a+off, k
+							wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, a+off, k
 							if plain[sl] {
-								wr.Op = OpWrite
+								wr.Op = fabric.OpWrite
 							}
 							break
 						}
-						m, err := rs.k.recv()
+						m, err := rs.k.Recv()
 						if err != nil {
 							t.Fatal(err)
 						}
-						c := m.(Credit)
+						c := m.(wire.Credit)
 						grants[c.Seq] = c
 					}
 				}
-				if err := ep.PostSend(qpOf(sl), []SendWR{wr}); err != nil {
+				if err := ep.PostSend(qpOf(sl), []fabric.SendWR{wr}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -539,16 +542,16 @@ func TestSenderKilledMidStream(t *testing.T) {
 func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048 // 4 slices per block
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 3, 0)
-	ep, rs, acc := connectRaw(t, hs, ModeWrite, 2, 4, msg)
-	m, err := rs.k.recv()
+	ep, rs, acc := connectRaw(t, hs, wire.ModeWrite, 2, 4, msg)
+	m, err := rs.k.Recv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := m.(Credit)
+	c, ok := m.(wire.Credit)
 	if !ok || c.Seq != 0 {
 		t.Fatalf("first grant %+v", m)
 	}
@@ -556,19 +559,19 @@ func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: true}
 	// Queue pair 1 writes slice 0 plain and lands slices 0 and 1 with the
 	// immediate of 1; once that has landed, queue pair 0 names slice 0 again.
-	post := func(i, q int, sl uint64, op Op) {
+	post := func(i, q int, sl uint64, op fabric.Op) {
 		_, off, n := g.Slice(sl)
 		boff := uint64(i) * msg
-		pattern.Fill(ep.buf[boff:boff+n], 3, g.StreamOffset(sl))
-		wr := SendWR{ID: uint64(i), Op: op, Offset: boff, Length: n, Imm: uint32(sl), RemoteAddr: a + off, RKey: k, Signaled: true}
-		if err := ep.PostSend(q, []SendWR{wr}); err != nil {
+		pattern.Fill(ep.Buffer()[boff:boff+n], 3, g.StreamOffset(sl))
+		wr := fabric.SendWR{ID: uint64(i), Op: op, Offset: boff, Length: n, Imm: uint32(sl), RemoteAddr: a + off, RKey: k, Signaled: true}
+		if err := ep.PostSend(q, []fabric.SendWR{wr}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	post(0, 1, 0, OpWrite)
-	post(1, 1, 1, OpWriteImm)
+	post(0, 1, 0, fabric.OpWrite)
+	post(1, 1, 1, fabric.OpWriteImm)
 	awaitSendCompletions(t, ep, 2)
-	post(2, 0, 0, OpWriteImm)
+	post(2, 0, 0, fabric.OpWriteImm)
 	awaitSendCompletions(t, ep, 1)
 	waitOneObservation(t, hs, reads, 2*msg)
 	st := hs.rx.Tracker().Snapshot()
@@ -579,12 +582,12 @@ func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 
 func TestSenderCancelledEndsIncomplete(t *testing.T) {
 	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 5, 0)
 	sctx, scancel := context.WithCancel(ctx)
-	cfg := SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 5},
+	cfg := SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 5},
 		ProgressEvery: time.Millisecond, Progress: func(p Progress) {
 			if p.Bytes > 100000 {
 				scancel()
@@ -610,11 +613,11 @@ func TestSenderCancelledEndsIncomplete(t *testing.T) {
 // slices the other queue pairs delivered count, also those before the stall.
 func stallQueuePair(hs *harness, stallSlice uint32, want int64) <-chan int64 {
 	var total atomic.Int64
-	var per [MaxQPs]atomic.Int64
+	var per [wire.MaxQPs]atomic.Int64
 	stalled := atomic.Int32{}
 	stalled.Store(-1)
 	reached := make(chan int64, 1)
-	hs.net.hook = func(qp int, wr SendWR) {
+	hs.net.Hook = func(qp int, wr fabric.SendWR) {
 		if wr.Imm != stallSlice || !stalled.CompareAndSwap(-1, int32(qp)) {
 			total.Add(1)
 			per[qp].Add(1)
@@ -638,10 +641,10 @@ func TestStalledQueuePairDoesNotStopTheOthers(t *testing.T) {
 	// could carry at most 10 slices; running ahead they reach 27 (the 8-block
 	// window 1..8).
 	const ahead = 20
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
 			reached := stallQueuePair(hs, stallSlice, ahead)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -668,13 +671,13 @@ func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 	const nbufs, bufsz, msg, nq, depth = 3, 8192, 2048, 4, 2 // 4 slices per block
 	const stallSlice, want = 5, 12
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
 	reached := stallQueuePair(hs, stallSlice, want)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 23, 100*time.Millisecond)
 	total := uint64(5*bufsz + 1000)
-	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: depth, Source: PatternSource{Seed: 23}})
+	res, err := hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: depth, Source: PatternSource{Seed: 23}})
 	if err != nil || !res.Complete || res.Bytes != total {
 		t.Fatalf("send: %+v %v", res, err)
 	}
@@ -689,15 +692,15 @@ func TestStalledQueuePairStillTakesLateGrants(t *testing.T) {
 // complete, so the unsignalled slots came back with the signalled ones.
 func TestSenderSignalsSelectively(t *testing.T) {
 	const nq, depth, every = 4, 16, 4
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, 8, 16384)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: 1024, StopObservations: 1}, MRPerBlock)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: nq, MsgBytes: 1024, StopObservations: 1}, wire.MRPerBlock)
 			var total, signaled atomic.Int64
 			// Each queue pair's WRs arrive on one goroutine, which alone
 			// touches its entries of run and longest.
 			run, longest := make([]int64, nq), make([]int64, nq)
-			hs.net.hook = func(qp int, wr SendWR) {
+			hs.net.Hook = func(qp int, wr fabric.SendWR) {
 				total.Add(1)
 				if wr.Signaled {
 					signaled.Add(1)
@@ -742,13 +745,13 @@ func TestSenderSignalsSelectively(t *testing.T) {
 // posts still end on a signalled one: streams of known length and those a
 // --duration cutoff ends arrive whole.
 func TestPostListCapsEachPost(t *testing.T) {
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		for _, list := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/list%d", mode, list), func(t *testing.T) {
 				h := testRing(t, 8, 16384)
-				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, MRPerBlock)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, wire.MRPerBlock)
 				var posts, most atomic.Int64
-				hs.net.posted = func(_, n int) {
+				hs.net.Posted = func(_, n int) {
 					posts.Add(1)
 					if int64(n) > most.Load() {
 						most.Store(int64(n))
@@ -782,13 +785,13 @@ func TestPostListCapsEachPost(t *testing.T) {
 // out as plain writes, expecting more in the same block, and a zero-length
 // immediate must still land them.
 func TestDurationAndFileSources(t *testing.T) {
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, 4, 8192)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 3, MsgBytes: 1000, StopObservations: 3}, MRWholeRing)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 3, MsgBytes: 1000, StopObservations: 3}, wire.MRWholeRing)
 			var tails atomic.Int64
-			hs.net.hook = func(_ int, wr SendWR) {
-				if wr.Op == OpWriteImm && wr.Length == 0 {
+			hs.net.Hook = func(_ int, wr fabric.SendWR) {
+				if wr.Op == fabric.OpWriteImm && wr.Length == 0 {
 					tails.Add(1)
 				}
 			}
@@ -827,7 +830,7 @@ func TestDurationAndFileSources(t *testing.T) {
 			// 27..35, all on queue pair 0), which went out plain expecting
 			// slice 32, where the reader then ran out: queue pair 0 owes a
 			// zero-length immediate.
-			if n := tails.Load(); mode == ModeWrite && n < 1 || mode == ModeSend && n != 0 {
+			if n := tails.Load(); mode == wire.ModeWrite && n < 1 || mode == wire.ModeSend && n != 0 {
 				t.Fatalf("%d zero-length immediates in %s mode", n, mode)
 			}
 		})
@@ -844,13 +847,13 @@ func TestDurationAndFileSources(t *testing.T) {
 func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
 	const nbufs, bufsz, msg, nq, blocks = 16, 8192, 2048, 4, 12 // 4 slices per block
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
 	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 	var mu sync.Mutex
 	carried := map[uint64]int{} // block: the queue pair that wrote it
 	var others atomic.Int64
 	var waited atomic.Bool
-	hs.net.hook = func(qp int, wr SendWR) {
+	hs.net.Hook = func(qp int, wr fabric.SendWR) {
 		if qp != 0 {
 			others.Add(1)
 		} else if waited.CompareAndSwap(false, true) {
@@ -867,7 +870,7 @@ func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 17, 0)
 	total := uint64(blocks * bufsz)
-	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: 4, Source: PatternSource{Seed: 17}})
+	res, err := hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, TxDepth: 4, Source: PatternSource{Seed: 17}})
 	if err != nil || !res.Complete || res.Bytes != total {
 		t.Fatalf("send: %+v %v", res, err)
 	}
@@ -892,12 +895,12 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 	for _, total := range []uint64{10 * bufsz, 10*bufsz + 5000} {
 		t.Run(fmt.Sprint(total), func(t *testing.T) {
 			h := testRing(t, nbufs, bufsz)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, MRPerBlock)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, wire.MRPerBlock)
 			var mu sync.Mutex
 			imms, plain := map[uint64]int{}, 0
 			carriers := map[uint64]map[int]bool{} // block: the queue pairs that wrote into it
 			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
-			hs.net.hook = func(qp int, wr SendWR) {
+			hs.net.Hook = func(qp int, wr fabric.SendWR) {
 				mu.Lock()
 				defer mu.Unlock()
 				b := g.SliceBlock(uint64(wr.Imm))
@@ -906,9 +909,9 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 				}
 				carriers[b][qp] = true
 				switch {
-				case wr.Op == OpWrite:
+				case wr.Op == fabric.OpWrite:
 					plain++
-				case wr.Op == OpWriteImm && wr.Length > 0:
+				case wr.Op == fabric.OpWriteImm && wr.Length > 0:
 					imms[b]++
 				default:
 					t.Errorf("queue pair %d: op %d of %d bytes", qp, wr.Op, wr.Length)
@@ -917,7 +920,7 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			reads := readObservations(t, ctx, h, 1, 13, 0)
-			res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 13}, TxDepth: 8})
+			res, err := hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 13}, TxDepth: 8})
 			if err != nil || !res.Complete || res.Bytes != total {
 				t.Fatalf("send: %+v %v", res, err)
 			}
@@ -951,13 +954,13 @@ func TestSenderReturnsWhenReceiverGoesAway(t *testing.T) {
 	for _, blackhole := range []bool{false, true} {
 		t.Run(fmt.Sprintf("blackhole=%v", blackhole), func(t *testing.T) {
 			h := testRing(t, 4, 8192)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048}, MRWholeRing)
-			hs.net.blackhole = blackhole
+			hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048}, wire.MRWholeRing)
+			hs.net.Blackhole = blackhole
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			readObservations(t, ctx, h, 1, 9, 0)
 			var once sync.Once
-			cfg := SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 9},
+			cfg := SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Duration: time.Hour, Source: PatternSource{Seed: 9},
 				ProgressEvery: time.Millisecond, Progress: func(p Progress) {
 					if p.Bytes > 100000 {
 						once.Do(hs.stop)
@@ -977,14 +980,14 @@ func TestSenderReturnsWhenReceiverGoesAway(t *testing.T) {
 func TestCompletionErrorNamesStatus(t *testing.T) {
 	const bufsz, msg = 8192, 2048
 	h := testRing(t, 4, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 1, MsgBytes: msg, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: 1, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 4, 0)
-	ep, _, _ := connectRaw(t, hs, ModeSend, 1, 4, msg)
+	ep, _, _ := connectRaw(t, hs, wire.ModeSend, 1, 4, msg)
 	// Slice 0 is fine; slice 1 is one byte longer than its receive WR.
-	pattern.Fill(ep.buf[:msg], 4, 0)
-	_ = ep.PostSend(0, []SendWR{{ID: 0, Op: OpSendImm, Offset: 0, Length: msg, Imm: 0, Signaled: true}, {ID: 1, Op: OpSendImm, Offset: msg, Length: msg + 1, Imm: 1, Signaled: true}})
+	pattern.Fill(ep.Buffer()[:msg], 4, 0)
+	_ = ep.PostSend(0, []fabric.SendWR{{ID: 0, Op: fabric.OpSendImm, Offset: 0, Length: msg, Imm: 0, Signaled: true}, {ID: 1, Op: fabric.OpSendImm, Offset: msg, Length: msg + 1, Imm: 1, Signaled: true}})
 	if err := hs.wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -1029,7 +1032,7 @@ func TestWriteSummaryInPlace(t *testing.T) {
 // set it had.
 func TestPinnedSenderRestoresCPUSet(t *testing.T) {
 	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 13, 0)
@@ -1039,7 +1042,7 @@ func TestPinnedSenderRestoresCPUSet(t *testing.T) {
 	if err := unix.SchedGetaffinity(0, &before); err != nil {
 		t.Fatal(err)
 	}
-	res, err := hs.send(ctx, SenderConfig{Mode: ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 13}, Pin: PinCurrent})
+	res, err := hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 13}, Pin: PinCurrent})
 	if err != nil || !res.Complete {
 		t.Fatalf("pinned send: %+v %v", res, err)
 	}
@@ -1061,13 +1064,13 @@ func TestPinnedSenderRestoresCPUSet(t *testing.T) {
 // posted, naming the thread and the CPU; the other threads stop.
 func TestPostingThreadOnAMissingCPU(t *testing.T) {
 	h := testRing(t, 4, 8192)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, StopObservations: 1}, MRWholeRing)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: 2, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 3, 0)
 	var posts atomic.Int64
-	hs.net.posted = func(int, int) { posts.Add(1) }
-	cfg := SenderConfig{Mode: ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}, PostCPUs: []int{testPostCPUs(t)[0], 1 << 16}}
+	hs.net.Posted = func(int, int) { posts.Add(1) }
+	cfg := SenderConfig{Mode: wire.ModeSend, QPs: 2, MsgBytes: 2048, Bytes: 50000, Source: PatternSource{Seed: 3}, PostCPUs: []int{testPostCPUs(t)[0], 1 << 16}}
 	_, err := hs.send(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), "posting thread 1: pin the posting thread to CPU 65536") || posts.Load() != 0 {
 		t.Fatalf("send with a posting thread on CPU 65536: %v (%d posts)", err, posts.Load())
@@ -1079,21 +1082,21 @@ func TestPostingThreadOnAMissingCPU(t *testing.T) {
 }
 
 func TestSenderConfigValidate(t *testing.T) {
-	ok := SenderConfig{Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}}
+	ok := SenderConfig{Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}}
 	ok.defaults()
-	if err := ok.Validate(); err != nil || ok.AckTimeout != DefaultAckTimeout {
+	if err := ok.Validate(); err != nil || ok.AckTimeout != fabric.DefaultAckTimeout {
 		t.Fatalf("valid config: %v (ACK timeout %d)", err, ok.AckTimeout)
 	}
 	for name, c := range map[string]SenderConfig{
-		"ack timeout":  {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, AckTimeout: 31},
-		"no length":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Source: NoFillSource{}},
-		"no source":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
-		"qps":          {Mode: ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
-		"post list":    {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostList: -1},
-		"tx depth":     {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, TxDepth: -1},
-		"pin and cpus": {Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, Pin: PinCurrent, PostCPUs: []int{0, 1}},
-		"cpus > qps":   {Mode: ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, 1, 0}},
-		"cpu < 0":      {Mode: ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, -1}},
+		"ack timeout":  {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, AckTimeout: 31},
+		"no length":    {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Source: NoFillSource{}},
+		"no source":    {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1},
+		"qps":          {Mode: wire.ModeWrite, QPs: 65, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}},
+		"post list":    {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostList: -1},
+		"tx depth":     {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, TxDepth: -1},
+		"pin and cpus": {Mode: wire.ModeWrite, QPs: 4, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, Pin: PinCurrent, PostCPUs: []int{0, 1}},
+		"cpus > qps":   {Mode: wire.ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, 1, 0}},
+		"cpu < 0":      {Mode: wire.ModeWrite, QPs: 2, MsgBytes: 65536, Bytes: 1, Source: NoFillSource{}, PostCPUs: []int{0, -1}},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: invalid config accepted", name)
@@ -1130,14 +1133,14 @@ func testPostCPUs(t *testing.T) []int {
 func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 	cpus := testPostCPUs(t)
 	want := rdmatest.ThreadCPUSets(t)[fmt.Sprintf("/proc/self/task/%d/status", os.Getpid())]
-	for _, mode := range []Mode{ModeSend, ModeWrite} {
+	for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 		t.Run(mode.String(), func(t *testing.T) {
 			h := testRing(t, 8, 16384)
-			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, MRPerBlock)
+			hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 2}, wire.MRPerBlock)
 			var mu sync.Mutex
 			tids := map[int]map[int]bool{} // queue pair -> posting threads
 			var bad []string
-			hs.net.posted = func(qp, _ int) {
+			hs.net.Posted = func(qp, _ int) {
 				var set unix.CPUSet
 				err := unix.SchedGetaffinity(0, &set)
 				mu.Lock()
@@ -1200,12 +1203,12 @@ func TestPostingThreadsKeepEachQueuePairOnItsCPU(t *testing.T) {
 // posts from its own thread or from posting threads.
 func TestFailedPostEndsTheStreamOnTheLandedPrefix(t *testing.T) {
 	for _, threads := range []string{"one", "threads"} {
-		for _, mode := range []Mode{ModeSend, ModeWrite} {
+		for _, mode := range []wire.Mode{wire.ModeSend, wire.ModeWrite} {
 			t.Run(threads+"/"+mode.String(), func(t *testing.T) {
 				h := testRing(t, 8, 16384)
-				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 1}, MRWholeRing)
+				hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: 4, MsgBytes: 1024, StopObservations: 1}, wire.MRWholeRing)
 				var posts atomic.Int64
-				hs.net.postErr = func(qp, _ int) error {
+				hs.net.PostErr = func(qp, _ int) error {
 					if qp == 1 && posts.Add(1) >= 7 {
 						return errors.New("injected post failure")
 					}

@@ -19,51 +19,9 @@ const (
 	benchBlockSize = 4 << 20
 )
 
-func quiet(string) {}
-
-// BenchmarkRegistration times registering the ring as one MR (WholeRing) and as 64 MRs
-// (PerBlock), alternating the two in each round, and prints the per-block/whole-ring ratio.
-func BenchmarkRegistration(b *testing.B) {
-	vmtest.Require(b)
-	key := newRing(b, benchBlocks, benchBlockSize)
-	h := connectRing(b, key, true)
-	c, err := Open(vmtest.Device1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	pd, err := c.AllocPD()
-	if err != nil {
-		b.Fatal(err)
-	}
-	const rounds = 3
-	times := map[MRMode][]time.Duration{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for r := 0; r < rounds; r++ {
-			for _, mode := range []MRMode{WholeRing, PerBlock} {
-				start := time.Now()
-				reg, err := Register(pd, h.Data, mode, RegisterOptions{Log: quiet, Name: "key=" + h.Data.Key().String()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := reg.Close(); err != nil {
-					b.Fatal(err)
-				}
-				times[mode] = append(times[mode], time.Since(start))
-			}
-		}
-	}
-	b.StopTimer()
-	// The fastest round of each mode is the least disturbed by the shared host.
-	whole, per := slices.Min(times[WholeRing]), slices.Min(times[PerBlock])
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(whole), "wholering-register-ms")
-	b.ReportMetric(ms(per), "perblock-register-ms")
-	fmt.Printf("register_ms wholering=%.1f perblock=%.1f (ring %d MiB in %d blocks, register+deregister, best of %d)\n",
-		ms(whole), ms(per), benchBlocks*benchBlockSize>>20, benchBlocks, len(times[WholeRing]))
-	fmt.Printf("ratio perblock/wholering register_ms=%.2f\n", ms(per)/ms(whole))
-}
+// The two ways of registering a ring as memory regions that BenchmarkRingWrite compares (the
+// registration modes of pkg/capture/verbsfabric, whose BenchmarkRegistration times them).
+const modeWholeRing, modePerBlock = "WholeRing", "PerBlock"
 
 // BenchmarkRingWrite measures RDMA WRITE throughput from rxe0 into the ring on rxe1 through
 // the whole-ring rkey and through per-block rkeys: the same 64 KiB messages at the same ring
@@ -71,17 +29,9 @@ func BenchmarkRegistration(b *testing.B) {
 func BenchmarkRingWrite(b *testing.B) {
 	vmtest.Require(b)
 	p := newPair(b)
-	key := newRing(b, benchBlocks, benchBlockSize)
-	h := connectRing(b, key, true)
-	regs := map[MRMode]*Registration{}
-	for _, mode := range []MRMode{WholeRing, PerBlock} {
-		r, err := Register(p.dst.pd, h.Data, mode, RegisterOptions{Log: quiet})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = r.Close() }()
-		regs[mode] = r
-	}
+	key := vmtest.NewRing(b, benchBlocks, benchBlockSize)
+	h := vmtest.ConnectRing(b, key, true)
+	regs := map[string]*ringMRs{modeWholeRing: registerRing(b, p.dst.pd, h.Data, true), modePerBlock: registerRing(b, p.dst.pd, h.Data, false)}
 	const (
 		msg      = 64 << 10
 		depth    = 32      // outstanding work requests
@@ -103,7 +53,7 @@ func BenchmarkRingWrite(b *testing.B) {
 	srcAddr := uint64(uintptr(unsafe.Pointer(&src[0])))
 
 	pos := 0 // ring offset of the next message; both modes write the same offsets
-	write := func(r *Registration, start int) time.Duration {
+	write := func(r *ringMRs, start int) time.Duration {
 		t0 := time.Now()
 		wcs := make([]WorkCompletion, depth)
 		wrs := make([]SendWR, 0, depth)
@@ -113,7 +63,7 @@ func BenchmarkRingWrite(b *testing.B) {
 			wrs = wrs[:0]
 			for posted < total && posted-done < depth {
 				blk := off / benchBlockSize
-				bm := r.Block(blk)
+				bm := r.block(blk)
 				wrs = append(wrs, SendWR{ID: uint64(posted), Opcode: OpRDMAWrite, Addr: srcAddr + uint64(off%(1<<20)),
 					Length: msg, LKey: smr.LKey(), RemoteAddr: bm.Addr + uint64(off%benchBlockSize), RKey: bm.RKey, Signaled: true})
 				posted++
@@ -137,28 +87,28 @@ func BenchmarkRingWrite(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	elapsed := map[MRMode]time.Duration{}
+	elapsed := map[string]time.Duration{}
 	var ratios []float64 // per round: per-block throughput / whole-ring throughput
 	b.SetBytes(2 * perRound * rounds)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for round := 0; round < rounds; round++ {
-			order := []MRMode{WholeRing, PerBlock}
+			order := []string{modeWholeRing, modePerBlock}
 			if round%2 == 1 {
-				order = []MRMode{PerBlock, WholeRing}
+				order = []string{modePerBlock, modeWholeRing}
 			}
-			d := map[MRMode]time.Duration{}
+			d := map[string]time.Duration{}
 			for _, mode := range order {
 				d[mode] = write(regs[mode], pos)
 				elapsed[mode] += d[mode]
 			}
-			ratios = append(ratios, d[WholeRing].Seconds()/d[PerBlock].Seconds())
+			ratios = append(ratios, d[modeWholeRing].Seconds()/d[modePerBlock].Seconds())
 			pos = (pos + perRound) % ringSize
 		}
 	}
 	b.StopTimer()
 	mbps := func(d time.Duration) float64 { return float64(perRound*rounds*b.N) / d.Seconds() / 1e6 }
-	whole, per := mbps(elapsed[WholeRing]), mbps(elapsed[PerBlock])
+	whole, per := mbps(elapsed[modeWholeRing]), mbps(elapsed[modePerBlock])
 	slices.Sort(ratios)
 	median := ratios[len(ratios)/2]
 	b.ReportMetric(whole, "wholering-MB/s")

@@ -1,5 +1,6 @@
-// Package verbs is ringcap's libibverbs binding (rdma-core), and the memory registration of
-// PSRDADA rings built on it.
+// Package verbs is ringcap's libibverbs binding (rdma-core). It registers plain memory regions
+// (an address, a length and access flags) and knows nothing of rings: registering a PSRDADA
+// ring (WholeRing, PerBlock or Auto) is the capture engine's business (pkg/capture/verbsfabric).
 //
 // It is the only cgo package of the project: the binding is built with
 // `//go:build linux && cgo`; elsewhere (and with CGO_ENABLED=0) a pure-Go twin keeps the same
@@ -19,11 +20,6 @@
 // A PostThread posts from a C thread of its own, pinned to one CPU and unknown to the Go
 // scheduler, fed through a single-producer queue: for senders that post all the time, whose
 // goroutines would otherwise sit in cgo calls that the Go runtime treats as system calls.
-//
-// Registration maps a ring (equal blocks attached in this process, such as a PSRDADA ring of
-// pkg/dada, which this package does not import) to memory regions: one MR over the whole ring when its
-// blocks are mapped back to back (WholeRing), one per block otherwise (PerBlock), chosen
-// automatically (Auto), with O(1) lookup of the address, lkey and rkey of any block.
 //
 // Registered memory must not be managed by the Go garbage collector: use shared memory,
 // mmap'd memory (see Mmap) or C memory.

@@ -6,12 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,71 +15,56 @@ import (
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
-// rdmaResources returns the kernel's per-device object counts ("rdma resource show"), so a
-// leak check sees what libibverbs really left behind, not just this package's counters.
-func rdmaResources(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("rdma", "resource", "show").CombinedOutput()
-	if err != nil {
-		t.Fatalf("rdma resource show: %v\n%s", err, out)
-	}
-	for _, want := range []string{vmtest.Device0 + ":", vmtest.Device1 + ":", " pd ", " cq ", " qp ", " mr "} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("rdma resource show lacks %q:\n%s", want, out)
-		}
-	}
-	return string(out)
+// ringMRs is a ring's data blocks registered as plain memory regions, as a capture receiver
+// registers them: one over the whole ring (its blocks mapped back to back) or one per block.
+type ringMRs struct {
+	mrs   []*MR
+	bs    int
+	whole bool
 }
 
-// leakCheck fails t when, at its end, verbs objects or kernel RDMA resources are left over.
-func leakCheck(t *testing.T) {
-	t.Helper()
-	live0, res0 := Live(), rdmaResources(t)
-	t.Cleanup(func() {
-		if live := Live(); live != live0 {
-			t.Errorf("verbs objects leaked: %+v, before the test %+v", live, live0)
-		}
-		if res := rdmaResources(t); res != res0 {
-			t.Errorf("kernel RDMA resources leaked:\nbefore: %safter:  %s", res0, res)
-		}
-	})
+// blockKeys is what a work request into one ring block needs.
+type blockKeys struct {
+	Addr       uint64
+	LKey, RKey uint32
 }
 
-var keySeq atomic.Int32
-
-// newKey returns a ring key no other test uses. Ring keys use key + n*0x10000 for their
-// blocks and key+1 for the header ring: test rings are 0x800000 apart, and processes differ
-// in the low bits.
-func newKey() dada.Key {
-	return dada.Key(0x40000000 + keySeq.Add(1)*0x800000 + (int32(os.Getpid())&0xff)<<8)
-}
-
-// newRing creates a PSRDADA ring for the test and destroys it at the end.
-func newRing(t testing.TB, nbufs, bufsz uint64) dada.Key {
+// registerRing registers ring's blocks on pd until the test ends: as one region when whole
+// (failing the test when the blocks are not back to back), else one region per block.
+func registerRing(t testing.TB, pd *PD, ring *dada.Ring, whole bool) *ringMRs {
 	t.Helper()
-	key := newKey()
-	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize = key, nbufs, bufsz
-	h, err := dada.Create(cfg)
-	if err != nil {
-		t.Fatalf("create ring %s (%d x %d): %v", key, nbufs, bufsz, err)
+	r := &ringMRs{bs: ring.BufSize(), whole: whole}
+	regions := make([][]byte, 0, ring.NBufs())
+	if whole {
+		region, ok, why := ring.Contiguous()
+		if !ok {
+			t.Fatalf("ring %s is not contiguous: %s", ring.Key(), why)
+		}
+		regions = append(regions, region)
+	} else {
+		for i := 0; i < ring.NBufs(); i++ {
+			regions = append(regions, ring.Block(i))
+		}
 	}
-	t.Cleanup(func() {
-		if err := h.Destroy(); err != nil {
-			t.Errorf("destroy ring %s: %v", key, err)
+	for _, b := range regions {
+		mr, err := pd.RegisterMR(b, AccessLocalWrite|AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	return key
+		vmtest.Cleanup(t, mr.Close)
+		r.mrs = append(r.mrs, mr)
+	}
+	return r
 }
 
-func connectRing(t testing.TB, key dada.Key, contiguous bool) *dada.HDU {
-	t.Helper()
-	h, err := dada.Connect(key, dada.ConnectOptions{Contiguous: contiguous})
-	if err != nil {
-		t.Fatalf("connect ring %s: %v", key, err)
+// block returns the address and keys of block i.
+func (r *ringMRs) block(i int) blockKeys {
+	if r.whole {
+		mr := r.mrs[0]
+		return blockKeys{Addr: uint64(mr.Addr()) + uint64(i*r.bs), LKey: mr.LKey(), RKey: mr.RKey()}
 	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h
+	mr := r.mrs[i]
+	return blockKeys{Addr: uint64(mr.Addr()), LKey: mr.LKey(), RKey: mr.RKey()}
 }
 
 // roceV2IPv4 returns the index and GID of the port's RoCE v2 IPv4-mapped GID.
@@ -177,12 +158,12 @@ func registered(t *testing.T, pd *PD, n int, access Access) ([]byte, *MR) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleanup(t, func() error { return Munmap(buf) })
+	vmtest.Cleanup(t, func() error { return Munmap(buf) })
 	mr, err := pd.RegisterMR(buf, access)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleanup(t, mr.Close)
+	vmtest.Cleanup(t, mr.Close)
 	return buf, mr
 }
 

@@ -40,7 +40,7 @@ func pinnedTo(t *testing.T, cpus string) int {
 // and leaves nothing behind when closed.
 func TestPostThreadPostsBatchesInOrder(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	p := newPair(t)
 	const msg, n = 4096, 10
 	src, dst, smr, dmr := buffers(t, p, n*msg)
@@ -93,7 +93,7 @@ func TestPostThreadPostsBatchesInOrder(t *testing.T) {
 // Close names every batch that was not posted: the failed one and all after it.
 func TestPostThreadReportsBatchesNotPosted(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	s := newSide(t, vmtest.Device0) // INIT: the kernel refuses its doorbell
 	buf, mr := registered(t, s.pd, 4096, AccessLocalWrite)
 	pt, err := StartPostThread(-1, 8)
@@ -135,7 +135,7 @@ func TestPostThreadReportsBatchesNotPosted(t *testing.T) {
 // A posting thread that cannot be pinned is not started and says why.
 func TestPostThreadOnAMissingCPU(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	pt, err := StartPostThread(1000, 8) // the VM has 2 CPUs
 	if err == nil {
 		pt.Close()

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
 	"github.com/ringcap/ringcap/pkg/rdma"
@@ -21,7 +19,7 @@ import (
 
 func TestDeviceAndPortQuery(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	names, err := DeviceNames()
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +31,7 @@ func TestDeviceAndPortQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleanup(t, c.Close)
+	vmtest.Cleanup(t, c.Close)
 	a := c.Attr()
 	if a.MaxQP <= 0 || a.MaxQPWR <= 0 || a.MaxCQE <= 0 || a.MaxMR <= 0 || a.MaxMRSize == 0 || a.MaxSGE <= 0 || a.PhysPortCount != 1 || a.NodeGUID == 0 {
 		t.Errorf("implausible device attributes: %+v", a)
@@ -57,13 +55,13 @@ func TestDeviceAndPortQuery(t *testing.T) {
 // TestGIDTableMatchesSysfs compares the verbs GID table with the kernel's sysfs view.
 func TestGIDTableMatchesSysfs(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	for dev, ip := range map[string]string{vmtest.Device0: vmtest.IP0, vmtest.Device1: vmtest.IP1} {
 		c, err := Open(dev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cleanup(t, c.Close)
+		vmtest.Cleanup(t, c.Close)
 		p, err := c.QueryPort(vmtest.Port)
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +130,7 @@ func TestGIDTableMatchesSysfs(t *testing.T) {
 // device plugin advertises): same devices, port state, MTU, GID indices, types and netdevs.
 func TestGIDTableMatchesDiscovery(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	devs, _, err := rdma.Discover(rdma.DefaultRoots)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +145,7 @@ func TestGIDTableMatchesDiscovery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cleanup(t, c.Close)
+		vmtest.Cleanup(t, c.Close)
 		if len(d.Ports) != 1 {
 			t.Fatalf("%s: discovery found %d ports", d.Name, len(d.Ports))
 		}
@@ -185,138 +183,13 @@ func TestGIDTableMatchesDiscovery(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// cleanup runs close when the test ends and fails the test if it fails.
-func cleanup(t *testing.T, close func() error) {
-	t.Cleanup(func() {
-		if err := close(); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-}
-
-func tlog(t *testing.T) func(string) { return func(s string) { t.Log(s) } }
-
-func TestRegistrationModes(t *testing.T) {
-	vmtest.Require(t)
-	leakCheck(t)
-	c, err := Open(vmtest.Device1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, c.Close)
-	pd, err := c.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	aligned := newRing(t, 4, 1<<20)
-	unaligned := newRing(t, 8, 413184)
-
-	var logged []string
-	logf := func(s string) { logged = append(logged, s) }
-	cases := []struct {
-		name       string
-		key        dada.Key
-		contiguous bool
-		mode       MRMode
-		wantMode   MRMode
-		regions    int
-		reason     string
-	}{
-		{"aligned/auto", aligned, true, Auto, WholeRing, 1, "blocks contiguous"},
-		{"aligned/wholering", aligned, true, WholeRing, WholeRing, 1, "blocks contiguous"},
-		{"aligned/perblock", aligned, true, PerBlock, PerBlock, 4, "per-block registration requested"},
-		{"unaligned/auto", unaligned, true, Auto, PerBlock, 8, "block size 413184 is not a multiple of the page size"},
-		{"unaligned/perblock", unaligned, true, PerBlock, PerBlock, 8, "per-block registration requested"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := connectRing(t, tc.key, tc.contiguous)
-			r, err := Register(pd, h.Data, tc.mode, RegisterOptions{Log: logf, Name: "key=" + h.Data.Key().String()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cleanup(t, r.Close)
-			if r.Mode() != tc.wantMode || r.Regions() != tc.regions || !strings.Contains(r.Reason(), tc.reason) {
-				t.Errorf("mode %v regions %d reason %q; want %v %d %q", r.Mode(), r.Regions(), r.Reason(), tc.wantMode, tc.regions, tc.reason)
-			}
-			if want := uint64(h.Data.NBufs() * h.Data.BufSize()); r.Bytes() != want {
-				t.Errorf("bytes %d, want %d", r.Bytes(), want)
-			}
-			tab := r.RegionTable()
-			if len(tab) != tc.regions {
-				t.Fatalf("region table has %d entries, want %d", len(tab), tc.regions)
-			}
-			var sum uint64
-			for i, reg := range tab {
-				sum += reg.Len
-				if tc.wantMode == PerBlock && (reg.Addr != r.Block(i).Addr || reg.RKey != r.Block(i).RKey || reg.Len != uint64(h.Data.BufSize())) {
-					t.Errorf("region %d %+v does not match block %d %+v", i, reg, i, r.Block(i))
-				}
-			}
-			if sum != r.Bytes() || tab[0].Addr != r.Block(0).Addr {
-				t.Errorf("region table %+v does not cover the ring (%d bytes at %#x)", tab, r.Bytes(), r.Block(0).Addr)
-			}
-			if Live().MRs != int64(tc.regions) {
-				t.Errorf("%d live MRs, want %d", Live().MRs, tc.regions)
-			}
-			for i := 0; i < h.Data.NBufs(); i++ {
-				b := r.Block(i)
-				if b.Addr != uint64(h.Data.BlockAddr(i)) {
-					t.Errorf("block %d address %#x, ring has it at %#x", i, b.Addr, h.Data.BlockAddr(i))
-				}
-				if tc.wantMode == WholeRing && (b.RKey != r.Block(0).RKey || b.LKey != r.Block(0).LKey) {
-					t.Errorf("block %d keys differ from block 0 in WholeRing mode", i)
-				}
-				if tc.wantMode == PerBlock && i > 0 && b.RKey == r.Block(i-1).RKey {
-					t.Errorf("blocks %d and %d share rkey %#x in PerBlock mode", i-1, i, b.RKey)
-				}
-			}
-			if err := r.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
-			if Live().MRs != 0 {
-				t.Errorf("%d MRs live after Close", Live().MRs)
-			}
-		})
-	}
-	want := "Registered ring key=" + aligned.String() + " mode=WholeRing regions=1 bytes=4194304 (blocks contiguous)"
-	if len(logged) == 0 || logged[0] != want {
-		t.Errorf("first log line %q, want %q", logged, want)
-	}
-	if len(logged) != len(cases) {
-		t.Errorf("%d log lines for %d registrations", len(logged), len(cases))
-	}
-
-	// WholeRing is impossible for a ring whose blocks are not back to back: a clear error.
-	for _, tc := range []struct {
-		key        dada.Key
-		contiguous bool
-		why        string
-	}{{unaligned, true, "not a multiple of the page size"}, {aligned, false, "not attached contiguously"}} {
-		h := connectRing(t, tc.key, tc.contiguous)
-		if _, ok, _ := h.Data.Contiguous(); ok {
-			continue // the kernel happened to attach the blocks back to back
-		}
-		_, err := Register(pd, h.Data, WholeRing, RegisterOptions{Log: logf, Name: "key=" + h.Data.Key().String()})
-		if !errors.Is(err, ErrNotContiguous) || !strings.Contains(err.Error(), tc.why) {
-			t.Errorf("WholeRing on ring %s: %v, want ErrNotContiguous saying %q", tc.key, err, tc.why)
-		}
-	}
-	if Live().MRs != 0 {
-		t.Errorf("%d MRs live after failed registrations", Live().MRs)
-	}
-}
-
 // writeWindow RDMA-WRITEs pattern bytes [off, off+n) of the ring's byte stream from rxe0 into
 // the ring registered on rxe1, through the whole-ring rkey (one work request) or through
 // per-block rkeys (one work request per block touched, posted as one chain), and checks
 // through a second, independent attachment that exactly those bytes changed.
-func writeWindow(t *testing.T, p *pair, key dada.Key, r *Registration, off, n int, perBlock bool) {
+func writeWindow(t *testing.T, p *pair, key dada.Key, r *ringMRs, off, n int, perBlock bool) {
 	t.Helper()
-	view := connectRing(t, key, false)
+	view := vmtest.ConnectRing(t, key, false)
 	bs, nb := view.Data.BufSize(), view.Data.NBufs()
 	for i := 0; i < nb; i++ {
 		b := view.Data.Block(i)
@@ -331,12 +204,12 @@ func writeWindow(t *testing.T, p *pair, key dada.Key, r *Registration, off, n in
 	var wrs []SendWR
 	if !perBlock {
 		wrs = append(wrs, SendWR{ID: 1, Opcode: OpRDMAWrite, Addr: base, Length: uint32(n), LKey: smr.LKey(),
-			RemoteAddr: r.Block(0).Addr + uint64(off), RKey: r.Block(0).RKey, Signaled: true})
+			RemoteAddr: r.block(0).Addr + uint64(off), RKey: r.block(0).RKey, Signaled: true})
 	} else {
 		for pos := off; pos < off+n; {
 			blk, in := pos/bs, pos%bs
 			k := min(bs-in, off+n-pos)
-			b := r.Block(blk)
+			b := r.block(blk)
 			wrs = append(wrs, SendWR{ID: uint64(blk), Opcode: OpRDMAWrite, Addr: base + uint64(pos-off), Length: uint32(k),
 				LKey: smr.LKey(), RemoteAddr: b.Addr + uint64(in), RKey: b.RKey, Signaled: true})
 			pos += k
@@ -385,18 +258,11 @@ func notAll(b []byte, v byte) bool {
 
 func TestRDMAWriteWholeRing(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	p := newPair(t)
-	key := newRing(t, 4, 1<<20)
-	h := connectRing(t, key, true)
-	r, err := Register(p.dst.pd, h.Data, Auto, RegisterOptions{Log: tlog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, r.Close)
-	if r.Mode() != WholeRing {
-		t.Fatalf("Auto chose %v (%s) for a page-aligned ring", r.Mode(), r.Reason())
-	}
+	key := vmtest.NewRing(t, 4, 1<<20)
+	h := vmtest.ConnectRing(t, key, true)
+	r := registerRing(t, p.dst.pd, h.Data, true) // a page-aligned ring: one region
 	// One 2 MiB+ write through one rkey, crossing the boundaries at 1 MiB and 2 MiB.
 	writeWindow(t, p, key, r, 700001, 2<<20+12345, false)
 }
@@ -404,7 +270,7 @@ func TestRDMAWriteWholeRing(t *testing.T) {
 // TestRDMAWriteWholeRingHugePages does the same over SHM_HUGETLB blocks (2 MiB pages).
 func TestRDMAWriteWholeRingHugePages(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	const nr = "/proc/sys/vm/nr_hugepages"
 	old, err := os.ReadFile(nr)
 	if err != nil {
@@ -420,51 +286,39 @@ func TestRDMAWriteWholeRingHugePages(t *testing.T) {
 	}
 	p := newPair(t)
 	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.HugePages = newKey(), 3, uint64(hp), true
+	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.HugePages = vmtest.NewKey(), 3, uint64(hp), true
 	hc, err := dada.Create(cfg)
 	if err != nil {
 		t.Fatalf("create huge-page ring: %v", err)
 	}
-	cleanup(t, hc.Destroy)
-	h := connectRing(t, cfg.Key, true)
+	vmtest.Cleanup(t, hc.Destroy)
+	h := vmtest.ConnectRing(t, cfg.Key, true)
 	if !h.Data.HugePages() || h.Data.PageSize() != hp {
 		t.Fatalf("ring not on huge pages: HugePages=%v PageSize=%d", h.Data.HugePages(), h.Data.PageSize())
 	}
-	r, err := Register(p.dst.pd, h.Data, Auto, RegisterOptions{Log: tlog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, r.Close)
-	if r.Mode() != WholeRing {
-		t.Fatalf("Auto chose %v (%s) for a huge-page ring", r.Mode(), r.Reason())
-	}
+	r := registerRing(t, p.dst.pd, h.Data, true) // a huge-page ring: one region
 	writeWindow(t, p, cfg.Key, r, hp/2+3, hp+hp/2, false)
 }
 
 func TestRDMAWritePerBlock(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	p := newPair(t)
 	for _, tc := range []struct {
 		name   string
 		nbufs  uint64
 		bufsz  uint64
-		mode   MRMode
 		off, n int
 	}{
-		{"unaligned-auto", 8, 413184, Auto, 400000, 2*413184 + 1000},
-		{"aligned-forced", 4, 1 << 20, PerBlock, 700001, 2<<20 + 12345},
+		{"unaligned", 8, 413184, 400000, 2*413184 + 1000},
+		{"aligned", 4, 1 << 20, 700001, 2<<20 + 12345},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			key := newRing(t, tc.nbufs, tc.bufsz)
-			h := connectRing(t, key, true)
-			r, err := Register(p.dst.pd, h.Data, tc.mode, RegisterOptions{Log: tlog(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cleanup(t, r.Close)
-			if r.Mode() != PerBlock || r.Regions() != int(tc.nbufs) {
-				t.Fatalf("mode %v with %d regions, want PerBlock with %d", r.Mode(), r.Regions(), tc.nbufs)
+			key := vmtest.NewRing(t, tc.nbufs, tc.bufsz)
+			h := vmtest.ConnectRing(t, key, true)
+			r := registerRing(t, p.dst.pd, h.Data, false)
+			if len(r.mrs) != int(tc.nbufs) {
+				t.Fatalf("%d regions, want one per block: %d", len(r.mrs), tc.nbufs)
 			}
 			writeWindow(t, p, key, r, tc.off, tc.n, true)
 		})
@@ -475,19 +329,15 @@ func TestRDMAWritePerBlock(t *testing.T) {
 // requests point into the registration) and an RDMA_WRITE_WITH_IMM notification.
 func TestSendAndImmediateIntoRing(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	p := newPair(t)
-	key := newRing(t, 4, 256<<10)
-	h := connectRing(t, key, true)
-	r, err := Register(p.dst.pd, h.Data, Auto, RegisterOptions{Log: tlog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cleanup(t, r.Close)
+	key := vmtest.NewRing(t, 4, 256<<10)
+	h := vmtest.ConnectRing(t, key, true)
+	r := registerRing(t, p.dst.pd, h.Data, true)
 	const msg = 64 << 10
 	var recvs []RecvWR
 	for i := 0; i < 4; i++ {
-		b := r.Block(i)
+		b := r.block(i)
 		recvs = append(recvs, RecvWR{ID: uint64(100 + i), Addr: b.Addr, Length: msg, LKey: b.LKey})
 	}
 	recvs = append(recvs, RecvWR{ID: 200}) // consumed by the WRITE_WITH_IMM
@@ -506,7 +356,7 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 		wrs = append(wrs, SendWR{ID: uint64(i), Opcode: op, Addr: base + uint64(i*msg), Length: msg, LKey: smr.LKey(),
 			Imm: 0xabc00000 + uint32(i), Signaled: i == 3})
 	}
-	b3 := r.Block(3)
+	b3 := r.block(3)
 	wrs = append(wrs, SendWR{ID: 9, Opcode: OpRDMAWriteWithImm, Addr: base, Length: 4096, LKey: smr.LKey(),
 		RemoteAddr: b3.Addr + msg, RKey: b3.RKey, Imm: 0xfeed, Signaled: true})
 	if err := p.src.qp.PostSend(wrs); err != nil {
@@ -536,12 +386,12 @@ func TestSendAndImmediateIntoRing(t *testing.T) {
 // in order, each naming WR_FLUSH_ERR.
 func TestPostRecvChunksAndFlush(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	c, err := Open(vmtest.Device0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleanup(t, c.Close)
+	vmtest.Cleanup(t, c.Close)
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -593,7 +443,7 @@ func TestPostRecvChunksAndFlush(t *testing.T) {
 // TestCompletionErrorStatus writes with a wrong rkey: the completion names the status.
 func TestCompletionErrorStatus(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	p := newPair(t)
 	_, mr := registered(t, p.src.pd, 1<<16, AccessLocalWrite)
 	err := p.src.qp.PostSend([]SendWR{{ID: 5, Opcode: OpRDMAWrite, Addr: uint64(mr.Addr()), Length: 4096, LKey: mr.LKey(),
@@ -620,7 +470,7 @@ func TestCompletionErrorStatus(t *testing.T) {
 // order, exactly once; later calls are harmless or return ErrClosed.
 func TestCloseCascade(t *testing.T) {
 	vmtest.Require(t)
-	leakCheck(t)
+	vmtest.LeakCheck(t, Live)
 	c, err := Open(vmtest.Device0)
 	if err != nil {
 		t.Fatal(err)
@@ -670,63 +520,4 @@ func TestCloseCascade(t *testing.T) {
 	if _, err := c.AllocPD(); !errors.Is(err, ErrClosed) {
 		t.Errorf("AllocPD after Close: %v", err)
 	}
-}
-
-// TestRegisterMemlockUnprivileged registers a 32 MiB ring as a non-root user with an 8 MiB
-// memlock limit: the pre-check fails with both numbers and the fix, and the kernel agrees.
-func TestRegisterMemlockUnprivileged(t *testing.T) {
-	vmtest.Require(t)
-	leakCheck(t)
-	const envKey = "RINGCAP_TEST_RING_KEY"
-	var env []string
-	if !vmtest.IsUnprivilegedChild(t) {
-		env = []string{envKey + "=" + newRing(t, 4, 8<<20).String()}
-	}
-	vmtest.RunUnprivileged(t, vmtest.Unprivileged{MemlockBytes: 8 << 20, Env: env}, func(t *testing.T) {
-		key, err := dada.ParseKey(os.Getenv(envKey))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := connectRing(t, key, true)
-		c, err := Open(vmtest.Device1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cleanup(t, c.Close)
-		pd, err := c.AllocPD()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mode := range []MRMode{Auto, PerBlock} {
-			_, err = Register(pd, h.Data, mode, RegisterOptions{Log: tlog(t), Name: "key=" + h.Data.Key().String()})
-			if !errors.Is(err, ErrMemlock) {
-				t.Fatalf("Register %v as uid %d with memlock 8 MiB: %v, want ErrMemlock", mode, os.Getuid(), err)
-			}
-			for _, want := range []string{"33554432", "8388608", "CAP_IPC_LOCK", "IPC_LOCK capability", "memlock limit"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("%q does not mention %q", err, want)
-				}
-			}
-			t.Logf("%v: %v", mode, err)
-		}
-		if Live().MRs != 0 {
-			t.Errorf("%d MRs live after the refused registration", Live().MRs)
-		}
-		// The kernel agrees: 32 MiB cannot be pinned, 8 MiB can.
-		region, ok, why := h.Data.Contiguous()
-		if !ok {
-			t.Fatalf("ring not contiguous: %s", why)
-		}
-		if mr, err := pd.RegisterMR(region, AccessLocalWrite); !errors.Is(err, unix.ENOMEM) {
-			if mr != nil {
-				_ = mr.Close()
-			}
-			t.Errorf("ibv_reg_mr of 32 MiB with memlock 8 MiB: %v, want ENOMEM", err)
-		}
-		mr, err := pd.RegisterMR(h.Data.Block(0), AccessLocalWrite)
-		if err != nil {
-			t.Fatalf("ibv_reg_mr of one 8 MiB block with memlock 8 MiB: %v", err)
-		}
-		_ = mr.Close()
-	})
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs
+package verbsfabric
 
 import (
 	"errors"
@@ -12,9 +12,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
-// MRMode says how a ring is registered.
+// MRMode says how a ring is registered: the choice is the engine's (ringcap recv --mr, the
+// RingCapture's memoryRegistration), the regions are plain verbs memory regions.
 type MRMode int
 
 // Registration modes.
@@ -65,7 +68,7 @@ var ErrMemlock = errors.New("not enough locked-memory allowance to register the 
 type RegisterOptions struct {
 	// Access of the MRs; zero means AccessLocalWrite|AccessRemoteWrite (SEND and RDMA WRITE
 	// into the ring).
-	Access Access
+	Access verbs.Access
 	// Log receives the one-line summary of the registration; nil logs it with log.Print.
 	Log func(line string)
 	// Name names the ring in errors and the summary, e.g. "key=dada".
@@ -109,7 +112,7 @@ type Registration struct {
 	mode   MRMode
 	reason string
 	bytes  uint64
-	mrs    []*MR
+	mrs    []*verbs.MR
 	blocks []BlockMR
 	closed bool
 }
@@ -118,7 +121,7 @@ type Registration struct {
 // the ring's blocks must be mapped back to back (pkg/dada: ConnectOptions{Contiguous: true}); the MR then covers
 // exactly the attached range. Before registering it checks RLIMIT_MEMLOCK and CAP_IPC_LOCK
 // and fails with ErrMemlock and both numbers instead of a bare ENOMEM.
-func Register(pd *PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registration, error) {
+func Register(pd *verbs.PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registration, error) {
 	if pd == nil || ring == nil {
 		return nil, errors.New("register ring: nil protection domain or ring")
 	}
@@ -128,27 +131,14 @@ func Register(pd *PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registrati
 	}
 	access := opts.Access
 	if access == 0 {
-		access = AccessLocalWrite | AccessRemoteWrite
+		access = verbs.AccessLocalWrite | verbs.AccessRemoteWrite
 	}
 	n, bs := ring.NBufs(), ring.BufSize()
 	r := &Registration{ring: ring, name: name, bytes: uint64(n) * uint64(bs)}
 	region, contiguous, why := ring.Contiguous()
-	switch mode {
-	case Auto:
-		if contiguous {
-			r.mode, r.reason = WholeRing, "blocks contiguous"
-		} else {
-			r.mode, r.reason = PerBlock, why
-		}
-	case WholeRing:
-		if !contiguous {
-			return nil, fmt.Errorf("register ring %s mode=WholeRing: %w: %s (use mode Auto or PerBlock)", name, ErrNotContiguous, why)
-		}
-		r.mode, r.reason = WholeRing, "blocks contiguous"
-	case PerBlock:
-		r.mode, r.reason = PerBlock, "per-block registration requested"
-	default:
-		return nil, fmt.Errorf("register ring %s: unknown mode %v", name, mode)
+	var err error
+	if r.mode, r.reason, err = chooseMode(mode, contiguous, why); err != nil {
+		return nil, fmt.Errorf("register ring %s: %w", name, err)
 	}
 
 	if err := checkMemlock(r.pinnedBytes()); err != nil {
@@ -160,12 +150,12 @@ func Register(pd *PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registrati
 		if err != nil {
 			return nil, fmt.Errorf("register ring %s mode=WholeRing (%d bytes): %w", name, r.bytes, memlockHint(err))
 		}
-		r.mrs = []*MR{mr}
+		r.mrs = []*verbs.MR{mr}
 		for i := range r.blocks {
 			r.blocks[i] = BlockMR{Addr: uint64(mr.Addr()) + uint64(i)*uint64(bs), LKey: mr.LKey(), RKey: mr.RKey()}
 		}
 	} else {
-		r.mrs = make([]*MR, 0, n)
+		r.mrs = make([]*verbs.MR, 0, n)
 		for i := range r.blocks {
 			mr, err := pd.RegisterMR(ring.Block(i), access)
 			if err != nil {
@@ -182,6 +172,26 @@ func Register(pd *PD, ring Ring, mode MRMode, opts RegisterOptions) (*Registrati
 		log.Print(r.Summary())
 	}
 	return r, nil
+}
+
+// chooseMode resolves the requested mode for a ring whose blocks are mapped back to back or
+// not (why says why not): the mode to register in (WholeRing or PerBlock) and the reason.
+func chooseMode(mode MRMode, contiguous bool, why string) (MRMode, string, error) {
+	switch mode {
+	case Auto:
+		if contiguous {
+			return WholeRing, "blocks contiguous", nil
+		}
+		return PerBlock, why, nil
+	case WholeRing:
+		if !contiguous {
+			return 0, "", fmt.Errorf("mode=WholeRing: %w: %s (use mode Auto or PerBlock)", ErrNotContiguous, why)
+		}
+		return WholeRing, "blocks contiguous", nil
+	case PerBlock:
+		return PerBlock, "per-block registration requested", nil
+	}
+	return 0, "", fmt.Errorf("unknown mode %v", mode)
 }
 
 // pinnedBytes is what the kernel charges against RLIMIT_MEMLOCK: whole pages per MR.

@@ -1,6 +1,6 @@
 //go:build linux
 
-package verbs
+package verbsfabric
 
 import (
 	"errors"
@@ -18,6 +18,35 @@ func TestParseMRMode(t *testing.T) {
 	}
 	if _, err := ParseMRMode("whole"); err == nil || !strings.Contains(err.Error(), "auto, wholering or perblock") {
 		t.Errorf("ParseMRMode(whole) error = %v", err)
+	}
+}
+
+func TestChooseMode(t *testing.T) {
+	const why = "block size 413184 is not a multiple of the page size"
+	for _, c := range []struct {
+		mode       MRMode
+		contiguous bool
+		want       MRMode
+		reason     string // or the error's text
+		err        error
+	}{
+		{Auto, true, WholeRing, "blocks contiguous", nil},
+		{Auto, false, PerBlock, why, nil},
+		{WholeRing, true, WholeRing, "blocks contiguous", nil},
+		{WholeRing, false, 0, "mode=WholeRing: ring blocks are not mapped contiguously: " + why + " (use mode Auto or PerBlock)", ErrNotContiguous},
+		{PerBlock, true, PerBlock, "per-block registration requested", nil},
+		{PerBlock, false, PerBlock, "per-block registration requested", nil},
+		{MRMode(7), true, 0, "unknown mode MRMode(7)", nil},
+	} {
+		got, reason, err := chooseMode(c.mode, c.contiguous, why)
+		switch {
+		case err != nil && (err.Error() != c.reason || (c.err != nil && !errors.Is(err, c.err))):
+			t.Errorf("chooseMode(%v, %v): error %v, want %q", c.mode, c.contiguous, err, c.reason)
+		case err == nil && (got != c.want || reason != c.reason):
+			t.Errorf("chooseMode(%v, %v) = %v, %q; want %v, %q", c.mode, c.contiguous, got, reason, c.want, c.reason)
+		case err == nil && c.want == 0:
+			t.Errorf("chooseMode(%v, %v) = %v, want an error", c.mode, c.contiguous, got)
+		}
 	}
 }
 

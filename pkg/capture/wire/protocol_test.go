@@ -1,4 +1,4 @@
-package capture
+package wire
 
 import (
 	"bytes"
@@ -66,15 +66,6 @@ func TestMessagesRoundTrip(t *testing.T) {
 	}
 }
 
-// preamble is what WritePreamble writes: the magic and this version.
-func preamble() []byte {
-	var b bytes.Buffer
-	if err := WritePreamble(&b); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
-}
-
 func TestPreamble(t *testing.T) {
 	if err := ReadPreamble(bytes.NewReader([]byte("GET / HTTP/1.1\r\n"))); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("garbage: %v", err)
@@ -83,7 +74,7 @@ func TestPreamble(t *testing.T) {
 	if err := ReadPreamble(bytes.NewReader([]byte("RCAP\x00\x01"))); !errors.As(err, &ve) || ve.Got != 1 {
 		t.Fatalf("version 1: %v", err)
 	}
-	if err := ReadPreamble(bytes.NewReader(preamble())); err != nil {
+	if err := ReadPreamble(bytes.NewReader(Preamble())); err != nil {
 		t.Fatalf("this version: %v", err)
 	}
 	if err := ReadPreamble(bytes.NewReader([]byte("RCA"))); err == nil {
@@ -157,7 +148,7 @@ func FuzzReadMessage(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(append(preamble(), b...))
+		f.Add(append(Preamble(), b...))
 	}
 	f.Add([]byte("RCAP\x00\x01")) // an older version
 	f.Add([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))

@@ -1,6 +1,6 @@
 //go:build vm
 
-package capture
+package verbsfabric
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
@@ -20,43 +21,47 @@ import (
 func TestVMPostThreadsReportFailedPosts(t *testing.T) {
 	vmtest.Require(t)
 	live := verbs.Live()
-	fab, err := NewVerbsSender(DeviceConfig{Device: vmtest.Device0, Port: vmtest.Port}, 1<<20)
+	fab, err := NewSender(fabric.DeviceConfig{Device: vmtest.Device0, Port: vmtest.Port}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = fab.Close() }()
-	ep, err := fab.Open(context.Background(), EndpointConfig{QPs: 2, SendDepth: 8, RecvDepth: 1})
+	ep, err := fab.Open(context.Background(), fabric.EndpointConfig{QPs: 2, SendDepth: 8, RecvDepth: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = ep.Close() }()
-	lanes, err := startLanes(ep, []int{0, 1}, 16, slog.New(slog.DiscardHandler))
+	tp, ok := ep.(fabric.ThreadPoster)
+	if !ok {
+		t.Fatalf("the verbs endpoint %T has no posting threads of its own", ep)
+	}
+	lanes, err := tp.StartPostThreads([]int{0, 1}, 16, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lanes.stop()
+	defer lanes.Stop()
 	if _, ok := lanes.(*postThreads); !ok {
 		t.Fatalf("the verbs endpoint posts from %T, want its own threads", lanes)
 	}
 	// The queue pairs were never connected: the kernel refuses their doorbells.
-	write := func(sl uint32) SendWR {
-		return SendWR{ID: uint64(sl), Op: OpWrite, Length: 4096, Imm: sl, RKey: 1, Signaled: true}
+	write := func(sl uint32) fabric.SendWR {
+		return fabric.SendWR{ID: uint64(sl), Op: fabric.OpWrite, Length: 4096, Imm: sl, RKey: 1, Signaled: true}
 	}
 	for _, b := range []struct {
 		q   int
-		wrs []SendWR
-	}{{0, []SendWR{write(0), write(2)}}, {1, []SendWR{write(1)}}, {0, []SendWR{write(4)}}} {
-		if err := lanes.post(b.q, b.wrs); err != nil {
+		wrs []fabric.SendWR
+	}{{0, []fabric.SendWR{write(0), write(2)}}, {1, []fabric.SendWR{write(1)}}, {0, []fabric.SendWR{write(4)}}} {
+		if err := lanes.Post(b.q, b.wrs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	select {
-	case <-lanes.failed().Done():
+	case <-lanes.Failed().Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("no failed post reported")
 	}
-	lanes.stop()
-	got := lanes.takeFailures()
+	lanes.Stop()
+	got := lanes.TakeFailures()
 	want := []struct {
 		q, n int
 		text string
@@ -70,8 +75,8 @@ func TestVMPostThreadsReportFailedPosts(t *testing.T) {
 	}
 	for i, w := range want {
 		f := got[i]
-		if f.q != w.q || f.n != w.n || !strings.Contains(f.err.Error(), w.text) || !strings.Contains(f.err.Error(), "invalid argument") {
-			t.Errorf("failure %d: queue pair %d, %d work requests, %v; want %d, %d, %q ... invalid argument", i, f.q, f.n, f.err, w.q, w.n, w.text)
+		if f.QP != w.q || f.N != w.n || !strings.Contains(f.Err.Error(), w.text) || !strings.Contains(f.Err.Error(), "invalid argument") {
+			t.Errorf("failure %d: queue pair %d, %d work requests, %v; want %d, %d, %q ... invalid argument", i, f.QP, f.N, f.Err, w.q, w.n, w.text)
 		}
 	}
 	if err := ep.Close(); err != nil {

@@ -1,4 +1,4 @@
-package capture
+package verbsfabric
 
 import (
 	"context"
@@ -9,27 +9,23 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
-// DeviceConfig names the RDMA device, port and GID index an endpoint uses.
-type DeviceConfig struct {
-	Device   string
-	Port     int
-	GIDIndex int
-}
-
 // device is an opened RDMA device with a protection domain.
 type device struct {
-	cfg  DeviceConfig
+	cfg  fabric.DeviceConfig
 	ctx  *verbs.Context
 	pd   *verbs.PD
 	port verbs.PortAttr
 	gid  net.IP
 }
 
-func openDevice(cfg DeviceConfig) (d *device, err error) {
+func openDevice(cfg fabric.DeviceConfig) (d *device, err error) {
 	if cfg.Port == 0 {
 		cfg.Port = 1
 	}
@@ -75,51 +71,51 @@ func (d *device) close() error {
 	return errors.Join(errs...)
 }
 
-// VerbsReceiver is a ReceiverFabric over libibverbs with the ring registered.
-type VerbsReceiver struct {
+// Receiver is a fabric.ReceiverFabric over libibverbs with the ring registered.
+type Receiver struct {
 	dev *device
-	reg *verbs.Registration
+	reg *Registration
 }
 
-// NewVerbsReceiver opens the device and registers the ring's data blocks in
-// mode (verbs.Auto picks WholeRing when the ring is attached contiguously).
+// NewReceiver opens the device and registers the ring's data blocks in
+// mode (Auto picks WholeRing when the ring is attached contiguously).
 // log receives the registration's one-line summary.
-func NewVerbsReceiver(cfg DeviceConfig, ring *dada.Ring, mode verbs.MRMode, log func(string)) (*VerbsReceiver, error) {
+func NewReceiver(cfg fabric.DeviceConfig, ring *dada.Ring, mode MRMode, log func(string)) (*Receiver, error) {
 	d, err := openDevice(cfg)
 	if err != nil {
 		return nil, err
 	}
-	reg, err := verbs.Register(d.pd, ring, mode, verbs.RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log, Name: "key=" + ring.Key().String()})
+	reg, err := Register(d.pd, ring, mode, RegisterOptions{Access: verbs.AccessLocalWrite | verbs.AccessRemoteWrite, Log: log, Name: "key=" + ring.Key().String()})
 	if err != nil {
 		_ = d.close()
 		return nil, err
 	}
-	return &VerbsReceiver{dev: d, reg: reg}, nil
+	return &Receiver{dev: d, reg: reg}, nil
 }
 
 // GID returns the GID in use.
-func (v *VerbsReceiver) GID() net.IP { return v.dev.gid }
+func (v *Receiver) GID() net.IP { return v.dev.gid }
 
-// Open implements ReceiverFabric.
-func (v *VerbsReceiver) Open(_ context.Context, cfg EndpointConfig) (Endpoint, error) {
+// Open implements fabric.ReceiverFabric.
+func (v *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endpoint, error) {
 	return newVerbsEndpoint(v.dev, cfg, true, verbs.AccessLocalWrite|verbs.AccessRemoteWrite, v.reg.Block, nil)
 }
 
-// Registration implements ReceiverFabric.
-func (v *VerbsReceiver) Registration() (MRMode, []Region, MRInfo) {
-	mode := MRPerBlock
-	if v.reg.Mode() == verbs.WholeRing {
-		mode = MRWholeRing
+// Registration implements fabric.ReceiverFabric.
+func (v *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
+	mode := wire.MRPerBlock
+	if v.reg.Mode() == WholeRing {
+		mode = wire.MRWholeRing
 	}
-	var regions []Region
+	var regions []wire.Region
 	for _, r := range v.reg.RegionTable() {
-		regions = append(regions, Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
+		regions = append(regions, wire.Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
 	}
-	return mode, regions, MRInfo{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
+	return mode, regions, statusdoc.MemoryRegistration{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
 }
 
 // Close deregisters the ring and closes the device; idempotent.
-func (v *VerbsReceiver) Close() error {
+func (v *Receiver) Close() error {
 	if v.dev == nil {
 		return nil
 	}
@@ -128,15 +124,15 @@ func (v *VerbsReceiver) Close() error {
 	return err
 }
 
-// VerbsSender is a SenderFabric over libibverbs with a registered send buffer.
-type VerbsSender struct {
+// Sender is a fabric.SenderFabric over libibverbs with a registered send buffer.
+type Sender struct {
 	dev *device
 	buf []byte
 	mr  *verbs.MR
 }
 
-// NewVerbsSender opens the device and registers a send buffer of n bytes.
-func NewVerbsSender(cfg DeviceConfig, n uint64) (*VerbsSender, error) {
+// NewSender opens the device and registers a send buffer of n bytes.
+func NewSender(cfg fabric.DeviceConfig, n uint64) (*Sender, error) {
 	d, err := openDevice(cfg)
 	if err != nil {
 		return nil, err
@@ -152,19 +148,19 @@ func NewVerbsSender(cfg DeviceConfig, n uint64) (*VerbsSender, error) {
 		_ = d.close()
 		return nil, fmt.Errorf("register the %d-byte send buffer: %w", n, err)
 	}
-	return &VerbsSender{dev: d, buf: buf, mr: mr}, nil
+	return &Sender{dev: d, buf: buf, mr: mr}, nil
 }
 
 // Open implements SenderFabric.
-func (v *VerbsSender) Open(_ context.Context, cfg EndpointConfig) (Endpoint, error) {
+func (v *Sender) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endpoint, error) {
 	return newVerbsEndpoint(v.dev, cfg, false, verbs.AccessLocalWrite, nil, v.mr)
 }
 
 // Buffer implements SenderFabric.
-func (v *VerbsSender) Buffer() []byte { return v.buf }
+func (v *Sender) Buffer() []byte { return v.buf }
 
 // Close implements SenderFabric; idempotent.
-func (v *VerbsSender) Close() error {
+func (v *Sender) Close() error {
 	if v.dev == nil {
 		return nil
 	}
@@ -181,7 +177,7 @@ type verbsEndpoint struct {
 	qps    []*verbs.QP
 	psn    []uint32
 	byQPN  map[uint32]int
-	block  func(int) verbs.BlockMR
+	block  func(int) BlockMR
 	sendMR *verbs.MR
 	wcs    []verbs.WorkCompletion
 	rwrs   []verbs.RecvWR
@@ -225,11 +221,11 @@ func (ep *verbsEndpoint) Events() <-chan struct{} {
 	return ep.events
 }
 
-func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Access, block func(int) verbs.BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
+func newVerbsEndpoint(d *device, cfg fabric.EndpointConfig, recv bool, access verbs.Access, block func(int) BlockMR, sendMR *verbs.MR) (ep *verbsEndpoint, err error) {
 	ep = &verbsEndpoint{dev: d, recv: recv, byQPN: map[uint32]int{}, block: block, sendMR: sendMR, wcs: make([]verbs.WorkCompletion, 64),
 		ackTimeout: cfg.AckTimeout}
 	if ep.ackTimeout == 0 {
-		ep.ackTimeout = DefaultAckTimeout
+		ep.ackTimeout = fabric.DefaultAckTimeout
 	}
 	defer func() {
 		if err != nil {
@@ -281,10 +277,10 @@ func newVerbsEndpoint(d *device, cfg EndpointConfig, recv bool, access verbs.Acc
 	return ep, nil
 }
 
-func (ep *verbsEndpoint) Local() []QPInfo {
-	out := make([]QPInfo, len(ep.qps))
+func (ep *verbsEndpoint) Local() []wire.QPInfo {
+	out := make([]wire.QPInfo, len(ep.qps))
 	for i, qp := range ep.qps {
-		out[i] = QPInfo{QPN: qp.QPN(), PSN: ep.psn[i], LID: ep.dev.port.LID, MTU: uint32(ep.dev.port.ActiveMTU.Bytes())}
+		out[i] = wire.QPInfo{QPN: qp.QPN(), PSN: ep.psn[i], LID: ep.dev.port.LID, MTU: uint32(ep.dev.port.ActiveMTU.Bytes())}
 		copy(out[i].GID[:], ep.dev.gid.To16())
 	}
 	return out
@@ -299,7 +295,7 @@ func mtuOf(bytes uint32) verbs.MTU {
 	return verbs.MTU256
 }
 
-func (ep *verbsEndpoint) Connect(remote []QPInfo) error {
+func (ep *verbsEndpoint) Connect(remote []wire.QPInfo) error {
 	if len(remote) != len(ep.qps) {
 		return fmt.Errorf("%d remote queue pairs for %d local ones", len(remote), len(ep.qps))
 	}
@@ -324,7 +320,7 @@ func (ep *verbsEndpoint) Connect(remote []QPInfo) error {
 	return nil
 }
 
-func (ep *verbsEndpoint) PostRecv(q int, wrs []RecvWR) error {
+func (ep *verbsEndpoint) PostRecv(q int, wrs []fabric.RecvWR) error {
 	ep.rwrs = ep.rwrs[:0]
 	for _, w := range wrs {
 		v := verbs.RecvWR{ID: w.ID}
@@ -337,7 +333,7 @@ func (ep *verbsEndpoint) PostRecv(q int, wrs []RecvWR) error {
 	return ep.qps[q].PostRecv(ep.rwrs)
 }
 
-func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
+func (ep *verbsEndpoint) PostSend(q int, wrs []fabric.SendWR) error {
 	swrs, err := ep.sendWRs(q, wrs)
 	if err != nil {
 		return err
@@ -347,17 +343,17 @@ func (ep *verbsEndpoint) PostSend(q int, wrs []SendWR) error {
 
 // sendWRs translates queue pair q's work requests for the device, in q's
 // scratch (the sender's loop and one posting thread per queue pair use it).
-func (ep *verbsEndpoint) sendWRs(q int, wrs []SendWR) ([]verbs.SendWR, error) {
+func (ep *verbsEndpoint) sendWRs(q int, wrs []fabric.SendWR) ([]verbs.SendWR, error) {
 	swrs := ep.swrs[q][:0]
 	base := uint64(ep.sendMR.Addr())
 	for _, w := range wrs {
 		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: w.Signaled}
 		switch w.Op {
-		case OpSendImm:
+		case fabric.OpSendImm:
 			v.Opcode = verbs.OpSendWithImm
-		case OpWriteImm:
+		case fabric.OpWriteImm:
 			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWriteWithImm, w.RemoteAddr, w.RKey
-		case OpWrite:
+		case fabric.OpWrite:
 			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWrite, w.RemoteAddr, w.RKey
 		default:
 			return nil, fmt.Errorf("post send: unknown op %d", w.Op)
@@ -368,19 +364,19 @@ func (ep *verbsEndpoint) sendWRs(q int, wrs []SendWR) ([]verbs.SendWR, error) {
 	return swrs, nil
 }
 
-// startPostThreads gives the sender posting threads outside the Go
+// StartPostThreads gives the sender posting threads outside the Go
 // scheduler (verbs.PostThread), one pinned to each CPU of cpus: a goroutine
 // that posts in a loop is in cgo calls nearly all the time, and the Go
 // runtime's sysmon, which takes such a goroutine's P away every 10 ms, then
 // wakes every 20 µs for a while: over a thousand times a second in the
 // Soft-RoCE VM, on the CPUs that carry the data.
-func (ep *verbsEndpoint) startPostThreads(cpus []int, depth int, log *slog.Logger) (postLanes, error) {
+func (ep *verbsEndpoint) StartPostThreads(cpus []int, depth int, log *slog.Logger) (fabric.PostLanes, error) {
 	p := &postThreads{ep: ep, done: make(chan struct{})}
 	p.failedAt, p.fail = context.WithCancel(context.Background())
 	for i, cpu := range cpus {
 		t, err := verbs.StartPostThread(cpu, depth)
 		if err != nil {
-			p.stop()
+			p.Stop()
 			return nil, fmt.Errorf("posting thread %d: %w", i, err)
 		}
 		p.ts = append(p.ts, t)
@@ -396,7 +392,7 @@ func (ep *verbsEndpoint) startPostThreads(cpus []int, depth int, log *slog.Logge
 	return p, nil
 }
 
-// postThreads are the verbs endpoint's postLanes.
+// postThreads are the verbs endpoint's fabric.PostLanes.
 type postThreads struct {
 	ep       *verbsEndpoint
 	ts       []*verbs.PostThread
@@ -404,10 +400,10 @@ type postThreads struct {
 	fail     context.CancelFunc
 	done     chan struct{} // closed by stop
 	stopped  bool
-	failures []postFailure
+	failures []fabric.PostFailure
 }
 
-func (p *postThreads) post(q int, wrs []SendWR) error {
+func (p *postThreads) Post(q int, wrs []fabric.SendWR) error {
 	swrs, err := p.ep.sendWRs(q, wrs)
 	if err != nil {
 		return err
@@ -415,17 +411,17 @@ func (p *postThreads) post(q int, wrs []SendWR) error {
 	return p.ts[q%len(p.ts)].Post(p.ep.qps[q], q, swrs)
 }
 
-func (p *postThreads) failed() context.Context { return p.failedAt }
-func (p *postThreads) threads() int            { return max(1, len(p.ts)) }
+func (p *postThreads) Failed() context.Context { return p.failedAt }
+func (p *postThreads) Threads() int            { return max(1, len(p.ts)) }
 
-func (p *postThreads) stop() {
+func (p *postThreads) Stop() {
 	if p.stopped {
 		return
 	}
 	p.stopped = true
 	for _, t := range p.ts {
 		for _, f := range t.Close() {
-			p.failures = append(p.failures, postFailure{q: f.Tag, n: f.N, err: postError(f.Tag, []SendWR{{Imm: f.First.Imm}}, f.Err)})
+			p.failures = append(p.failures, fabric.PostFailure{QP: f.Tag, N: f.N, Err: fabric.PostError(f.Tag, []fabric.SendWR{{Imm: f.First.Imm}}, f.Err)})
 		}
 	}
 	close(p.done)
@@ -434,13 +430,13 @@ func (p *postThreads) stop() {
 	}
 }
 
-func (p *postThreads) takeFailures() []postFailure {
+func (p *postThreads) TakeFailures() []fabric.PostFailure {
 	f := p.failures
 	p.failures = nil
 	return f
 }
 
-func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
+func (ep *verbsEndpoint) Poll(wcs []fabric.Completion) (int, error) {
 	n := 0
 	for range ep.cqs {
 		if n == len(wcs) {
@@ -454,10 +450,10 @@ func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
 		}
 		for _, wc := range ep.wcs[:k] {
 			q := ep.byQPN[wc.QPN]
-			c := Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm}
+			c := fabric.Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm}
 			if err := wc.Err(); err != nil {
 				c.Recv = ep.recv
-				c.Err = &WCError{QP: q, Status: "IBV_WC_" + wc.Status.String(), Recv: ep.recv}
+				c.Err = &fabric.WCError{QP: q, Status: "IBV_WC_" + wc.Status.String(), Recv: ep.recv}
 			} else {
 				c.Recv = wc.Opcode&0x80 != 0
 			}
@@ -470,7 +466,7 @@ func (ep *verbsEndpoint) Poll(wcs []Completion) (int, error) {
 
 // PollWait is Poll that sleeps until a completion arrives (sender side, one
 // CQ); it reports false when the endpoint cannot wait.
-func (ep *verbsEndpoint) PollWait(ctx context.Context, wcs []Completion) (int, bool, error) {
+func (ep *verbsEndpoint) PollWait(ctx context.Context, wcs []fabric.Completion) (int, bool, error) {
 	if ep.recv || len(ep.cqs) != 1 {
 		return 0, false, nil
 	}
@@ -480,10 +476,10 @@ func (ep *verbsEndpoint) PollWait(ctx context.Context, wcs []Completion) (int, b
 	}
 	for i, wc := range ep.wcs[:k] {
 		q := ep.byQPN[wc.QPN]
-		c := Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm, Recv: wc.Opcode&0x80 != 0}
+		c := fabric.Completion{ID: wc.ID, QP: q, Bytes: wc.ByteLen, Imm: wc.Imm, Recv: wc.Opcode&0x80 != 0}
 		if err := wc.Err(); err != nil {
 			c.Recv = false
-			c.Err = &WCError{QP: q, Status: "IBV_WC_" + wc.Status.String()}
+			c.Err = &fabric.WCError{QP: q, Status: "IBV_WC_" + wc.Status.String()}
 		}
 		wcs[i] = c
 	}

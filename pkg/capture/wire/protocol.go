@@ -1,4 +1,4 @@
-package capture
+package wire
 
 import (
 	"bufio"
@@ -21,6 +21,16 @@ import (
 // pair. Version 5: the Hello carries the sender's header keywords, and the
 // receiver tells the sender while readers hold it back (Held).
 const ProtocolVersion = 5
+
+// HeaderField is one keyword of an observation's PSRDADA header, as a sender
+// sends it in its Hello.
+type HeaderField struct {
+	Key   string
+	Value string
+}
+
+// MaxHeaderFields is the most keywords a sender may send for one observation.
+const MaxHeaderFields = 256
 
 // Magic opens every connection, followed by the big-endian uint16 version. It
 // is what tells a ringcap peer from anything else that dials the port.
@@ -50,10 +60,10 @@ const (
 	ModeWrite Mode = 2 // RDMA_WRITE_WITH_IMM into blocks granted by credits
 )
 
-// wholeBlocks says whether the mode sends each block whole on one queue pair
-// (Geometry.WholeBlocks): write mode does, so that each block has one
-// immediate; send mode stripes slices.
-func (m Mode) wholeBlocks() bool { return m == ModeWrite }
+// WholeBlocks says whether the mode sends each block whole on one queue pair:
+// write mode does (since version 3), so that each block has one immediate;
+// send mode stripes slices over the queue pairs.
+func (m Mode) WholeBlocks() bool { return m == ModeWrite }
 
 func (m Mode) String() string {
 	switch m {
@@ -198,12 +208,17 @@ func (End) msgType() byte    { return typeEnd }
 func (Done) msgType() byte   { return typeDone }
 func (Held) msgType() byte   { return typeHeld }
 
+// Preamble is what opens a connection: the magic and the protocol version.
+func Preamble() []byte {
+	b := make([]byte, preambleLen)
+	copy(b, Magic)
+	binary.BigEndian.PutUint16(b[len(Magic):], ProtocolVersion)
+	return b
+}
+
 // WritePreamble writes the magic and the protocol version.
 func WritePreamble(w io.Writer) error {
-	var b [preambleLen]byte
-	copy(b[:], Magic)
-	binary.BigEndian.PutUint16(b[len(Magic):], ProtocolVersion)
-	_, err := w.Write(b[:])
+	_, err := w.Write(Preamble())
 	return err
 }
 
@@ -632,18 +647,29 @@ func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint32, err error) 
 	}
 }
 
-// conn wraps a TCP connection with buffered framing.
-type conn struct {
+// Conn frames messages over one stream connection (TCP), buffered both ways.
+type Conn struct {
 	c net.Conn
 	r *bufio.Reader
 	w *bufio.Writer
 }
 
-func newConn(c net.Conn) *conn {
-	return &conn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c)}
+// NewConn wraps c; the caller still owns (and closes) c.
+func NewConn(c net.Conn) *Conn {
+	return &Conn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c)}
 }
 
-func (c *conn) send(m Message) error {
+// NetConn is the wrapped connection (for deadlines, addresses and Close).
+func (c *Conn) NetConn() net.Conn { return c.c }
+
+// WritePreamble buffers the preamble; the next Send flushes it.
+func (c *Conn) WritePreamble() error { return WritePreamble(c.w) }
+
+// ReadPreamble reads and checks the peer's preamble (see ReadPreamble).
+func (c *Conn) ReadPreamble() error { return ReadPreamble(c.r) }
+
+// Send writes one message and flushes.
+func (c *Conn) Send(m Message) error {
 	if err := WriteMessage(c.w, m); err != nil {
 		return fmt.Errorf("send %T to %s: %w", m, c.c.RemoteAddr(), err)
 	}
@@ -653,17 +679,5 @@ func (c *conn) send(m Message) error {
 	return nil
 }
 
-func (c *conn) recv() (Message, error) { return ReadMessage(c.r) }
-
-// validateLink checks the settings a receiver and its senders must agree on.
-func validateLink(mode Mode, qps int, msgBytes uint64) error {
-	switch {
-	case mode != ModeSend && mode != ModeWrite:
-		return fmt.Errorf("unknown transfer mode %d", mode)
-	case qps < 1 || qps > MaxQPs:
-		return fmt.Errorf("--qps %d: want 1..%d", qps, MaxQPs)
-	case msgBytes == 0 || msgBytes > 1<<31:
-		return fmt.Errorf("--msg-bytes %d: want 1..2147483648", msgBytes)
-	}
-	return nil
-}
+// Recv reads one message.
+func (c *Conn) Recv() (Message, error) { return ReadMessage(c.r) }

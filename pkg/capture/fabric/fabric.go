@@ -1,16 +1,13 @@
-package capture
+package fabric
 
 import (
 	"context"
-	"errors"
 	"fmt"
-)
+	"log/slog"
 
-// The engines talk to RDMA through the narrow interfaces below, owned here:
-// pkg/rdma/verbs implements them in production (verbs.go), an in-memory fabric
-// in the host tests. Work requests name ring blocks and buffer offsets, never
-// raw pointers or keys: the fabric owns the memory registration and turns a
-// (block, offset) into an address and lkey in O(1).
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
+)
 
 // Op is the opcode of a send work request.
 type Op uint8
@@ -60,6 +57,13 @@ type Completion struct {
 	Err error
 }
 
+// DeviceConfig names the RDMA device, port and GID index an adapter opens.
+type DeviceConfig struct {
+	Device   string
+	Port     int
+	GIDIndex int
+}
+
 // EndpointConfig sizes one connection's queue pairs.
 type EndpointConfig struct {
 	QPs       int
@@ -84,9 +88,9 @@ const DefaultAckTimeout = 18
 // run concurrently for different queue pairs (the sender's posting threads).
 type Endpoint interface {
 	// Local describes this side's queue pairs for the handshake.
-	Local() []QPInfo
+	Local() []wire.QPInfo
 	// Connect moves every queue pair INIT -> RTR -> RTS against the peer's.
-	Connect(remote []QPInfo) error
+	Connect(remote []wire.QPInfo) error
 	// PostRecv posts receive WRs on queue pair qp, in order.
 	PostRecv(qp int, wrs []RecvWR) error
 	// PostSend posts send WRs on queue pair qp, in order.
@@ -103,7 +107,7 @@ type ReceiverFabric interface {
 	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
 	// Registration is how the ring was registered: the write-mode table (one
 	// region for WholeRing, one per block for PerBlock), plus a description.
-	Registration() (MRMode, []Region, MRInfo)
+	Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration)
 	Close() error
 }
 
@@ -130,5 +134,64 @@ func (e *WCError) Error() string {
 	return fmt.Sprintf("queue pair %d: %s completion failed: %s", e.QP, side, e.Status)
 }
 
-// ErrPeerGone is returned when the other side went away mid-stream.
-var ErrPeerGone = errors.New("peer disconnected")
+// The capabilities below are optional: the engines look for them with a type
+// assertion on an Endpoint and fall back to polling, or to posting threads
+// of their own, when an endpoint lacks them.
+
+// Notifier is an Endpoint that can sleep until a completion arrives (the
+// receiver's idle loop uses it).
+type Notifier interface {
+	// Arm requests an event for the next completion (poll again after it);
+	// an error means the endpoint cannot wait this way.
+	Arm() error
+	// Events delivers a value after each completion event Arm requested.
+	Events() <-chan struct{}
+}
+
+// Waiter is an Endpoint whose PollWait sleeps until a completion arrives (the
+// sender uses it while every send slot is in flight); ok is false when the
+// endpoint cannot wait.
+type Waiter interface {
+	PollWait(ctx context.Context, wcs []Completion) (n int, ok bool, err error)
+}
+
+// ThreadPoster is an Endpoint with posting threads of its own, one pinned to
+// each CPU of cpus; depth bounds the work requests ever handed over and not
+// yet posted.
+type ThreadPoster interface {
+	StartPostThreads(cpus []int, depth int, log *slog.Logger) (PostLanes, error)
+}
+
+// PostLanes post the sender's work requests from one OS thread per CPU, each
+// pinned there; queue pair q is always posted from thread q mod Threads(), so
+// each queue pair's doorbells still come from one CPU, in order. A post that
+// fails is reported back (Failed, TakeFailures) with the number of work
+// requests it did not post; after a failure a thread posts nothing more and
+// reports every later batch too.
+type PostLanes interface {
+	// Post hands a copy of wrs (queue pair q's, in order) to q's thread. An
+	// error means they were not handed over.
+	Post(q int, wrs []SendWR) error
+	// Failed is done at the first failed post.
+	Failed() context.Context
+	// Stop lets every thread post what it was handed and waits for them;
+	// idempotent.
+	Stop()
+	// TakeFailures returns the failures reported so far and forgets them.
+	TakeFailures() []PostFailure
+	// Threads is the number of posting threads.
+	Threads() int
+}
+
+// PostFailure is a batch a posting thread did not post.
+type PostFailure struct {
+	QP  int // queue pair
+	N   int // work requests in the batch
+	Err error
+}
+
+// PostError says which of queue pair q's work requests a failed post held:
+// the error every poster, the engine's or an adapter's, reports.
+func PostError(q int, wrs []SendWR, err error) error {
+	return fmt.Errorf("post slices %d.. on queue pair %d: %w", wrs[0].Imm, q, err)
+}
