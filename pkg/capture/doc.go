@@ -6,7 +6,7 @@
 //     TCP (package wire): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
 //     receiver's ring geometry and, in write mode, the block address/rkey table;
 //     credits naming free blocks and the sender's end-of-stream message;
-//   - the pure block-assembly logic (assembly.go): how the stream is cut into
+//   - the block-assembly logic (wire.Geometry, assembly.go): how the stream is cut into
 //     slices of --msg-bytes, which queue pair carries which slice, which block a
 //     completion belongs to, when a block is complete and the exact end-of-data
 //     byte count. Placement is by sequence number, never by arrival order, so

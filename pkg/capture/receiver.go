@@ -17,9 +17,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
-// ErrPeerGone is returned when the other side went away mid-stream.
-var ErrPeerGone = errors.New("peer disconnected")
-
 // BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
 // Writer through an adapter). Calls come from one goroutine at a time.
 type BlockWriter interface {
@@ -84,7 +81,7 @@ func (c *ReceiverConfig) defaults() {
 
 // Validate checks the configuration.
 func (c ReceiverConfig) Validate() error {
-	if err := validateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
+	if err := wire.ValidateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
 		return err
 	}
 	switch {
@@ -123,7 +120,7 @@ func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab fabri
 	if ring.NBufs < 1 || ring.BufSize < 1 {
 		return nil, fmt.Errorf("ring geometry %d x %d", ring.NBufs, ring.BufSize)
 	}
-	g := Geometry{BlockBytes: uint64(ring.BufSize), MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: ring.NBufs}
+	g := wire.Geometry{BlockBytes: uint64(ring.BufSize), MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: ring.NBufs}
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("ring of %d blocks of %d bytes with %d-byte messages: %w", ring.NBufs, ring.BufSize, cfg.MsgBytes, err)
 	}
@@ -136,8 +133,8 @@ func NewReceiver(cfg ReceiverConfig, ring RingGeometry, w BlockWriter, fab fabri
 // Tracker returns the receiver's status tracker.
 func (r *Receiver) Tracker() *Tracker { return r.t }
 
-func (r *Receiver) geometry() Geometry {
-	return Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode.WholeBlocks()}
+func (r *Receiver) geometry() wire.Geometry {
+	return wire.Geometry{BlockBytes: uint64(r.ring.BufSize), MsgBytes: r.cfg.MsgBytes, QPs: r.cfg.QPs, NBufs: r.ring.NBufs, WholeBlocks: r.cfg.Mode.WholeBlocks()}
 }
 
 // window is the number of blocks held open at once.
@@ -344,7 +341,7 @@ type session struct {
 	hello wire.Hello
 	log   *slog.Logger
 
-	g        Geometry
+	g        wire.Geometry
 	a        *assembler
 	rw       *ringWorker
 	posted   []int           // receive WRs outstanding per queue pair
@@ -489,7 +486,7 @@ func (s *session) awaitFirstBlock(ctx context.Context) (int, string, error) {
 	const gone = "sender went away while the readers held every ring block"
 	// A hold shorter than a tick (the ring worker opening the block) goes
 	// unreported.
-	tick := time.NewTicker(answerHeldEvery)
+	tick := time.NewTicker(wire.AnswerHeldEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -590,7 +587,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 			m, err := s.k.Recv()
 			if err != nil {
 				if !errors.Is(err, wire.ErrProtocol) {
-					err = fmt.Errorf("%w: %w", ErrPeerGone, err) // EOF, reset, ...
+					err = fmt.Errorf("%w: %w", wire.ErrPeerGone, err) // EOF, reset, ...
 				}
 				deliver(ctrlEvent{err: err})
 				return
@@ -702,7 +699,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 				msg := err.Error()
 				select {
 				case e := <-ctrl:
-					if errors.Is(e.err, ErrPeerGone) {
+					if errors.Is(e.err, wire.ErrPeerGone) {
 						msg = "sender disconnected before the end of the stream (" + msg + ")"
 					}
 				case <-time.After(500 * time.Millisecond):
@@ -770,7 +767,7 @@ func (s *session) stream(ctx context.Context) (complete bool, msg string, err er
 					return false, err.Error(), nil
 				}
 				gotEnd = true
-			case errors.Is(e.err, ErrPeerGone):
+			case errors.Is(e.err, wire.ErrPeerGone):
 				peerGone = true
 				if !errors.Is(e.err, io.EOF) {
 					goneDetail = " (" + e.err.Error() + ")"

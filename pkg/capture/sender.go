@@ -227,7 +227,7 @@ func (e *RejectedError) Error() string { return "receiver refused the connection
 
 // Validate checks the configuration.
 func (c SenderConfig) Validate() error {
-	if err := validateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
+	if err := wire.ValidateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
 		return err
 	}
 	switch {
@@ -353,13 +353,9 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab fabric.SenderF
 	return s.run(ctx)
 }
 
-// answerHeldEvery is how often a receiver held back before its answer tells
-// the sender so.
-const answerHeldEvery = time.Second
-
 // awaitAnswer reads the receiver's answer to the Hello. Until the receiver has
 // a ring block for the stream it reports that its readers hold it back (Held,
-// every answerHeldEvery): each report is shown as progress and gives the
+// every wire.AnswerHeldEvery): each report is shown as progress and gives the
 // answer AnswerTimeout more (at least three report intervals), so a sender
 // waits for slow readers instead of giving up with a timeout. It returns the
 // last such report and when it came (zero without one).
@@ -382,7 +378,7 @@ func awaitAnswer(k *wire.Conn, c net.Conn, cfg SenderConfig) (wire.Held, time.Ti
 		case wire.Held:
 			last, at = m, time.Now()
 			view.note(m, at)
-			_ = c.SetDeadline(at.Add(max(cfg.AnswerTimeout, 3*answerHeldEvery)))
+			_ = c.SetDeadline(at.Add(max(cfg.AnswerTimeout, 3*wire.AnswerHeldEvery)))
 			if cfg.Progress != nil {
 				h := view.state(at)
 				cfg.Progress(Progress{Total: cfg.Bytes, Elapsed: at.Sub(start), HeldBack: h.total, Holding: h.holding, HoldFor: h.current})
@@ -406,7 +402,7 @@ type sendSession struct {
 	ep    fabric.Endpoint
 	acc   wire.Accept
 	buf   []byte
-	g     Geometry
+	g     wire.Geometry
 
 	free     [][]int     // free send slots per queue pair
 	inq      []sliceFIFO // slices in flight per queue pair
@@ -417,7 +413,7 @@ type sendSession struct {
 	start    time.Time
 	nextProg time.Time // when the next progress report is due
 
-	next    []uint64 // next slice per queue pair (noSlice: none, with whole blocks)
+	next    []uint64 // next slice per queue pair (wire.NoSlice: none, with whole blocks)
 	block   uint64   // whole blocks: the next block no queue pair has taken
 	limit   uint64   // first slice not to send (noLimit until known)
 	ahead   uint64   // look-ahead: slices past the oldest unfinished one
@@ -450,7 +446,7 @@ type senderEvent struct {
 
 func (s *sendSession) run(ctx context.Context) (Result, error) {
 	cfg := s.cfg
-	s.g = Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.WholeBlocks()}
+	s.g = wire.Geometry{BlockBytes: s.acc.BufSize, MsgBytes: cfg.MsgBytes, QPs: cfg.QPs, NBufs: int(s.acc.NBufs), WholeBlocks: cfg.Mode.WholeBlocks()}
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
@@ -700,7 +696,7 @@ const noLimit = ^uint64(0)
 
 // setup prepares the per-queue-pair state. Queue pair q carries slices q,
 // q+N, q+2N, ... in order, or in write mode whole blocks
-// (Geometry.WholeBlocks): a queue pair with room takes the next block nobody
+// (wire.Geometry.WholeBlocks): a queue pair with room takes the next block nobody
 // has, so one whose CPU is busier carries fewer blocks instead of holding the
 // others back. Each queue pair moves on as soon as it has a free send slot, so
 // one that stalls (a retransmission timeout on a lossy link) holds back only
@@ -757,7 +753,7 @@ func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{
 				err = fmt.Errorf("%w: unexpected %T during the stream", wire.ErrProtocol, m)
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				err = fmt.Errorf("receiver closed the connection: %w", ErrPeerGone)
+				err = fmt.Errorf("receiver closed the connection: %w", wire.ErrPeerGone)
 			}
 			ev.err = err
 		}
@@ -776,10 +772,10 @@ func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{
 func (s *sendSession) unsent() bool { return s.lowest() < s.limit }
 
 // untaken is the first slice of the next block no queue pair has taken (with
-// whole blocks; noSlice otherwise).
+// whole blocks; wire.NoSlice otherwise).
 func (s *sendSession) untaken() uint64 {
 	if !s.g.WholeBlocks {
-		return noSlice
+		return wire.NoSlice
 	}
 	return s.block * s.g.SlicesPerBlock()
 }
@@ -806,7 +802,7 @@ func (s *sendSession) carrier(sl uint64) int {
 		if n == sl {
 			return q
 		}
-		if n == noSlice && (best < 0 || len(s.free[q]) > len(s.free[best])) {
+		if n == wire.NoSlice && (best < 0 || len(s.free[q]) > len(s.free[best])) {
 			best = q
 		}
 	}
@@ -916,7 +912,7 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	cfg := s.cfg
 	sl, take := s.next[q], false
-	if sl == noSlice && s.g.WholeBlocks {
+	if sl == wire.NoSlice && s.g.WholeBlocks {
 		sl, take = s.untaken(), true
 	}
 	if sl >= s.limit || sl >= base+s.ahead || len(s.free[q]) == 0 {
@@ -957,7 +953,7 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
-		if s.g.NextOnQP(sl) < s.limit { // noSlice after the block's last slice
+		if s.g.NextOnQP(sl) < s.limit { // wire.NoSlice after the block's last slice
 			wr.Op = fabric.OpWrite
 			s.tail[q] = tailWrite{slice: sl, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {

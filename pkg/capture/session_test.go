@@ -481,7 +481,7 @@ func TestSenderKilledMidStream(t *testing.T) {
 			// vanish. In write mode each block travels on one queue pair (here
 			// block b on queue pair b mod 2), in order: slices 0, 1, 2 and 4
 			// go out as plain writes, and the immediates of 3 and 5 land them.
-			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == wire.ModeWrite}
+			g := wire.Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: mode == wire.ModeWrite}
 			qpOf := func(sl uint64) int {
 				if g.WholeBlocks {
 					return int(g.SliceBlock(sl) % 2)
@@ -556,7 +556,7 @@ func TestWriteModeImmediateForLandedSlice(t *testing.T) {
 		t.Fatalf("first grant %+v", m)
 	}
 	a, k, _ := acc.BlockTarget(c.Index)
-	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: true}
+	g := wire.Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: 2, NBufs: nbufs, WholeBlocks: true}
 	// Queue pair 1 writes slice 0 plain and lands slices 0 and 1 with the
 	// immediate of 1; once that has landed, queue pair 0 names slice 0 again.
 	post := func(i, q int, sl uint64, op fabric.Op) {
@@ -848,7 +848,7 @@ func TestWriteModeBlocksGoWhereThereIsRoom(t *testing.T) {
 	const nbufs, bufsz, msg, nq, blocks = 16, 8192, 2048, 4, 12 // 4 slices per block
 	h := testRing(t, nbufs, bufsz)
 	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: nq, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
-	g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
+	g := wire.Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 	var mu sync.Mutex
 	carried := map[uint64]int{} // block: the queue pair that wrote it
 	var others atomic.Int64
@@ -899,7 +899,7 @@ func TestWriteModeOneImmediatePerBlock(t *testing.T) {
 			var mu sync.Mutex
 			imms, plain := map[uint64]int{}, 0
 			carriers := map[uint64]map[int]bool{} // block: the queue pairs that wrote into it
-			g := Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
+			g := wire.Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: nq, NBufs: nbufs, WholeBlocks: true}
 			hs.net.Hook = func(qp int, wr fabric.SendWR) {
 				mu.Lock()
 				defer mu.Unlock()
