@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
@@ -147,7 +147,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if err != nil {
 		return err
 	}
-	cfg := capture.SenderConfig{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
+	cfg := sender.Config{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
 	switch {
 	case o.file != "":
@@ -167,14 +167,14 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 			cfg.Bytes = uint64(st.Size())
 		}
 		if st.Mode().IsRegular() {
-			cfg.Source = capture.FileSource{R: f}
+			cfg.Source = sender.FileSource{R: f}
 		} else {
-			cfg.Source = capture.ReaderSource{R: f}
+			cfg.Source = sender.ReaderSource{R: f}
 		}
 	case o.noFill:
-		cfg.Source = capture.NoFillSource{}
+		cfg.Source = sender.NoFillSource{}
 	default:
-		cfg.Source = capture.PatternSource{Seed: o.seed}
+		cfg.Source = sender.PatternSource{Seed: o.seed}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -192,7 +192,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
 		return err
 	}
-	fab, err := verbsfabric.NewSender(devCfg, capture.SendBufferBytes(cfg))
+	fab, err := verbsfabric.NewSender(devCfg, sender.SendBufferBytes(cfg))
 	if err != nil {
 		return err
 	}
@@ -210,9 +210,9 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 				cfg.ProgressEvery = 200 * time.Millisecond
 			}
 		}
-		cfg.Progress = func(p capture.Progress) { printProgress(errw, tty, p) }
+		cfg.Progress = func(p sender.Progress) { printProgress(errw, tty, p) }
 	}
-	res, err := capture.Send(ctx, o.connect, cfg, fab)
+	res, err := sender.Send(ctx, o.connect, cfg, fab)
 	if tty && !o.quiet {
 		outln(errw)
 	}
@@ -229,7 +229,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 // driver, a process allowed to run on the CPUs allowed, and qps queue pairs:
 // either one posting thread (pinned as pin says) or one per CPU in cpus.
 // auto spreads the posting over the allowed CPUs on software RDMA devices.
-func resolvePosting(v string, threads int, driver string, allowed []int, qps int) (pin capture.CPUPin, cpus []int, err error) {
+func resolvePosting(v string, threads int, driver string, allowed []int, qps int) (pin sender.CPUPin, cpus []int, err error) {
 	soft := driver == "rdma_rxe" || driver == "siw"
 	if threads < 0 {
 		return 0, nil, fmt.Errorf("--post-threads %d: want 1 or more (0: auto)", threads)
@@ -242,7 +242,7 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 		if threads > 1 {
 			return 0, nil, fmt.Errorf("--post-threads %d posts from pinned threads: give --pin-cpu auto or one CPU per thread, not none", threads)
 		}
-		return capture.PinNone, nil, nil
+		return sender.PinNone, nil, nil
 	case "auto":
 		n := threads
 		if n == 0 {
@@ -253,14 +253,14 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 		}
 		if n == 1 {
 			if soft {
-				return capture.PinCurrent, nil, nil
+				return sender.PinCurrent, nil, nil
 			}
-			return capture.PinNone, nil, nil
+			return sender.PinNone, nil, nil
 		}
 		if n > len(allowed) {
 			return 0, nil, fmt.Errorf("--post-threads %d: this process may run on %d CPUs (%v); give --pin-cpu a CPU per thread to share them", n, len(allowed), allowed)
 		}
-		return capture.PinNone, allowed[:n], nil
+		return sender.PinNone, allowed[:n], nil
 	}
 	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.Atoi(f)
@@ -276,9 +276,9 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 		return 0, nil, fmt.Errorf("--pin-cpu %s: %d posting threads, more than the %d queue pairs (--qps); want at most one thread per queue pair", v, len(cpus), qps)
 	}
 	if len(cpus) == 1 {
-		return capture.PinTo(cpus[0]), nil, nil
+		return sender.PinTo(cpus[0]), nil, nil
 	}
-	return capture.PinNone, cpus, nil
+	return sender.PinNone, cpus, nil
 }
 
 // allowedCPUs lists the CPUs this process may run on.
@@ -305,7 +305,7 @@ func driverOf(devs []rdma.Device, name string) string {
 	return ""
 }
 
-func printProgress(w io.Writer, tty bool, p capture.Progress) {
+func printProgress(w io.Writer, tty bool, p sender.Progress) {
 	gbps := 0.0
 	if s := p.Elapsed.Seconds(); s > 0 {
 		gbps = float64(p.Bytes) * 8 / s / 1e9

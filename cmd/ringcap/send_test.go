@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/sender"
 )
 
 func TestResolvePosting(t *testing.T) {
@@ -19,7 +19,7 @@ func TestResolvePosting(t *testing.T) {
 		driver  string
 		allowed []int
 		qps     int
-		pin     capture.CPUPin
+		pin     sender.CPUPin
 		cpus    []int
 		bad     string
 	}{
@@ -27,18 +27,18 @@ func TestResolvePosting(t *testing.T) {
 		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 4, cpus: two},
 		{v: "auto", driver: "siw", allowed: []int{2, 5, 7}, qps: 4, cpus: []int{2, 5, 7}},
 		{v: "auto", driver: "rdma_rxe", allowed: []int{2, 5, 7}, qps: 2, cpus: []int{2, 5}},
-		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 1, pin: capture.PinCurrent},
-		{v: "auto", driver: "rdma_rxe", allowed: []int{3}, qps: 4, pin: capture.PinCurrent},
-		{v: "auto", threads: 1, driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinCurrent},
+		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 1, pin: sender.PinCurrent},
+		{v: "auto", driver: "rdma_rxe", allowed: []int{3}, qps: 4, pin: sender.PinCurrent},
+		{v: "auto", threads: 1, driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinCurrent},
 		// auto on a hardware NIC: one free thread, unless threads are asked for
-		{v: "auto", driver: "mlx5_core", allowed: two, qps: 4, pin: capture.PinNone},
+		{v: "auto", driver: "mlx5_core", allowed: two, qps: 4, pin: sender.PinNone},
 		{v: "auto", threads: 2, driver: "mlx5_core", allowed: two, qps: 4, cpus: two},
 		{v: "auto", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "may run on 2 CPUs"},
-		{v: "none", driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinNone},
+		{v: "none", driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinNone},
 		{v: "none", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, bad: "not none"},
 		// explicit CPUs: one per thread
-		{v: "3", driver: "mlx5_core", allowed: two, qps: 4, pin: capture.PinTo(3)},
-		{v: "0", driver: "rdma_rxe", allowed: two, qps: 4, pin: capture.PinTo(0)},
+		{v: "3", driver: "mlx5_core", allowed: two, qps: 4, pin: sender.PinTo(3)},
+		{v: "0", driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinTo(0)},
 		{v: "1,0", driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{1, 0}},
 		{v: "0,0", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{0, 0}},
 		{v: "0,1", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "2 CPUs for --post-threads 3"},
@@ -89,7 +89,7 @@ func TestSendRejectsBadFlags(t *testing.T) {
 // Progress lines say when the receiver is held back by its ring's readers,
 // and for how long, also when nothing moves.
 func TestPrintProgressSaysHeldBack(t *testing.T) {
-	p := capture.Progress{Bytes: 1 << 20, Acked: 1 << 20, Elapsed: 10 * time.Second, HeldBack: 7 * time.Second}
+	p := sender.Progress{Bytes: 1 << 20, Acked: 1 << 20, Elapsed: 10 * time.Second, HeldBack: 7 * time.Second}
 	cases := []struct {
 		name    string
 		tty     bool

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -100,8 +101,8 @@ func TestSenderHeaderKeywords(t *testing.T) {
 		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	send := func(hdr []wire.HeaderField) (Result, error) {
-		return hs.send(ctx, SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3*bufsz + 5, Source: PatternSource{Seed: 7}, Header: hdr})
+	send := func(hdr []wire.HeaderField) (sender.Result, error) {
+		return hs.send(ctx, sender.Config{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3*bufsz + 5, Source: sender.PatternSource{Seed: 7}, Header: hdr})
 	}
 	reads := readObservations(t, ctx, h, 1, 7, 0)
 	if res, err := send([]wire.HeaderField{{Key: "SOURCE", Value: "J0437-4715"}}); err != nil || !res.Complete {

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"sync"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -82,32 +81,4 @@ func (r *holdReporter) due(now time.Time, s holdState) bool {
 func (r *holdReporter) message(now time.Time, s holdState) wire.Held {
 	r.last, r.holding, r.total = now, s.holding, s.total
 	return wire.Held{Holding: s.holding, Nanos: uint64(s.total), HoldNanos: uint64(s.current)}
-}
-
-// heldView is what a sender knows of the receiver's holds: the last Held
-// message and when it came, read forward to now while a hold goes on.
-type heldView struct {
-	mu   sync.Mutex
-	last wire.Held
-	at   time.Time
-}
-
-func (v *heldView) note(m wire.Held, now time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.last, v.at = m, now
-}
-
-// state is the receiver's held-back time as of now.
-func (v *heldView) state(now time.Time) holdState {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	s := holdState{holding: v.last.Holding, total: time.Duration(v.last.Nanos)}
-	if s.holding {
-		d := max(0, now.Sub(v.at))
-		s.current = time.Duration(v.last.HoldNanos) + d
-		s.total += d
-		s.since = now.Add(-s.current)
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
+	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
@@ -76,19 +77,6 @@ func TestHoldReporterDue(t *testing.T) {
 	}
 }
 
-func TestHeldViewReadsForward(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var v heldView
-	v.note(wire.Held{Holding: true, Nanos: uint64(5 * time.Second), HoldNanos: uint64(2 * time.Second)}, t0)
-	if s := v.state(t0.Add(time.Second)); !s.holding || s.current != 3*time.Second || s.total != 6*time.Second {
-		t.Fatalf("during a hold: %+v", s)
-	}
-	v.note(wire.Held{Nanos: uint64(7 * time.Second)}, t0.Add(2*time.Second))
-	if s := v.state(t0.Add(time.Hour)); s.holding || s.total != 7*time.Second {
-		t.Fatalf("after the hold: %+v", s)
-	}
-}
-
 // holdingReader reads one observation, keeping its first block until release
 // is closed; held is closed once it has the block. It sends the bytes it read.
 func holdingReader(t *testing.T, ctx context.Context, h *dada.HDU, release <-chan struct{}) (held <-chan struct{}, bytes <-chan uint64) {
@@ -146,7 +134,7 @@ func holdingReader(t *testing.T, ctx context.Context, h *dada.HDU, release <-cha
 type progressLog struct {
 	mu   sync.Mutex
 	cond *sync.Cond
-	all  []Progress
+	all  []sender.Progress
 }
 
 func newProgressLog() *progressLog {
@@ -155,7 +143,7 @@ func newProgressLog() *progressLog {
 	return l
 }
 
-func (l *progressLog) add(p Progress) {
+func (l *progressLog) add(p sender.Progress) {
 	l.mu.Lock()
 	l.all = append(l.all, p)
 	l.mu.Unlock()
@@ -171,7 +159,7 @@ func (l *progressLog) len() int {
 
 // await waits for a report after the first `from` that, with the one before
 // it, satisfies ok and returns both; ctx bounds the wait.
-func (l *progressLog) await(ctx context.Context, from int, ok func(prev, p Progress) bool) (prev, p Progress, err error) {
+func (l *progressLog) await(ctx context.Context, from int, ok func(prev, p sender.Progress) bool) (prev, p sender.Progress, err error) {
 	stop := context.AfterFunc(ctx, l.cond.Broadcast)
 	defer stop()
 	l.mu.Lock()
@@ -179,7 +167,7 @@ func (l *progressLog) await(ctx context.Context, from int, ok func(prev, p Progr
 	for i := max(from, 1); ; i++ {
 		for i >= len(l.all) {
 			if ctx.Err() != nil {
-				return Progress{}, Progress{}, ctx.Err()
+				return sender.Progress{}, sender.Progress{}, ctx.Err()
 			}
 			l.cond.Wait()
 		}
@@ -245,12 +233,12 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			const total = 3 * nbufs * bufsz
 			prog := newProgressLog()
 			type sent struct {
-				res Result
+				res sender.Result
 				err error
 			}
 			done := make(chan sent, 1)
 			go func() {
-				res, err := hs.send(ctx, SenderConfig{Mode: mode, QPs: 2, MsgBytes: msg, Bytes: total, Source: PatternSource{Seed: 5}, TxDepth: 4,
+				res, err := hs.send(ctx, sender.Config{Mode: mode, QPs: 2, MsgBytes: msg, Bytes: total, Source: sender.PatternSource{Seed: 5}, TxDepth: 4,
 					Progress: prog.add, ProgressEvery: time.Millisecond})
 				done <- sent{res, err}
 			}()
@@ -266,8 +254,8 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			// first one, which the stream needs next. (Short holds before
 			// that, while the receiver waits for its ring worker to open the
 			// next block, end at once.)
-			stuck := func(p Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }
-			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool { return stuck(prev) && stuck(p) })
+			stuck := func(p sender.Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }
+			p1, p2, err := prog.await(ctx, 0, func(prev, p sender.Progress) bool { return stuck(prev) && stuck(p) })
 			if err != nil {
 				t.Fatalf("no two progress reports in a row said the sender is held back, with nothing moving, while the reader keeps a block: %v", err)
 			}
@@ -414,13 +402,13 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() {
 		f := memfabric.NewSender(n, make([]byte, 2*4*msg))
-		_, err := Send(sctx, ln.Addr().String(), SenderConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
-			Source: PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
+		_, err := sender.Send(sctx, ln.Addr().String(), sender.Config{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, Bytes: 3 * nbufs * bufsz,
+			Source: sender.PatternSource{Seed: 1}, TxDepth: 4, Progress: prog.add, ProgressEvery: time.Millisecond}, f)
 		sent <- err
 	}()
 	// Stuck for good: every block landed and none comes free. (Short holds
 	// before, while the ring worker opens the next block, end at once.)
-	if _, _, err := prog.await(ctx, 0, func(_, p Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }); err != nil {
+	if _, _, err := prog.await(ctx, 0, func(_, p sender.Progress) bool { return p.Holding && p.Acked == nbufs*bufsz }); err != nil {
 		t.Fatalf("the sender never reported the hold: %v", err)
 	}
 	stopSender() // the stream ends while the receiver is held back
@@ -434,7 +422,7 @@ func TestHoldLastsUntilTheEndOfDataIsInTheRing(t *testing.T) {
 		t.Fatalf("while the end of data waits for a block: heldBackSince %q, heldBackSeconds %g: want the hold going on", s1.HeldBackSince, s1.HeldBackSeconds)
 	}
 	// The sender, waiting for the receiver's word, still reports the hold.
-	if _, _, err := prog.await(ctx, prog.len(), func(_, p Progress) bool { return p.Holding }); err != nil {
+	if _, _, err := prog.await(ctx, prog.len(), func(_, p sender.Progress) bool { return p.Holding }); err != nil {
 		t.Fatalf("no progress report while the sender waits for the receiver to end the observation: %v", err)
 	}
 	letGo()
@@ -470,7 +458,7 @@ func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			// Observation 0 fills every block; the reader keeps the first.
-			cfg := SenderConfig{Mode: mode, QPs: 2, MsgBytes: msg, Bytes: nbufs * bufsz, Source: PatternSource{Seed: 5}, TxDepth: 4}
+			cfg := sender.Config{Mode: mode, QPs: 2, MsgBytes: msg, Bytes: nbufs * bufsz, Source: sender.PatternSource{Seed: 5}, TxDepth: 4}
 			if res, err := hs.send(ctx, cfg); err != nil || !res.Complete {
 				t.Fatalf("observation 0: %+v %v", res, err)
 			}
@@ -481,14 +469,14 @@ func TestHandshakeWaitsWhileReadersHoldEveryBlock(t *testing.T) {
 			cfg.Bytes, cfg.DialTimeout, cfg.AnswerTimeout, cfg.Progress, cfg.ProgressEvery = bufsz, 100*time.Millisecond, 1200*time.Millisecond, prog.add, time.Millisecond
 			deadline := cfg.DialTimeout + cfg.AnswerTimeout // without the receiver's reports
 			done := make(chan error, 1)
-			var res Result
+			var res sender.Result
 			go func() {
 				var err error
 				res, err = hs.send(ctx, cfg)
 				done <- err
 			}()
-			holding := func(p Progress) bool { return p.Holding && p.Acked == 0 }
-			p1, p2, err := prog.await(ctx, 0, func(prev, p Progress) bool {
+			holding := func(p sender.Progress) bool { return p.Holding && p.Acked == 0 }
+			p1, p2, err := prog.await(ctx, 0, func(prev, p sender.Progress) bool {
 				return holding(prev) && holding(p) && p.Elapsed > deadline
 			})
 			if err != nil {

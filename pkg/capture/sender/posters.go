@@ -1,4 +1,4 @@
-package capture
+package sender
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 )
 
-// The sender posts from one OS thread per CPU of SenderConfig.PostCPUs, each
+// The sender posts from one OS thread per CPU of Config.PostCPUs, each
 // pinned there, through fabric.PostLanes.
 //
 // Why: on a software RDMA device (rxe) the doorbell runs the queue pair's

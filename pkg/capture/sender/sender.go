@@ -1,4 +1,4 @@
-package capture
+package sender
 
 import (
 	"context"
@@ -91,8 +91,8 @@ func (NoFillSource) Fill(dst []byte, _ uint64) (int, error) { return len(dst), n
 // RandomAccess implements RandomAccessSource.
 func (NoFillSource) RandomAccess() {}
 
-// SenderConfig configures Send.
-type SenderConfig struct {
+// Config configures Send.
+type Config struct {
 	Mode     wire.Mode
 	QPs      int
 	MsgBytes uint64
@@ -226,7 +226,7 @@ type RejectedError struct{ Message string }
 func (e *RejectedError) Error() string { return "receiver refused the connection: " + e.Message }
 
 // Validate checks the configuration.
-func (c SenderConfig) Validate() error {
+func (c Config) Validate() error {
 	if err := wire.ValidateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func (c SenderConfig) Validate() error {
 	return nil
 }
 
-func (c *SenderConfig) defaults() {
+func (c *Config) defaults() {
 	if c.TxDepth == 0 {
 		c.TxDepth = 16
 	}
@@ -297,7 +297,7 @@ func (c *SenderConfig) defaults() {
 }
 
 // SendBufferBytes is the registered send buffer Send needs for cfg.
-func SendBufferBytes(cfg SenderConfig) uint64 {
+func SendBufferBytes(cfg Config) uint64 {
 	cfg.defaults()
 	return uint64(cfg.QPs) * uint64(cfg.TxDepth) * cfg.MsgBytes
 }
@@ -305,7 +305,7 @@ func SendBufferBytes(cfg SenderConfig) uint64 {
 // Send connects to a receiver at addr and streams cfg.Source to it. Cancelling
 // ctx stops the stream early; the receiver then ends the observation on the
 // bytes that landed and marks it incomplete.
-func Send(ctx context.Context, addr string, cfg SenderConfig, fab fabric.SenderFabric) (Result, error) {
+func Send(ctx context.Context, addr string, cfg Config, fab fabric.SenderFabric) (Result, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -359,7 +359,7 @@ func Send(ctx context.Context, addr string, cfg SenderConfig, fab fabric.SenderF
 // answer AnswerTimeout more (at least three report intervals), so a sender
 // waits for slow readers instead of giving up with a timeout. It returns the
 // last such report and when it came (zero without one).
-func awaitAnswer(k *wire.Conn, c net.Conn, cfg SenderConfig) (wire.Held, time.Time, wire.Accept, error) {
+func awaitAnswer(k *wire.Conn, c net.Conn, cfg Config) (wire.Held, time.Time, wire.Accept, error) {
 	var (
 		last wire.Held
 		at   time.Time
@@ -397,7 +397,7 @@ type sendSession struct {
 	ctx   context.Context // bounds waits for completions: base, or base and a failed post
 	base  context.Context
 	lanes fabric.PostLanes // posting threads (PostCPUs), or nil: this thread posts
-	cfg   SenderConfig
+	cfg   Config
 	k     *wire.Conn
 	ep    fabric.Endpoint
 	acc   wire.Accept
