@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -24,13 +25,6 @@ import (
 )
 
 func init() { register(newRecvCmd) }
-
-// Environment the device plugin sets in the container (see cmd/plugin).
-const (
-	envDevice   = "RINGCAP_RDMA_DEVICE"
-	envPort     = "RINGCAP_RDMA_PORT"
-	envGIDIndex = "RINGCAP_GID_INDEX"
-)
 
 type recvOpts struct {
 	ring        dada.Config
@@ -65,25 +59,22 @@ type devFlags struct {
 
 func (d *devFlags) add(c *cobra.Command) {
 	fs := c.Flags()
-	fs.StringVar(&d.device, "device", "", "RDMA device (default: $"+envDevice+", else the device whose RoCE v2 GID carries the address in use)")
-	fs.IntVar(&d.port, "ib-port", 0, "device port (default: $"+envPort+", else the first active port)")
-	fs.IntVar(&d.gidIndex, "gid-index", -1, "GID index (default: $"+envGIDIndex+", else automatic: RoCE v2, IPv4-mapped preferred)")
+	fs.StringVar(&d.device, "device", "", "RDMA device (default: $"+endpoint.EnvDevice+", else the device whose RoCE v2 GID carries the address in use)")
+	fs.IntVar(&d.port, "ib-port", 0, "device port (default: $"+endpoint.EnvPort+", else the first active port)")
+	fs.IntVar(&d.gidIndex, "gid-index", -1, "GID index (default: $"+endpoint.EnvGIDIndex+", else automatic: RoCE v2, IPv4-mapped preferred)")
 }
 
 // choose discovers the RDMA devices and picks the device, port and GID for ip
 // (the flags, then the device plugin's environment, then automatically), and
 // logs the choice. localIPs are this host's (pod's) addresses, or nil.
 func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (fabric.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
-	req, err := d.request(ip)
+	req := d.request()
+	req.IP, req.LocalIPs = ip, localIPs
+	req, err := req.WithEnv(os.Getenv)
 	if err != nil {
 		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
-	req.LocalIPs = localIPs
-	devs, _, err := rdma.Discover(rdma.DefaultRoots)
-	if err != nil {
-		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
-	}
-	devCfg, ep, err := capture.ChooseEndpoint(devs, req)
+	devCfg, ep, devs, err := endpoint.Find(rdma.DefaultRoots, req)
 	if err != nil {
 		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
 	}
@@ -91,37 +82,9 @@ func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (fabri
 	return devCfg, ep, devs, nil
 }
 
-// request merges flags, then the device plugin's environment.
-func (d *devFlags) request(ip net.IP) (capture.EndpointRequest, error) {
-	req := capture.EndpointRequest{Device: d.device, Port: d.port, GIDIndex: d.gidIndex, IP: ip, Source: "flags"}
-	fromEnv := false
-	if req.Device == "" {
-		if v := os.Getenv(envDevice); v != "" {
-			req.Device, fromEnv = v, true
-		}
-	}
-	if req.Port == 0 {
-		if v := os.Getenv(envPort); v != "" {
-			p, err := strconv.Atoi(v)
-			if err != nil {
-				return req, fmt.Errorf("$%s=%q: %w", envPort, v, err)
-			}
-			req.Port, fromEnv = p, true
-		}
-	}
-	if req.GIDIndex < 0 {
-		if v := os.Getenv(envGIDIndex); v != "" {
-			g, err := strconv.Atoi(v)
-			if err != nil {
-				return req, fmt.Errorf("$%s=%q: %w", envGIDIndex, v, err)
-			}
-			req.GIDIndex, fromEnv = g, true
-		}
-	}
-	if fromEnv {
-		req.Source = "the device plugin environment"
-	}
-	return req, nil
+// request is what the flags ask for.
+func (d *devFlags) request() endpoint.Request {
+	return endpoint.Request{Device: d.device, Port: d.port, GIDIndex: d.gidIndex, Source: "flags"}
 }
 
 func newRecvCmd() *cobra.Command {

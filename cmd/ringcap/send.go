@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -176,28 +175,10 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	default:
 		cfg.Source = sender.PatternSource{Seed: o.seed}
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-
-	// The local endpoint: the RoCE v2 GID that carries the address we reach the receiver from.
-	local, err := localAddrFor(o.connect)
+	dev, err := o.dev.request().WithEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	devCfg, ep, devs, err := o.dev.choose(local, nil, log)
-	if err != nil {
-		return err
-	}
-	if cfg.Pin, cfg.PostCPUs, err = resolvePosting(o.pinCPU, o.threads, driverOf(devs, ep.Device), allowed, o.qps); err != nil {
-		return err
-	}
-	fab, err := verbsfabric.NewSender(devCfg, sender.SendBufferBytes(cfg))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = fab.Close() }()
-
 	tty := false
 	if f, ok := errw.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
@@ -212,7 +193,12 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		}
 		cfg.Progress = func(p sender.Progress) { printProgress(errw, tty, p) }
 	}
-	res, err := sender.Send(ctx, o.connect, cfg, fab)
+	res, err := sender.Run(ctx, sender.Stream{
+		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Open: openVerbsSender,
+		Posting: func(driver string) (sender.CPUPin, []int, error) {
+			return resolvePosting(o.pinCPU, o.threads, driver, allowed, o.qps)
+		},
+	})
 	if tty && !o.quiet {
 		outln(errw)
 	}
@@ -296,15 +282,6 @@ func allowedCPUs() ([]int, error) {
 	return cpus, nil
 }
 
-func driverOf(devs []rdma.Device, name string) string {
-	for _, d := range devs {
-		if d.Name == name {
-			return d.Driver
-		}
-	}
-	return ""
-}
-
 func printProgress(w io.Writer, tty bool, p sender.Progress) {
 	gbps := 0.0
 	if s := p.Elapsed.Seconds(); s > 0 {
@@ -349,13 +326,7 @@ func humanBytes(n uint64) string {
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// localAddrFor returns the local IP the kernel would use to reach addr (no
-// packet is sent: a UDP socket is only connected).
-func localAddrFor(addr string) (net.IP, error) {
-	c, err := net.Dial("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("find the local address toward %s: %w", addr, err)
-	}
-	defer func() { _ = c.Close() }()
-	return c.LocalAddr().(*net.UDPAddr).IP, nil
+// openVerbsSender opens the sender's fabric over libibverbs.
+func openVerbsSender(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error) {
+	return verbsfabric.NewSender(dev, bufBytes)
 }

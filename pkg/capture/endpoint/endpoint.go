@@ -1,16 +1,20 @@
-package capture
+// Package endpoint chooses the RDMA device, port and GID a receiver or sender
+// uses: from flags, the device plugin's environment, or automatically from
+// the address in use and the devices found in sysfs.
+package endpoint
 
 import (
 	"fmt"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
-// EndpointRequest is what the user (flags) or the device plugin (environment)
+// Request is what the user (flags) or the device plugin (environment)
 // asked for; empty fields are chosen automatically.
-type EndpointRequest struct {
+type Request struct {
 	Device   string // "" = automatic
 	Port     int    // 0 = automatic (the first active port)
 	GIDIndex int    // -1 = automatic
@@ -25,10 +29,10 @@ type EndpointRequest struct {
 	Source string
 }
 
-// ChooseEndpoint resolves a request against the discovered devices: the
+// Choose resolves a request against the discovered devices: the
 // device, port and GID index to use and a human-readable reason, which the
 // receiver logs and reports in its status.
-func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (fabric.DeviceConfig, EndpointStatus, error) {
+func Choose(devs []rdma.Device, req Request) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
 	src := req.Source
 	if src == "" {
 		src = "flags"
@@ -60,9 +64,9 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (fabric.DeviceConfi
 	}
 	if len(cands) == 0 {
 		if req.Device != "" {
-			return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
+			return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
 		}
-		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no RDMA device found")
+		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no RDMA device found")
 	}
 	var firstErr error
 	for _, d := range cands {
@@ -76,7 +80,7 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (fabric.DeviceConfi
 			if req.GIDIndex >= 0 {
 				g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{Mode: rdma.GIDPolicyIndex, Index: req.GIDIndex})
 				if err != nil {
-					return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
+					return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
 				}
 				return done(d, p, g, fmt.Sprintf("GID index %d from %s: %s", g.Index, src, why))
 			}
@@ -101,17 +105,17 @@ func ChooseEndpoint(devs []rdma.Device, req EndpointRequest) (fabric.DeviceConfi
 		}
 	}
 	if firstErr != nil {
-		return fabric.DeviceConfig{}, EndpointStatus{}, firstErr
+		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, firstErr
 	}
 	if req.Port != 0 {
-		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
+		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
 	}
-	return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("no active port on %s", names(cands))
+	return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no active port on %s", names(cands))
 }
 
-func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, EndpointStatus, error) {
+func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
 	return fabric.DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
-		EndpointStatus{Device: d.Name, IBPort: p.Num, GIDIndex: new(g.Index), GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
+		statusdoc.Endpoint{Device: d.Name, IBPort: p.Num, GIDIndex: new(g.Index), GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
 }
 
 func names(devs []rdma.Device) string {

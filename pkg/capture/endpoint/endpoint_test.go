@@ -1,4 +1,4 @@
-package capture
+package endpoint
 
 import (
 	"net"
@@ -24,23 +24,23 @@ func rxeDevices() []rdma.Device {
 func TestChooseEndpoint(t *testing.T) {
 	devs := rxeDevices()
 	cases := []struct {
-		req    EndpointRequest
+		req    Request
 		dev    string
 		gid    int
 		reason string
 		err    string
 	}{
-		{req: EndpointRequest{GIDIndex: -1, IP: net.ParseIP("198.18.0.2")}, dev: "rxe1", gid: 1, reason: "carries the listen address 198.18.0.2"},
-		{req: EndpointRequest{GIDIndex: -1, IP: net.IPv4zero}, dev: "rxe0", gid: 1, reason: "IPv4-mapped"},
-		{req: EndpointRequest{Device: "rxe1", GIDIndex: -1}, dev: "rxe1", gid: 1, reason: "IPv4-mapped"},
-		{req: EndpointRequest{GIDIndex: -1, IP: net.IPv4zero, LocalIPs: []net.IP{net.ParseIP("10.0.0.1"), net.ParseIP("198.18.0.2")}}, dev: "rxe1", gid: 1, reason: "carries the local address 198.18.0.2"},
-		{req: EndpointRequest{Device: "rxe0", GIDIndex: 0, Source: "device plugin environment"}, dev: "rxe0", gid: 0, reason: "GID index 0 from device plugin environment"},
-		{req: EndpointRequest{Device: "rxe0", GIDIndex: 7}, err: "GID index 7"},
-		{req: EndpointRequest{Device: "mlx5_0", GIDIndex: -1}, err: `RDMA device "mlx5_0" not found`},
-		{req: EndpointRequest{Device: "rxe0", Port: 2, GIDIndex: -1}, err: "no port 2"},
+		{req: Request{GIDIndex: -1, IP: net.ParseIP("198.18.0.2")}, dev: "rxe1", gid: 1, reason: "carries the listen address 198.18.0.2"},
+		{req: Request{GIDIndex: -1, IP: net.IPv4zero}, dev: "rxe0", gid: 1, reason: "IPv4-mapped"},
+		{req: Request{Device: "rxe1", GIDIndex: -1}, dev: "rxe1", gid: 1, reason: "IPv4-mapped"},
+		{req: Request{GIDIndex: -1, IP: net.IPv4zero, LocalIPs: []net.IP{net.ParseIP("10.0.0.1"), net.ParseIP("198.18.0.2")}}, dev: "rxe1", gid: 1, reason: "carries the local address 198.18.0.2"},
+		{req: Request{Device: "rxe0", GIDIndex: 0, Source: "device plugin environment"}, dev: "rxe0", gid: 0, reason: "GID index 0 from device plugin environment"},
+		{req: Request{Device: "rxe0", GIDIndex: 7}, err: "GID index 7"},
+		{req: Request{Device: "mlx5_0", GIDIndex: -1}, err: `RDMA device "mlx5_0" not found`},
+		{req: Request{Device: "rxe0", Port: 2, GIDIndex: -1}, err: "no port 2"},
 	}
 	for _, c := range cases {
-		cfg, st, err := ChooseEndpoint(devs, c.req)
+		cfg, st, err := Choose(devs, c.req)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%+v: error %v, want %q", c.req, err, c.err)
@@ -55,7 +55,7 @@ func TestChooseEndpoint(t *testing.T) {
 			t.Errorf("%+v: got %+v %+v, want %s gid %d reason ~%q", c.req, cfg, st, c.dev, c.gid, c.reason)
 		}
 	}
-	if _, _, err := ChooseEndpoint(nil, EndpointRequest{GIDIndex: -1}); err == nil {
+	if _, _, err := Choose(nil, Request{GIDIndex: -1}); err == nil {
 		t.Error("no devices: no error")
 	}
 }

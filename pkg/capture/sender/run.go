@@ -1,0 +1,94 @@
+package sender
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// OpenFabric opens the fabric a stream goes over on the chosen device, with
+// send buffers of bufBytes (see SendBufferBytes).
+type OpenFabric func(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error)
+
+// Stream is everything one sender run needs besides its command line: the
+// receiver to connect to, the stream, the device request and the fabric.
+type Stream struct {
+	// Connect is the receiver's HOST:PORT.
+	Connect string
+	Config  Config
+	// Device is what was asked for; its IP is the local address toward
+	// Connect, found by Run.
+	Device endpoint.Request
+	// Roots is where the RDMA devices are discovered (rdma.DefaultRoots).
+	Roots rdma.Roots
+	// Open opens the fabric, e.g. verbsfabric.NewSender.
+	Open OpenFabric
+	// Posting, when set, chooses Config.Pin and Config.PostCPUs once the
+	// device's driver is known (software RDMA wants other posting than a NIC).
+	Posting func(driver string) (CPUPin, []int, error)
+}
+
+// Run streams to the receiver: it checks the configuration, chooses the
+// device toward the receiver, opens the fabric and sends (see Send). It
+// closes what it opened.
+func Run(ctx context.Context, s Stream) (Result, error) {
+	cfg := s.Config
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	local, err := localAddrFor(s.Connect)
+	if err != nil {
+		return Result{}, err
+	}
+	req := s.Device
+	req.IP = local
+	devCfg, ep, devs, err := endpoint.Find(s.Roots, req)
+	if err != nil {
+		return Result{}, err
+	}
+	logger(cfg.Log).Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	if s.Posting != nil {
+		if cfg.Pin, cfg.PostCPUs, err = s.Posting(driverOf(devs, ep.Device)); err != nil {
+			return Result{}, err
+		}
+	}
+	fab, err := s.Open(devCfg, SendBufferBytes(cfg))
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _ = fab.Close() }()
+	return Send(ctx, s.Connect, cfg, fab)
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// driverOf is the kernel driver of the device named name.
+func driverOf(devs []rdma.Device, name string) string {
+	for _, d := range devs {
+		if d.Name == name {
+			return d.Driver
+		}
+	}
+	return ""
+}
+
+// localAddrFor returns the local IP the kernel would use to reach addr (no
+// packet is sent: connecting a UDP socket only picks the route).
+func localAddrFor(addr string) (net.IP, error) {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("find the local address toward %s: %w", addr, err)
+	}
+	defer func() { _ = c.Close() }()
+	return c.LocalAddr().(*net.UDPAddr).IP, nil
+}
