@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -64,24 +60,6 @@ func (d *devFlags) add(c *cobra.Command) {
 	fs.IntVar(&d.gidIndex, "gid-index", -1, "GID index (default: $"+endpoint.EnvGIDIndex+", else automatic: RoCE v2, IPv4-mapped preferred)")
 }
 
-// choose discovers the RDMA devices and picks the device, port and GID for ip
-// (the flags, then the device plugin's environment, then automatically), and
-// logs the choice. localIPs are this host's (pod's) addresses, or nil.
-func (d *devFlags) choose(ip net.IP, localIPs []net.IP, log *slog.Logger) (fabric.DeviceConfig, capture.EndpointStatus, []rdma.Device, error) {
-	req := d.request()
-	req.IP, req.LocalIPs = ip, localIPs
-	req, err := req.WithEnv(os.Getenv)
-	if err != nil {
-		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
-	}
-	devCfg, ep, devs, err := endpoint.Find(rdma.DefaultRoots, req)
-	if err != nil {
-		return fabric.DeviceConfig{}, capture.EndpointStatus{}, nil, err
-	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
-	return devCfg, ep, devs, nil
-}
-
 // request is what the flags ask for.
 func (d *devFlags) request() endpoint.Request {
 	return endpoint.Request{Device: d.device, Port: d.port, GIDIndex: d.gidIndex, Source: "flags"}
@@ -134,9 +112,8 @@ func newRecvCmd() *cobra.Command {
 	return c
 }
 
-func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
+func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	t := capture.NewTracker()
 	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
@@ -145,125 +122,27 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	if err != nil {
 		return err
 	}
-	t.Update(func(s *capture.Status) { s.QueuePairs, s.TransferMode, s.BusyPoll = o.qps, mode.String(), o.busyPoll })
-
-	if o.metricsAddr != "" {
-		ln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("listen for metrics on %s: %w", o.metricsAddr, err)
-		}
-		srv := &http.Server{Handler: t.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-		log.Info("Serving status and metrics", "address", ln.Addr().String())
-	}
-	// Whatever happens, leave a final state and the summary behind.
-	defer func() {
-		switch {
-		case err != nil:
-			t.SetState(capture.StateFailed, err.Error())
-		case ctx.Err() != nil:
-			t.SetState(capture.StateFinished, "stopped by signal")
-		default:
-			t.SetState(capture.StateFinished, "stop condition reached")
-		}
-		if o.summaryFile != "" {
-			if werr := t.WriteSummary(o.summaryFile); werr != nil {
-				log.Error("Writing the summary failed", "file", o.summaryFile, "err", werr)
-				if err == nil {
-					err = werr
-				}
-			}
-		}
-	}()
-
-	// The ring.
-	if o.create {
-		created, err := dada.Create(o.ring)
-		if err != nil {
-			return err
-		}
-		log.Info("Created ring", "key", o.ring.Key.String(), "nbufs", o.ring.NBufs, "bufsz", o.ring.BufSize, "readers", o.ring.Readers)
-		defer func() {
-			if derr := created.Destroy(); derr != nil && err == nil {
-				err = derr
-			}
-		}()
-	}
-	h, err := connectWait(ctx, o.ring.Key, dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock}, o.wait)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = h.Close() }()
-	t.Update(func(s *capture.Status) {
-		s.Ring = capture.RingStatus{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
-	})
-
-	// The RDMA endpoint.
-	host, portStr, err := net.SplitHostPort(o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", o.listen, err)
-	}
-	listenIP := net.ParseIP(host)
-	if host != "" && listenIP == nil {
-		return fmt.Errorf("--listen %q: the host must be an IP address", o.listen)
-	}
-	devCfg, ep, _, err := o.dev.choose(listenIP, localIPs(), log)
-	if err != nil {
-		return err
-	}
-	port, _ := strconv.Atoi(portStr)
-	ep.Address, ep.Port = host, port
-	t.Update(func(s *capture.Status) { s.Endpoint = ep })
-
-	fab, err := verbsfabric.NewReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
-	if err != nil {
-		return err
-	}
-	defer func() { _ = fab.Close() }()
-	_, _, mri := fab.Registration()
-	t.Update(func(s *capture.Status) { s.MemoryRegistration = mri })
-
-	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: o.newStyle})
-	if err != nil {
-		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
-	}
-	defer func() {
-		if cerr := w.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
 	tmpl, err := headerTemplate(o.headerFile, o.headers)
 	if err != nil {
 		return err
 	}
-	cfg := capture.ReceiverConfig{
-		Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
-		StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
-		Header: capture.ObservationHeaders{Template: []byte(tmpl.String()), Size: h.Header.BufSize()},
-	}
-	rx, err := capture.NewReceiver(cfg, capture.RingGeometryOf(h.Data), capture.DadaWriter{W: w}, fab, t)
+	dev, err := o.dev.request().WithEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen for senders: %w", err)
-	}
-	t.Update(func(s *capture.Status) {
-		if a, ok := ln.Addr().(*net.TCPAddr); ok {
-			s.Endpoint.Port = a.Port
-		}
+	return capture.Run(ctx, capture.Capture{
+		Ring: o.ring, Create: o.create, Wait: o.wait, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
+		NewStyleHeader: o.newStyle, Listen: o.listen, Device: dev, Roots: rdma.DefaultRoots,
+		Receiver: capture.ReceiverConfig{
+			Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
+			StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
+			Header: capture.ObservationHeaders{Template: []byte(tmpl.String())},
+		},
+		Open: func(dev fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
+			return verbsfabric.NewReceiver(dev, ring, mrMode, func(line string) { log.Info(line) })
+		},
+		MetricsAddr: o.metricsAddr, SummaryFile: o.summaryFile,
 	})
-	err = rx.Serve(ctx, ln)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		err = nil // SIGINT/SIGTERM: a clean stop
-	}
-	return err
 }
 
 // headerTemplate reads the header file (or starts a minimal header) and
@@ -295,19 +174,4 @@ func headerTemplate(file string, kvs []string) (*dada.Header, error) {
 		}
 	}
 	return h, nil
-}
-
-// localIPs lists this host's (pod's) non-loopback addresses.
-func localIPs() []net.IP {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []net.IP
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			out = append(out, n.IP)
-		}
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -30,22 +29,6 @@ func addKeyFlag(fs *pflag.FlagSet) *dada.Key {
 	k := dada.DefaultKey
 	fs.VarP((*keyValue)(&k), "key", "k", "ring key in hexadecimal (header ring uses key+1)")
 	return &k
-}
-
-// connectWait connects to the ring at key, retrying for up to wait while it does not exist.
-func connectWait(ctx context.Context, key dada.Key, opts dada.ConnectOptions, wait time.Duration) (*dada.HDU, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		h, err := dada.Connect(key, opts)
-		if err == nil || !errors.Is(err, dada.ErrNoRing) || time.Now().After(deadline) {
-			return h, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for ring %s: %w", key, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 func newRingCreateCmd() *cobra.Command {

@@ -115,7 +115,7 @@ func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error)
 }
 
 func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
-	h, err := connectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
+	h, err := dada.ConnectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func newRingReadCmd() *cobra.Command {
 }
 
 func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err error) {
-	h, err := connectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
+	h, err := dada.ConnectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
 	if err != nil {
 		return err
 	}

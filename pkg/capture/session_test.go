@@ -47,6 +47,17 @@ var (
 	usedKeys []uint32
 )
 
+// reserveKey takes the next test key for a ring the code under test creates,
+// and records it for the leak check.
+func reserveKey() dada.Key {
+	keyMu.Lock()
+	defer keyMu.Unlock()
+	k := keyNext
+	keyNext += 2
+	usedKeys = append(usedKeys, k)
+	return dada.Key(k)
+}
+
 func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	t.Helper()
 	cfg := dada.DefaultConfig()

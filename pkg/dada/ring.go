@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -197,6 +198,23 @@ type ConnectOptions struct {
 	// mmap(PROT_NONE), then shmat each block with SHM_REMAP). When that is impossible the
 	// blocks are attached normally and Ring.Contiguous says why.
 	Contiguous bool
+}
+
+// ConnectWait connects to the ring at key (see Connect), retrying for up to
+// wait while it does not exist yet.
+func ConnectWait(ctx context.Context, key Key, opts ConnectOptions, wait time.Duration) (*HDU, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		h, err := Connect(key, opts)
+		if err == nil || !errors.Is(err, ErrNoRing) || time.Now().After(deadline) {
+			return h, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for ring %s: %w", key, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Connect attaches to the HDU at key: the data ring at key and the header ring at key+1.

@@ -1,0 +1,241 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// OpenFabric opens the receiver's fabric on the chosen device over the
+// ring's data blocks (registering them for RDMA), e.g. with
+// verbsfabric.NewReceiver.
+type OpenFabric func(dev fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error)
+
+// Capture is everything one receiver run needs besides its command line.
+type Capture struct {
+	// Ring names the ring (Key); with Create, the whole Config makes it, and
+	// Run destroys it on return. Without Create, Run waits up to Wait for it.
+	Ring   dada.Config
+	Create bool
+	Wait   time.Duration
+	// Connect says how the ring's blocks are mapped (Contiguous: back to
+	// back, so that one memory region can cover the ring).
+	Connect        dada.ConnectOptions
+	NewStyleHeader bool
+	// Listen is the TCP HOST:PORT senders connect to.
+	Listen string
+	// Device is what was asked for (flags, the device plugin's environment);
+	// Run fills in the listen address and this host's addresses.
+	Device endpoint.Request
+	// Roots is where the RDMA devices are discovered (rdma.DefaultRoots).
+	Roots rdma.Roots
+	// Receiver configures the engine; Run fills in the header ring's size.
+	Receiver ReceiverConfig
+	Open     OpenFabric
+	// MetricsAddr serves /status and /metrics (empty: off); SummaryFile gets
+	// the final status JSON (empty: none).
+	MetricsAddr, SummaryFile string
+	// Status is where Run reports (nil: a tracker of its own); a caller that
+	// passes one can watch the run.
+	Status *Tracker
+}
+
+// Run receives into the ring until a stop condition or ctx ends: it makes or
+// waits for the ring, chooses the RDMA endpoint, opens the fabric, becomes
+// the ring's writer and serves senders, reporting all along in its status
+// (/status, /metrics, the summary file). It closes what it opened, and its
+// final state says why it ended; an interrupt (ctx) is a clean stop.
+func Run(ctx context.Context, c Capture) (err error) {
+	log := c.Receiver.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := c.Status
+	if t == nil {
+		t = NewTracker()
+	}
+	t.Update(func(s *Status) {
+		s.QueuePairs, s.TransferMode, s.BusyPoll = c.Receiver.QPs, c.Receiver.Mode.String(), c.Receiver.BusyPoll
+	})
+	stop, err := serveStatus(t, c.MetricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	defer func() { err = finish(ctx, t, c.SummaryFile, log, err) }()
+	h, release, err := openRing(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, release()) }()
+	t.Update(func(s *Status) {
+		s.Ring = RingStatus{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
+	})
+	return serve(ctx, c, h, t, log)
+}
+
+// serve chooses the endpoint, opens the fabric, becomes the writer and
+// serves senders on the ring h.
+func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Logger) error {
+	devCfg, ep, err := chooseEndpoint(c, log)
+	if err != nil {
+		return err
+	}
+	t.Update(func(s *Status) { s.Endpoint = ep })
+	fab, err := c.Open(devCfg, h.Data)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fab.Close() }()
+	_, _, mri := fab.Registration()
+	t.Update(func(s *Status) { s.MemoryRegistration = mri })
+	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: c.NewStyleHeader})
+	if err != nil {
+		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
+	}
+	cfg := c.Receiver
+	cfg.Header.Size = h.Header.BufSize()
+	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, fab, t)
+	if err != nil {
+		return errors.Join(err, w.Close())
+	}
+	return errors.Join(listenAndServe(ctx, rx, c.Listen, t), w.Close())
+}
+
+// listenAndServe listens for senders on addr and serves them; an interrupt
+// (ctx) is a clean stop.
+func listenAndServe(ctx context.Context, rx *Receiver, addr string, t *Tracker) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen for senders: %w", err)
+	}
+	t.Update(func(s *Status) {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.Endpoint.Port = a.Port
+		}
+	})
+	err = rx.Serve(ctx, ln)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil // SIGINT/SIGTERM: a clean stop
+	}
+	return err
+}
+
+// serveStatus serves the tracker's /status and /metrics on addr (none when
+// addr is empty); stop shuts the server down.
+func serveStatus(t *Tracker, addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: t.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("Serving status and metrics", "address", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+// finish leaves the final state (why the run ended) and the summary file;
+// it returns err, or the summary's failure when err is nil.
+func finish(ctx context.Context, t *Tracker, summary string, log *slog.Logger, err error) error {
+	switch {
+	case err != nil:
+		t.SetState(StateFailed, err.Error())
+	case ctx.Err() != nil:
+		t.SetState(StateFinished, "stopped by signal")
+	default:
+		t.SetState(StateFinished, "stop condition reached")
+	}
+	if summary == "" {
+		return err
+	}
+	if werr := t.WriteSummary(summary); werr != nil {
+		log.Error("Writing the summary failed", "file", summary, "err", werr)
+		if err == nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// openRing creates the ring (Create) or waits for it, and connects to it;
+// release closes it and destroys what Run created.
+func openRing(ctx context.Context, c Capture, log *slog.Logger) (*dada.HDU, func() error, error) {
+	var created *dada.HDU
+	if c.Create {
+		var err error
+		if created, err = dada.Create(c.Ring); err != nil {
+			return nil, nil, err
+		}
+		log.Info("Created ring", "key", c.Ring.Key.String(), "nbufs", c.Ring.NBufs, "bufsz", c.Ring.BufSize, "readers", c.Ring.Readers)
+	}
+	destroy := func() error {
+		if created == nil {
+			return nil
+		}
+		return created.Destroy()
+	}
+	h, err := dada.ConnectWait(ctx, c.Ring.Key, c.Connect, c.Wait)
+	if err != nil {
+		return nil, nil, errors.Join(err, destroy())
+	}
+	return h, func() error {
+		_ = h.Close()
+		return destroy()
+	}, nil
+}
+
+// chooseEndpoint picks the RDMA device, port and GID for the listen address
+// (on every address: for this host's addresses) and says where senders
+// connect.
+func chooseEndpoint(c Capture, log *slog.Logger) (fabric.DeviceConfig, EndpointStatus, error) {
+	host, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("--listen %q: %w", c.Listen, err)
+	}
+	req := c.Device
+	req.IP = net.ParseIP(host)
+	if host != "" && req.IP == nil {
+		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("--listen %q: the host must be an IP address", c.Listen)
+	}
+	req.LocalIPs = localIPs()
+	devCfg, ep, _, err := endpoint.Find(c.Roots, req)
+	if err != nil {
+		return fabric.DeviceConfig{}, EndpointStatus{}, err
+	}
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	ep.Address = host
+	ep.Port, _ = strconv.Atoi(portStr)
+	return devCfg, ep, nil
+}
+
+// localIPs lists this host's (pod's) non-loopback addresses.
+func localIPs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			out = append(out, n.IP)
+		}
+	}
+	return out
+}
