@@ -18,18 +18,27 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
+	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
 
-// rxeVM is the sysfs and /dev of the Soft-RoCE VM, captured (pkg/rdma/testdata):
-// the devices Run chooses its endpoint from in host tests.
-var rxeVM = rdma.Roots{Sys: "../rdma/testdata/rxe-vm/sys", Dev: "../rdma/testdata/rxe-vm/dev"}
+// syntheticRoots is a sysfs and /dev with one Soft-RoCE-like device
+// (rdmatest.Synthetic): the devices Run chooses its endpoint from in host
+// tests.
+func syntheticRoots(t *testing.T) rdma.Roots {
+	t.Helper()
+	sys, dev, err := rdmatest.Synthetic(t.TempDir(), 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdma.Roots{Sys: sys, Dev: dev}
+}
 
 // runCapture starts Run over the in-memory fabric n and returns its tracker
 // and result channel once it listens.
 func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan error) {
 	t.Helper()
 	c.Status = NewTracker()
-	c.Roots = rxeVM
+	c.Roots = syntheticRoots(t)
 	c.Open = func(_ fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
 		blocks := make([][]byte, ring.NBufs())
 		for i := range blocks {
@@ -101,7 +110,7 @@ func TestRunDestroysTheRingItCreatedAndReportsFailure(t *testing.T) {
 	tr := NewTracker()
 	err := Run(context.Background(), Capture{
 		Ring: dada.Config{Key: key, NBufs: 2, BufSize: 4096, HeaderBufSize: 4096, Readers: 1}, Create: true,
-		Listen: "127.0.0.1:0", Device: endpoint.Request{Device: "mlx5_9", GIDIndex: -1}, Roots: rxeVM,
+		Listen: "127.0.0.1:0", Device: endpoint.Request{Device: "mlx5_9", GIDIndex: -1}, Roots: syntheticRoots(t),
 		Receiver: ReceiverConfig{Mode: wire.ModeSend, QPs: 1, MsgBytes: 1024},
 		Status:   tr,
 	})
