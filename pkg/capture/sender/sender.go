@@ -450,149 +450,200 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	if err := s.g.Validate(); err != nil {
 		return Result{}, fmt.Errorf("receiver geometry: %w", err)
 	}
-	if len(cfg.PostCPUs) > 0 {
-		// Every send slot can be a batch of its own, plus a tail per queue pair.
-		lanes, err := startLanes(s.ep, cfg.PostCPUs, cfg.QPs*(cfg.TxDepth+1), cfg.Log)
-		if err != nil {
-			return Result{}, err
-		}
-		s.lanes = lanes
-		defer lanes.Stop()
-	} else {
-		// One OS thread posts everything: a goroutine that hopped between
-		// threads (and so CPUs) would ring the doorbells of one queue pair
-		// from several CPUs, and a software RDMA device then emits its
-		// packets through several per-CPU network queues, out of order.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		unpin, err := pinThread(s.cfg.Pin, s.cfg.Log)
-		if err != nil {
-			return Result{}, err
-		}
-		defer unpin()
+	stopPosting, err := s.startPosting()
+	if err != nil {
+		return Result{}, err
 	}
+	defer stopPosting()
 	s.setup()
-	events := make(chan senderEvent, 64)
-	quit := make(chan struct{})
-	defer close(quit)
-	// peer is cancelled once the receiver has ended the observation or its
-	// connection failed: work requests may then never complete (the queue
-	// pairs on the other side are gone), so no wait for them may outlast it.
-	peer, peerGone := context.WithCancel(context.Background())
-	defer peerGone()
-	go s.readControl(events, quit, peerGone)
+	c := s.startControl()
+	defer c.stop()
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	defer context.AfterFunc(peer, wcancel)()
+	defer context.AfterFunc(c.peer, wcancel)()
 	defer s.waitWithin(wctx)()
-
-	var early *wire.Done
-	handle := func(ev senderEvent) error {
-		switch {
-		case ev.credit != nil:
-			return s.cr.add(*ev.credit)
-		case ev.done != nil:
-			early = ev.done
-			return fmt.Errorf("receiver ended the observation early: %s", ev.done.Message)
-		default:
-			return ev.err
-		}
-	}
-	drainEvents := func() (bool, error) {
-		got := false
-		for {
-			select {
-			case ev := <-events:
-				got = true
-				if err := handle(ev); err != nil {
-					return got, err
-				}
-			default:
-				return got, nil
-			}
-		}
-	}
-
-	// peerReason replaces a wait cut short by the receiver's departure with
-	// what the receiver said (or how its connection failed).
-	peerReason := func(err error) error {
-		if peer.Err() == nil || ctx.Err() != nil {
-			return err
-		}
-		if _, eerr := drainEvents(); eerr != nil {
-			return eerr
-		}
-		return err
-	}
 
 	start := time.Now()
 	s.start = start
 	s.nextProg = start.Add(cfg.ProgressEvery)
 	wcs := make([]fabric.Completion, 64)
-	var stopErr error
-	complete := true
+	complete, stopErr := s.pump(ctx, c, wcs)
+	// Landing is not bound to ctx, which may be what stopped the stream (see
+	// land), but no wait outlasts the receiver.
+	defer s.waitWithin(c.peer)()
+	complete, stopErr = s.land(ctx, c, wcs, complete, stopErr)
+	return s.finish(c, time.Since(start), complete, stopErr)
+}
+
+// startPosting starts the posting threads (PostCPUs) or locks the stream to
+// this OS thread, pinned as Pin asks; stop undoes it.
+func (s *sendSession) startPosting() (stop func(), err error) {
+	cfg := s.cfg
+	if len(cfg.PostCPUs) > 0 {
+		// Every send slot can be a batch of its own, plus a tail per queue pair.
+		lanes, err := startLanes(s.ep, cfg.PostCPUs, cfg.QPs*(cfg.TxDepth+1), cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		s.lanes = lanes
+		return lanes.Stop, nil
+	}
+	// One OS thread posts everything: a goroutine that hopped between
+	// threads (and so CPUs) would ring the doorbells of one queue pair
+	// from several CPUs, and a software RDMA device then emits its
+	// packets through several per-CPU network queues, out of order.
+	runtime.LockOSThread()
+	unpin, err := pinThread(cfg.Pin, cfg.Log)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() { unpin(); runtime.UnlockOSThread() }, nil
+}
+
+// control is the stream's side of the control connection: the receiver's
+// events, and peer, cancelled once the receiver has ended the observation or
+// its connection failed (work requests may then never complete: the queue
+// pairs on the other side are gone, so no wait for them may outlast it).
+type control struct {
+	events chan senderEvent
+	quit   chan struct{}
+	peer   context.Context
+	gone   context.CancelFunc
+	early  *wire.Done // the receiver ended the observation before the sender
+}
+
+func (s *sendSession) startControl() *control {
+	c := &control{events: make(chan senderEvent, 64), quit: make(chan struct{})}
+	c.peer, c.gone = context.WithCancel(context.Background())
+	go s.readControl(c.events, c.quit, c.gone)
+	return c
+}
+
+func (c *control) stop() {
+	close(c.quit)
+	c.gone()
+}
+
+// handle acts on one event from the receiver: a credit, an early Done or a
+// failure.
+func (s *sendSession) handle(c *control, ev senderEvent) error {
+	switch {
+	case ev.credit != nil:
+		return s.cr.add(*ev.credit)
+	case ev.done != nil:
+		c.early = ev.done
+		return fmt.Errorf("receiver ended the observation early: %s", ev.done.Message)
+	default:
+		return ev.err
+	}
+}
+
+// drainEvents handles the events that are waiting, if any.
+func (s *sendSession) drainEvents(c *control) (bool, error) {
+	got := false
+	for {
+		select {
+		case ev := <-c.events:
+			got = true
+			if err := s.handle(c, ev); err != nil {
+				return got, err
+			}
+		default:
+			return got, nil
+		}
+	}
+}
+
+// peerReason replaces a wait cut short by the receiver's departure with what
+// the receiver said (or how its connection failed).
+func (s *sendSession) peerReason(ctx context.Context, c *control, err error) error {
+	if c.peer.Err() == nil || ctx.Err() != nil {
+		return err
+	}
+	if _, eerr := s.drainEvents(c); eerr != nil {
+		return eerr
+	}
+	return err
+}
+
+// pump posts the stream until every slice is sent, the duration is up, ctx
+// ends or something fails; it says whether the stream went out whole.
+func (s *sendSession) pump(ctx context.Context, c *control, wcs []fabric.Completion) (complete bool, stopErr error) {
 	for s.unsent() {
-		if cfg.Duration > 0 && s.limit == noLimit && time.Since(start) >= cfg.Duration {
+		if s.cfg.Duration > 0 && s.limit == noLimit && time.Since(s.start) >= s.cfg.Duration {
 			s.limit = s.hi // finish the slices below the furthest one posted, then stop
 			continue
 		}
 		if ctx.Err() != nil {
-			complete, stopErr = false, ctx.Err()
-			break
+			return false, ctx.Err()
 		}
-		posted, credit, err := s.postReady()
-		if err == nil {
-			err = s.laneFailure()
-		}
+		moved, credit, err := s.step(c, wcs)
 		if err != nil {
-			complete, stopErr = false, err
-			break
+			return false, err
 		}
-		reaped, err := s.reap(wcs)
-		if err != nil {
-			complete, stopErr = false, err
-			break
-		}
-		got, err := drainEvents()
-		if err != nil {
-			complete, stopErr = false, err
-			break
-		}
-		s.progress(false)
-		if posted || reaped || got {
+		if moved {
 			continue
 		}
-		// Nothing could move: sleep until a completion frees a slot or, with
-		// nothing in flight or a slice waiting for its block's grant, until
-		// the receiver sends one. (Sleeping on completions alone would miss a
-		// grant while a stalled queue pair holds the only WRs in flight.)
-		if s.inflight > 0 && !credit {
-			err = s.pollProgress(wcs)
-		} else {
-			select {
-			case ev := <-events:
-				err = handle(ev)
-			case <-ctx.Done():
-			case <-time.After(time.Millisecond):
-			}
-		}
-		if err != nil {
+		if err := s.idle(ctx, c, wcs, credit); err != nil {
 			if lerr := s.laneFailure(); lerr != nil {
 				err = lerr
 			}
-			complete, stopErr = false, peerReason(err)
-			break
+			return false, s.peerReason(ctx, c, err)
 		}
 	}
-	// Post the immediates still owed (queue pairs whose last slice went out as
-	// a plain write; a stream cut short too, so that what was written lands)
-	// and let every posted WR below the first slice not posted complete: only
-	// then has its data landed. (Not bound to ctx, which may be what stopped
-	// the stream: each WR completes on its own, successfully or with an
-	// error, while the receiver is there.) A stream cut short is kept up to
-	// that slice; WRs past it are not waited for: the receiver discards them,
-	// and those beyond the blocks it has open would wait for it forever.
-	defer s.waitWithin(peer)()
+	return true, nil
+}
+
+// step posts what is ready, reaps completions and handles the receiver's
+// events; moved says whether anything did, credit whether a slice waits for
+// its block's grant.
+func (s *sendSession) step(c *control, wcs []fabric.Completion) (moved, credit bool, err error) {
+	posted, credit, err := s.postReady()
+	if err == nil {
+		err = s.laneFailure()
+	}
+	if err != nil {
+		return false, credit, err
+	}
+	reaped, err := s.reap(wcs)
+	if err != nil {
+		return false, credit, err
+	}
+	got, err := s.drainEvents(c)
+	if err != nil {
+		return false, credit, err
+	}
+	s.progress(false)
+	return posted || reaped || got, credit, nil
+}
+
+// idle sleeps when nothing could move: until a completion frees a slot or,
+// with nothing in flight or a slice waiting for its block's grant, until the
+// receiver sends one. (Sleeping on completions alone would miss a grant while
+// a stalled queue pair holds the only WRs in flight.)
+func (s *sendSession) idle(ctx context.Context, c *control, wcs []fabric.Completion, credit bool) error {
+	if s.inflight > 0 && !credit {
+		return s.pollProgress(wcs)
+	}
+	select {
+	case ev := <-c.events:
+		return s.handle(c, ev)
+	case <-ctx.Done():
+	case <-time.After(time.Millisecond):
+	}
+	return nil
+}
+
+// land posts the immediates still owed (queue pairs whose last slice went out
+// as a plain write; a stream cut short too, so that what was written lands)
+// and lets every posted WR below the first slice not posted complete: only
+// then has its data landed. (Not bound to ctx, which may be what stopped the
+// stream: each WR completes on its own, successfully or with an error, while
+// the receiver is there.) A stream cut short is kept up to that slice; WRs
+// past it are not waited for: the receiver discards them, and those beyond
+// the blocks it has open would wait for it forever.
+func (s *sendSession) land(ctx context.Context, c *control, wcs []fabric.Completion, complete bool, stopErr error) (bool, error) {
 	fail := func(err error) {
 		if stopErr == nil {
 			stopErr = err
@@ -615,7 +666,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 				fail(lerr)
 				continue
 			}
-			fail(peerReason(err))
+			fail(s.peerReason(ctx, c, err))
 			break
 		}
 	}
@@ -625,7 +676,12 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 			fail(err)
 		}
 	}
-	elapsed := time.Since(start)
+	return complete, stopErr
+}
+
+// finish reports the stream's result: it ends the stream (End) and waits for
+// the receiver's Done, unless the receiver ended the observation first.
+func (s *sendSession) finish(c *control, elapsed time.Duration, complete bool, stopErr error) (Result, error) {
 	s.progress(true)
 	// A stream cut short counts only its gap-free prefix: that is what the
 	// receiver keeps.
@@ -633,14 +689,14 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 	if !complete {
 		bytes = s.prefix()
 	}
-	res := Result{Bytes: bytes, Seconds: elapsed.Seconds(), QPs: cfg.QPs, Mode: cfg.Mode, MRMode: s.acc.MRMode}
+	res := Result{Bytes: bytes, Seconds: elapsed.Seconds(), QPs: s.cfg.QPs, Mode: s.cfg.Mode, MRMode: s.acc.MRMode}
 	if elapsed > 0 {
 		res.Gbps = float64(s.sent) * 8 / elapsed.Seconds() / 1e9
 	}
-	if early != nil {
-		res.Receiver = *early
+	if c.early != nil {
+		res.Receiver = *c.early
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
-		return res, withReceiver(stopErr, *early)
+		return res, withReceiver(stopErr, *c.early)
 	}
 	if err := s.k.Send(wire.End{Bytes: s.extent, Complete: complete}); err != nil {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
@@ -649,7 +705,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 		}
 		return res, fmt.Errorf("send end of stream: %w", err)
 	}
-	res, err := s.awaitDone(events, res, complete, stopErr)
+	res, err := s.awaitDone(c.events, res, complete, stopErr)
 	// The receiver's last word on holds comes before its Done.
 	res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 	return res, err
