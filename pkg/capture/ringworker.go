@@ -1,0 +1,189 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ringWorker owns every call into the BlockWriter of one observation: it
+// opens blocks ahead (up to the window) and marks them filled in order, so a
+// wait for a slow reader never stalls the completion loop.
+type ringWorker struct {
+	w      BlockWriter
+	window int
+	opened chan int
+	cmds   chan ringCmd
+	errc   chan error
+	done   chan struct{}
+
+	mu         sync.Mutex
+	max        uint64 // blocks to open at most (^0: unlimited)
+	openCancel context.CancelFunc
+	stopOnce   sync.Once
+	quit       chan struct{}
+}
+
+type ringCmd struct {
+	n     int
+	eod   bool
+	end   bool
+	reply chan error
+}
+
+func newRingWorker(w BlockWriter, window int) *ringWorker {
+	return &ringWorker{w: w, window: window, opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
+		errc: make(chan error, 1), done: make(chan struct{}), max: ^uint64(0), quit: make(chan struct{})}
+}
+
+func (rw *ringWorker) run(ctx context.Context) {
+	defer close(rw.done)
+	open, total := 0, uint64(0)
+	// exec runs one command; it reports whether the worker is done.
+	exec := func(c ringCmd) bool {
+		if c.end {
+			c.reply <- rw.w.EndOfData()
+			return true
+		}
+		if c.eod {
+			// The observation ends with this block: opening another one
+			// would start the next observation in the ring.
+			rw.limit(total)
+		}
+		open--
+		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
+			rw.errc <- fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+			return true
+		}
+		return false
+	}
+	for {
+		select {
+		case c := <-rw.cmds:
+			if exec(c) {
+				return
+			}
+			continue
+		case <-rw.quit:
+			return
+		default:
+		}
+		rw.mu.Lock()
+		canOpen := open < rw.window && total < rw.max
+		var octx context.Context
+		if canOpen {
+			octx, rw.openCancel = context.WithCancel(ctx)
+		}
+		rw.mu.Unlock()
+		if canOpen {
+			idx, err := rw.w.OpenBlock(octx)
+			rw.mu.Lock()
+			rw.openCancel()
+			rw.openCancel = nil
+			rw.mu.Unlock()
+			if err != nil {
+				if octx.Err() != nil && ctx.Err() == nil {
+					continue // cancelled because no more blocks are needed
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				rw.errc <- fmt.Errorf("open ring block: %w", err)
+				return
+			}
+			open++
+			total++
+			rw.opened <- idx
+			continue
+		}
+		select {
+		case c := <-rw.cmds:
+			if exec(c) {
+				return
+			}
+		case <-rw.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// limit caps the number of blocks to open (the stream's length is known);
+// a wait for a block beyond it is cancelled.
+func (rw *ringWorker) limit(n uint64) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if n < rw.max {
+		rw.max = n
+	}
+}
+
+func (rw *ringWorker) call(c ringCmd) error {
+	c.reply = make(chan error, 1)
+	rw.mu.Lock()
+	if c.end && rw.openCancel != nil {
+		rw.openCancel()
+	}
+	rw.mu.Unlock()
+	select {
+	case rw.cmds <- c:
+	case <-rw.done:
+		return errors.New("ring worker stopped")
+	}
+	select {
+	case err := <-c.reply:
+		return err
+	case <-rw.done:
+		select {
+		case err := <-c.reply:
+			return err
+		default:
+			return errors.New("ring worker stopped")
+		}
+	}
+}
+
+// fill queues marking the oldest open block filled; it does not wait (the
+// worker may be waiting for a reader to free a block to open). Errors come
+// on errc.
+func (rw *ringWorker) fill(n int, eod bool) error {
+	select {
+	case rw.cmds <- ringCmd{n: n, eod: eod}:
+		return nil
+	case <-rw.done:
+		select {
+		case err := <-rw.errc:
+			rw.errc <- err
+			return err
+		default:
+			return errors.New("ring worker stopped")
+		}
+	}
+}
+
+// endOfData waits for the queued fills, then ends the observation.
+func (rw *ringWorker) endOfData() error {
+	rw.limit(0)
+	if err := rw.call(ringCmd{end: true}); err != nil {
+		select {
+		case ferr := <-rw.errc:
+			rw.errc <- ferr
+			return ferr
+		default:
+		}
+		return fmt.Errorf("end of data: %w", err)
+	}
+	return nil
+}
+
+func (rw *ringWorker) stop() {
+	rw.stopOnce.Do(func() { close(rw.quit) })
+	rw.mu.Lock()
+	if rw.openCancel != nil {
+		rw.openCancel()
+	}
+	rw.mu.Unlock()
+	<-rw.done
+}

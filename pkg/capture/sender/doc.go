@@ -1,0 +1,12 @@
+// Package sender is the sending end of a capture: it connects to a ringcap
+// receiver, negotiates queue pairs and mode over the control connection
+// (package wire), and streams a source (the test pattern, a file, a reader)
+// over the RC queue pairs of a fabric (package fabric): in send mode slice g
+// on queue pair g mod N, in write mode each block whole on the next queue pair
+// with room, into the block the receiver granted. It reports progress and how
+// long the receiver was held back by its ring's readers. Run adds the wiring
+// of `ringcap send` (device choice, fabric); Send streams over a fabric given.
+//
+// It imports neither the receiver engine (package capture) nor a fabric
+// adapter, so the receiver's tests can drive it over the in-memory fabric.
+package sender
