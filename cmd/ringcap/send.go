@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
@@ -265,21 +264,6 @@ func resolvePosting(v string, threads int, driver string, allowed []int, qps int
 		return sender.PinTo(cpus[0]), nil, nil
 	}
 	return sender.PinNone, cpus, nil
-}
-
-// allowedCPUs lists the CPUs this process may run on.
-func allowedCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("read the CPUs this process may run on: %w", err)
-	}
-	var cpus []int
-	for i := range len(set) * 64 {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus, nil
 }
 
 func printProgress(w io.Writer, tty bool, p sender.Progress) {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -82,32 +79,6 @@ const (
 
 // PinTo pins the posting thread to CPU n.
 func PinTo(n int) CPUPin { return CPUPin(n + 1) }
-
-// pinThread pins the calling (locked) OS thread as p says; unpin restores
-// its former CPU set before the thread goes back to the Go scheduler.
-func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
-	if p == PinNone {
-		return func() {}, nil
-	}
-	cpu := int(p) - 1
-	if p == PinCurrent {
-		var c uint32
-		if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&c)), 0, 0); e != 0 {
-			return nil, fmt.Errorf("find the current CPU to pin the posting thread to: %w", e)
-		}
-		cpu = int(c)
-	}
-	var old, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return nil, fmt.Errorf("read the posting thread's CPU set: %w", err)
-	}
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("pin the posting thread to CPU %d: %w", cpu, err)
-	}
-	log.Info("Pinned the posting thread", "cpu", cpu)
-	return func() { _ = unix.SchedSetaffinity(0, &old) }, nil
-}
 
 // Progress is a running total of a send.
 type Progress struct {

@@ -1,5 +1,3 @@
-//go:build linux
-
 package verbsfabric
 
 import (
@@ -8,10 +6,8 @@ import (
 	"log"
 	"math"
 	"os"
-	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
@@ -259,43 +255,6 @@ type memlockState struct {
 	ipcLck bool   // CAP_IPC_LOCK in the effective set
 }
 
-func currentMemlock() (memlockState, error) {
-	var st memlockState
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
-		return st, fmt.Errorf("read RLIMIT_MEMLOCK: %w", err)
-	}
-	st.limit = lim.Cur
-	if lim.Cur == unix.RLIM_INFINITY {
-		st.limit = math.MaxUint64
-	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return st, fmt.Errorf("read capabilities: %w", err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "CapEff":
-			caps, err := strconv.ParseUint(v, 16, 64)
-			if err != nil {
-				return st, fmt.Errorf("parse CapEff %q: %w", v, err)
-			}
-			st.ipcLck = caps&(1<<unix.CAP_IPC_LOCK) != 0
-		case "VmPin":
-			kb, err := strconv.ParseUint(strings.TrimSuffix(v, " kB"), 10, 64)
-			if err == nil {
-				st.pinned = kb << 10
-			}
-		}
-	}
-	return st, nil
-}
-
 func checkMemlock(need uint64) error {
 	st, err := currentMemlock()
 	if err != nil {
@@ -319,7 +278,7 @@ func (st memlockState) check(need uint64) error {
 
 // memlockHint explains an ENOMEM from ibv_reg_mr that the pre-check did not foresee.
 func memlockHint(err error) error {
-	if !errors.Is(err, unix.ENOMEM) {
+	if !errors.Is(err, syscall.ENOMEM) {
 		return err
 	}
 	st, serr := currentMemlock()
