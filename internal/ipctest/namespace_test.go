@@ -25,20 +25,14 @@ const (
 // the connection semaphore set, a data semaphore set (one reader) and nbufs
 // blocks from key + 10*0x10000 on. On failure it removes what it created.
 func makeRing(k uint32, nbufs int) ([]Object, error) {
+	kinds := map[int]string{0: Shm, 1: Sem, 2: Sem} // by n, the key's offset in 0x10000s
+	for b := range nbufs {
+		kinds[ringObjects+b] = Shm
+	}
 	var objs []Object
 	for _, r := range []uint32{k, k + 1} {
-		steps := []struct {
-			kind string
-			n    int
-		}{{Shm, 0}, {Sem, 1}, {Sem, 2}}
-		for b := range nbufs {
-			steps = append(steps, struct {
-				kind string
-				n    int
-			}{Shm, ringObjects + b})
-		}
-		for _, s := range steps {
-			o, err := create(s.kind, r+uint32(s.n)*keyIncrement)
+		for n, kind := range kinds {
+			o, err := create(kind, r+uint32(n)*keyIncrement)
 			if err != nil {
 				for _, c := range objs {
 					_ = Remove(c)
