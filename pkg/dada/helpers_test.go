@@ -73,7 +73,8 @@ func createTestRing(t testing.TB, cfg Config) *HDU {
 // can use with up to nbufs blocks.
 func ringKeysInUse(k Key, nbufs int) bool { return ipctest.InUse(uint32(k), nbufs) }
 
-// listIPC lists every SysV shared memory segment and semaphore set on the host.
+// listIPC lists every SysV shared memory segment and semaphore set in the test binary's
+// IPC namespace (see TestMain).
 func listIPC() ([]ipctest.Object, error) { return ipctest.List() }
 
 // TestMain runs the tests in a SysV IPC namespace of their own (ipctest.Isolate;
