@@ -248,6 +248,7 @@ func removeStaleTestRings() {
 }
 
 func TestMain(m *testing.M) {
+	ipctest.Isolate() // a SysV IPC namespace of its own: the leak check sees only its rings
 	removeStaleTestRings()
 	code := m.Run()
 	printBenchLines()

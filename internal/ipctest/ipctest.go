@@ -4,6 +4,14 @@
 // stale-ring cleanup of tests that create PSRDADA rings (pkg/dada, pkg/capture,
 // cmd/ringcap). It reads /proc/sysvipc and does not import pkg/dada, so that
 // package's own tests can use it.
+//
+// A ring's objects span many keys (key + n*0x10000), so the key bands of two
+// test processes overlap and a leak check by key alone would report another
+// process's rings as leaks. TestMain therefore first calls Isolate, which runs
+// the test binary in a SysV IPC namespace of its own: its leak check sees only
+// the objects that binary and the processes it starts created. To inspect its
+// rings from outside, use nsenter -t PID -i ipcs (PID: the test binary's
+// re-executed process) or set RINGCAP_IPCTEST_NS=shared.
 package ipctest
 
 import (
@@ -170,6 +178,9 @@ func CheckLeaks[K ~uint32 | ~int32](rings []K, maxBlocks int) bool {
 		if err := Remove(o); err != nil {
 			fmt.Fprintln(os.Stderr, "leak check:", err)
 		}
+	}
+	if len(leaked) > 0 && !isolated {
+		fmt.Fprintln(os.Stderr, "leak check: not in an IPC namespace of this binary's own (see Isolate): these objects may be another process's")
 	}
 	return len(leaked) == 0
 }

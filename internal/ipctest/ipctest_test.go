@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	Isolate()
+	if role := os.Getenv(roleEnv); role != "" { // a child of TestIsolatedLeakCheckSeesOnlyItsOwnRings
+		os.Exit(runRingRole(role))
+	}
 	os.Exit(m.Run())
 }
 

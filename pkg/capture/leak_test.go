@@ -14,8 +14,10 @@ import (
 // ones) when any goroutine outlives them: receivers, senders, ring workers,
 // control-connection readers and completion-event waiters must all stop. It
 // also fails them when a ring a host test created (testRing) left a shared
-// memory segment or semaphore set behind.
+// memory segment or semaphore set behind; the binary runs in a SysV IPC
+// namespace of its own (ipctest.Isolate), so other processes' rings are not.
 func TestMain(m *testing.M) {
+	ipctest.Isolate()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -73,10 +73,15 @@ func createTestRing(t testing.TB, cfg Config) *HDU {
 // can use with up to nbufs blocks.
 func ringKeysInUse(k Key, nbufs int) bool { return ipctest.InUse(uint32(k), nbufs) }
 
-// listIPC lists every SysV shared memory segment and semaphore set on the host.
+// listIPC lists every SysV shared memory segment and semaphore set in the test binary's
+// IPC namespace (see TestMain).
 func listIPC() ([]ipctest.Object, error) { return ipctest.List() }
 
+// TestMain runs the tests in a SysV IPC namespace of their own (ipctest.Isolate;
+// the child processes of child_test.go share it) and fails them when a ring is
+// left behind.
 func TestMain(m *testing.M) {
+	ipctest.Isolate()
 	if role := os.Getenv("RINGCAP_TEST_ROLE"); role != "" {
 		os.Exit(runChildRole(role))
 	}

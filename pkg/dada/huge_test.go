@@ -2,10 +2,13 @@ package dada
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
@@ -26,14 +29,39 @@ func meminfo(t *testing.T, field string) int {
 	return 0
 }
 
+// hugePagesLock serialises the tests that reserve huge pages across processes (two
+// `go test` runs at once): vm.nr_hugepages and the free count are the whole machine's.
+const hugePagesLock = "/tmp/ringcap-test-hugepages.lock"
+
+// lockHugePages holds hugePagesLock (flock, waiting for another process's test to end)
+// until the test ends.
+func lockHugePages(t *testing.T) {
+	t.Helper()
+	// Read-only, as flock needs no more, and without O_CREAT when it exists: with
+	// fs.protected_regular, O_CREAT fails on another user's file in /tmp.
+	f, err := os.Open(hugePagesLock)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = os.OpenFile(hugePagesLock, os.O_RDONLY|os.O_CREATE, 0o644)
+	}
+	if err != nil {
+		t.Fatalf("open the huge page test lock: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() }) // releases the lock
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatalf("lock %s: %v", hugePagesLock, err)
+	}
+}
+
 // reserveHugePages makes sure n huge pages are free, raising vm.nr_hugepages if needed and
-// restoring it when the test ends. It skips the test only when the pages cannot be reserved.
+// restoring it when the test ends, and keeps other test processes' huge page tests out
+// (lockHugePages) until then. It skips the test only when the pages cannot be reserved.
 func reserveHugePages(t *testing.T, n int) {
 	t.Helper()
 	const knob = "/proc/sys/vm/nr_hugepages"
 	if HugePageSize() == 0 {
 		t.Skip("skip: the kernel reports no huge page size")
 	}
+	lockHugePages(t)
 	free := meminfo(t, "HugePages_Free")
 	if free >= n {
 		return
