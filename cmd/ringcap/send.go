@@ -113,26 +113,14 @@ func senderHeader(file string, kvs []string) ([]wire.HeaderField, error) {
 }
 
 func runSend(cmd *cobra.Command, o *sendOpts) error {
-	ctx := cmd.Context()
 	errw := cmd.ErrOrStderr()
-	out := cmd.OutOrStdout()
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if o.connect == "" {
-		return errors.New("--connect HOST:PORT is required")
+	if err := o.check(cmd.Flags().Changed("seed")); err != nil {
+		return err
 	}
 	mode, err := wire.ParseMode(o.mode)
 	if err != nil {
 		return err
-	}
-	if o.file != "" && (cmd.Flags().Changed("seed") || o.noFill) {
-		return errors.New("give at most one of --seed, --file and --no-fill")
-	}
-	if o.bytes > 0 && o.duration > 0 {
-		return errors.New("give --bytes or --duration, not both")
-	}
-	if o.ackTimeout == 0 {
-		// 0 is the verbs value for "no timeout": a queue pair would never retransmit.
-		return errors.New("--ack-timeout 0: want an exponent of 1..30 (0 would never retransmit a lost packet)")
 	}
 	allowed, err := allowedCPUs()
 	if err != nil {
@@ -147,52 +135,17 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	}
 	cfg := sender.Config{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
-	switch {
-	case o.file != "":
-		f, err := os.Open(o.file)
-		if err != nil {
-			return fmt.Errorf("open --file: %w", err)
-		}
-		defer func() { _ = f.Close() }()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("stat --file: %w", err)
-		}
-		if st.Mode().IsRegular() && cfg.Bytes == 0 && cfg.Duration == 0 {
-			if st.Size() == 0 {
-				return fmt.Errorf("--file %s is empty", o.file)
-			}
-			cfg.Bytes = uint64(st.Size())
-		}
-		if st.Mode().IsRegular() {
-			cfg.Source = sender.FileSource{R: f}
-		} else {
-			cfg.Source = sender.ReaderSource{R: f}
-		}
-	case o.noFill:
-		cfg.Source = sender.NoFillSource{}
-	default:
-		cfg.Source = sender.PatternSource{Seed: o.seed}
+	closeSource, err := o.source(&cfg)
+	if err != nil {
+		return err
 	}
+	defer closeSource()
 	dev, err := o.dev.request().WithEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	tty := false
-	if f, ok := errw.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	if !o.quiet {
-		cfg.ProgressEvery = o.progress
-		if cfg.ProgressEvery == 0 {
-			cfg.ProgressEvery = 5 * time.Second
-			if tty {
-				cfg.ProgressEvery = 200 * time.Millisecond
-			}
-		}
-		cfg.Progress = func(p sender.Progress) { printProgress(errw, tty, p) }
-	}
-	res, err := sender.Run(ctx, sender.Stream{
+	tty := o.progressTo(&cfg, errw)
+	res, err := sender.Run(cmd.Context(), sender.Stream{
 		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Open: openVerbsSender,
 		Posting: func(driver string) (sender.CPUPin, []int, error) {
 			return resolvePosting(o.pinCPU, o.threads, driver, allowed, o.qps)
@@ -205,9 +158,82 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if res.MRMode != 0 {
 		mr = res.MRMode.String()
 	}
-	outf(out, "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
+	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
 		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, mr, res.HeldBackSeconds, res.Complete && err == nil)
 	return err
+}
+
+// check refuses flag combinations that cannot work (seedSet: --seed was given).
+func (o *sendOpts) check(seedSet bool) error {
+	switch {
+	case o.connect == "":
+		return errors.New("--connect HOST:PORT is required")
+	case o.file != "" && (seedSet || o.noFill):
+		return errors.New("give at most one of --seed, --file and --no-fill")
+	case o.bytes > 0 && o.duration > 0:
+		return errors.New("give --bytes or --duration, not both")
+	case o.ackTimeout == 0:
+		// 0 is the verbs value for "no timeout": a queue pair would never retransmit.
+		return errors.New("--ack-timeout 0: want an exponent of 1..30 (0 would never retransmit a lost packet)")
+	}
+	return nil
+}
+
+// source sets the stream's source (and, for a regular file without --bytes or
+// --duration, its length); closeSource closes what it opened.
+func (o *sendOpts) source(cfg *sender.Config) (closeSource func(), err error) {
+	switch {
+	case o.noFill:
+		cfg.Source = sender.NoFillSource{}
+		return func() {}, nil
+	case o.file == "":
+		cfg.Source = sender.PatternSource{Seed: o.seed}
+		return func() {}, nil
+	}
+	f, err := os.Open(o.file)
+	if err != nil {
+		return nil, fmt.Errorf("open --file: %w", err)
+	}
+	closeSource = func() { _ = f.Close() }
+	st, err := f.Stat()
+	if err != nil {
+		closeSource()
+		return nil, fmt.Errorf("stat --file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		cfg.Source = sender.ReaderSource{R: f}
+		return closeSource, nil
+	}
+	if cfg.Bytes == 0 && cfg.Duration == 0 {
+		if st.Size() == 0 {
+			closeSource()
+			return nil, fmt.Errorf("--file %s is empty", o.file)
+		}
+		cfg.Bytes = uint64(st.Size())
+	}
+	cfg.Source = sender.FileSource{R: f}
+	return closeSource, nil
+}
+
+// progressTo sets up progress lines on w (unless --quiet): in place on a
+// terminal, every 200 ms; as log lines elsewhere, every 5 s (or --progress).
+// It says whether w is a terminal.
+func (o *sendOpts) progressTo(cfg *sender.Config, w io.Writer) (tty bool) {
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	if o.quiet {
+		return tty
+	}
+	cfg.ProgressEvery = o.progress
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = 5 * time.Second
+		if tty {
+			cfg.ProgressEvery = 200 * time.Millisecond
+		}
+	}
+	cfg.Progress = func(p sender.Progress) { printProgress(w, tty, p) }
+	return tty
 }
 
 // resolvePosting reads --pin-cpu and --post-threads for a device driven by

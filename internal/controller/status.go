@@ -298,40 +298,71 @@ func changePendingCondition(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureS
 
 // judge looks at the pod alone: phase, scheduling, failures.
 func judge(pod *corev1.Pod) verdict {
+	v, scheduled := judgeScheduling(pod)
+	if !scheduled {
+		return v
+	}
+	judgeReceiver(pod, &v)
+	judgeContainers(pod, &v)
+	if judgePodPhase(pod, &v) {
+		return v
+	}
+	if v.failed {
+		v.phase = ringcapv1.PhaseFailed
+	}
+	return v
+}
+
+// judgeScheduling says whether the pod exists and is on a node, and why not.
+func judgeScheduling(pod *corev1.Pod) (verdict, bool) {
 	v := verdict{phase: ringcapv1.PhasePending, scheduled: metav1.ConditionFalse}
-	if pod == nil {
+	switch {
+	case pod == nil:
 		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodNotCreated, "the capture pod does not exist yet"
-		return v
-	}
-	if pod.DeletionTimestamp != nil {
+		return v, false
+	case pod.DeletionTimestamp != nil:
 		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodDeleting, "the previous capture pod is being deleted"
-		return v
-	}
-	if pod.Spec.NodeName == "" {
+		return v, false
+	case pod.Spec.NodeName == "":
 		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodPending, "waiting for the scheduler"
 		if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			v.scheduledReason, v.schedMsg = ringcapv1.ReasonUnschedulable, "no node can run the capture pod: "+c.Message
 		}
-		return v
+		return v, false
 	}
 	v.phase = ringcapv1.PhaseScheduled
 	v.scheduled, v.scheduledReason, v.schedMsg = metav1.ConditionTrue, ringcapv1.ReasonScheduled, "on node "+pod.Spec.NodeName
+	return v, true
+}
 
-	if t := receiverTerminated(pod); t != nil {
-		v.ended = true
-		if t.ExitCode != 0 {
-			v.failed, v.failReason = true, ringcapv1.ReasonReceiverFailed
-			v.failMsg = fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
-			if s := terminationSummary(pod); s != nil && s.Message != "" {
-				v.failMsg += ": " + s.Message
-			} else if t.Message != "" {
-				v.failMsg += ": " + containerMessage(t.Message)
-			}
-		}
+// judgeReceiver notes the receiver container's end: a non-zero exit fails the
+// run, with the receiver's own summary (or the end of its log).
+func judgeReceiver(pod *corev1.Pod, v *verdict) {
+	t := receiverTerminated(pod)
+	if t == nil {
+		return
 	}
+	v.ended = true
+	if t.ExitCode == 0 {
+		return
+	}
+	v.failed, v.failReason = true, ringcapv1.ReasonReceiverFailed
+	v.failMsg = fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
+	if s := terminationSummary(pod); s != nil && s.Message != "" {
+		v.failMsg += ": " + s.Message
+	} else if t.Message != "" {
+		v.failMsg += ": " + containerMessage(t.Message)
+	}
+}
+
+// judgeContainers notes containers waiting for a reason (the receiver's
+// first) and the first reader that failed.
+func judgeContainers(pod *corev1.Pod, v *verdict) {
 	for _, cs := range pod.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		waiting := w != nil && w.Reason != "" && w.Reason != "ContainerCreating"
 		if cs.Name == ringcapv1.ReceiverContainerName {
-			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			if waiting {
 				v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("receiver container: %s: %s", w.Reason, w.Message)
 			}
 			continue
@@ -340,16 +371,20 @@ func judge(pod *corev1.Pod) verdict {
 			v.failed, v.failReason = true, ringcapv1.ReasonReaderFailed
 			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))
 		}
-		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && v.notReadyReason == "" {
+		if waiting && v.notReadyReason == "" {
 			v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
 		}
 	}
+}
+
+// judgePodPhase notes a pod that ended; it says whether the run succeeded.
+func judgePodPhase(pod *corev1.Pod, v *verdict) (succeeded bool) {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		v.ended = true
 		if !v.failed {
 			v.phase = ringcapv1.PhaseSucceeded
-			return v
+			return true
 		}
 	case corev1.PodFailed:
 		v.ended = true
@@ -358,10 +393,7 @@ func judge(pod *corev1.Pod) verdict {
 			v.failMsg = strings.TrimSpace("the capture pod failed: " + pod.Status.Reason + " " + pod.Status.Message)
 		}
 	}
-	if v.failed {
-		v.phase = ringcapv1.PhaseFailed
-	}
-	return v
+	return false
 }
 
 // ObservationHeader is the status view of the receiver's header keywords (nil without any).

@@ -57,9 +57,30 @@ type InventorySink interface {
 func (p *Plugin) buildInventory(devs []rdma.Device, skipped []rdma.Skipped) *Inventory {
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
 	st := ringcapv1alpha1.RDMANodeStatus{LastScanTime: &now, PluginVersion: p.opts.Version}
+	pools, poolOf, units := p.poolsStatus()
+	st.Pools = pools
+	h := nodeHealth{all: true}
+	for _, d := range devs {
+		rd, ds := deviceStatus(d, poolOf)
+		if ds != nil {
+			h.note(ds)
+		}
+		st.Devices = append(st.Devices, rd)
+	}
+	for _, s := range skipped {
+		st.Skipped = append(st.Skipped, s.String())
+	}
+	st.Conditions = []metav1.Condition{inventoryReady(units, h.all, now)}
+	return &Inventory{Status: st, Labels: h.labels()}
+}
+
+// poolsStatus describes each pool (units, healthy units, devices) and says
+// which pool each device is in (the first that selects it) and how many units
+// are advertised in all.
+func (p *Plugin) poolsStatus() ([]ringcapv1alpha1.RDMAPool, map[string]*poolServer, int) {
+	var pools []ringcapv1alpha1.RDMAPool
 	poolOf := map[string]*poolServer{}
-	anyHealthy, roce2 := false, false
-	allHealthy, units := true, 0
+	units := 0
 	for _, s := range p.pools {
 		ps, _ := s.snapshot()
 		pool := ringcapv1alpha1.RDMAPool{Resource: s.resource, Sharing: s.cfg.Sharing.Mode, Units: int32(len(ps.list))}
@@ -76,53 +97,81 @@ func (p *Plugin) buildInventory(devs []rdma.Device, skipped []rdma.Skipped) *Inv
 		}
 		sort.Strings(pool.Devices)
 		units += len(ps.list)
-		st.Pools = append(st.Pools, pool)
+		pools = append(pools, pool)
 	}
-	for _, d := range devs {
-		rd := ringcapv1alpha1.RDMADevice{
-			Name: d.Name, NodeGUID: d.NodeGUID, NodeType: d.NodeType, Driver: d.Driver, PCIAddress: d.PCIAddress,
-			Vendor: d.Vendor, DeviceID: d.DeviceID, FirmwareVersion: d.FirmwareVersion, CharDevices: d.CharDevices,
-		}
-		if d.NUMANode >= 0 {
-			n := int32(d.NUMANode)
-			rd.NUMANode = &n
-		}
-		var ds *devState
-		if s := poolOf[d.Name]; s != nil {
-			ps, _ := s.snapshot()
-			if x, ok := ps.devs[d.Name]; ok {
-				ds = &x
-				rd.Pool = s.resource
-				rd.Health = x.health()
-				rd.HealthReason = x.reason
-				anyHealthy = anyHealthy || x.healthy
-				allHealthy = allHealthy && x.healthy
-				roce2 = roce2 || (x.healthy && x.gid != nil && x.gid.Type == rdma.GIDTypeRoCEv2)
-			}
-		}
-		for _, port := range d.Ports {
-			rp := ringcapv1alpha1.RDMAPort{
-				Number: int32(port.Num), State: port.State, PhysState: port.PhysState, LinkLayer: port.LinkLayer,
-				ActiveMTU: int32(port.ActiveMTU), Rate: port.Rate, Netdevs: port.Netdevs,
-			}
-			for _, g := range port.GIDs {
-				g := g
-				rp.GIDs = append(rp.GIDs, ringcapv1alpha1.RDMAGID{Index: int32(g.Index), GID: gidString(&g), Type: g.Type, Netdev: g.Netdev})
-			}
-			if ds != nil && ds.port.Num == port.Num {
-				if ds.gid != nil {
-					i := int32(ds.gid.Index)
-					rp.ChosenGIDIndex = &i
-				}
-				rp.GIDReason = ds.gidReason
-			}
-			rd.Ports = append(rd.Ports, rp)
-		}
-		st.Devices = append(st.Devices, rd)
+	return pools, poolOf, units
+}
+
+// deviceStatus describes one device, with its pool's view of it (ds, nil when
+// no pool selects it).
+func deviceStatus(d rdma.Device, poolOf map[string]*poolServer) (ringcapv1alpha1.RDMADevice, *devState) {
+	rd := ringcapv1alpha1.RDMADevice{
+		Name: d.Name, NodeGUID: d.NodeGUID, NodeType: d.NodeType, Driver: d.Driver, PCIAddress: d.PCIAddress,
+		Vendor: d.Vendor, DeviceID: d.DeviceID, FirmwareVersion: d.FirmwareVersion, CharDevices: d.CharDevices,
 	}
-	for _, s := range skipped {
-		st.Skipped = append(st.Skipped, s.String())
+	if d.NUMANode >= 0 {
+		n := int32(d.NUMANode)
+		rd.NUMANode = &n
 	}
+	var ds *devState
+	if s := poolOf[d.Name]; s != nil {
+		ps, _ := s.snapshot()
+		if x, ok := ps.devs[d.Name]; ok {
+			ds = &x
+			rd.Pool, rd.Health, rd.HealthReason = s.resource, x.health(), x.reason
+		}
+	}
+	for _, port := range d.Ports {
+		rd.Ports = append(rd.Ports, portStatus(port, ds))
+	}
+	return rd, ds
+}
+
+// portStatus describes one port with its GID table and, on the port the
+// pool uses, the GID it chose and why.
+func portStatus(port rdma.Port, ds *devState) ringcapv1alpha1.RDMAPort {
+	rp := ringcapv1alpha1.RDMAPort{
+		Number: int32(port.Num), State: port.State, PhysState: port.PhysState, LinkLayer: port.LinkLayer,
+		ActiveMTU: int32(port.ActiveMTU), Rate: port.Rate, Netdevs: port.Netdevs,
+	}
+	for _, g := range port.GIDs {
+		g := g
+		rp.GIDs = append(rp.GIDs, ringcapv1alpha1.RDMAGID{Index: int32(g.Index), GID: gidString(&g), Type: g.Type, Netdev: g.Netdev})
+	}
+	if ds != nil && ds.port.Num == port.Num {
+		if ds.gid != nil {
+			i := int32(ds.gid.Index)
+			rp.ChosenGIDIndex = &i
+		}
+		rp.GIDReason = ds.gidReason
+	}
+	return rp
+}
+
+// nodeHealth sums up the pooled devices' health for the node's labels.
+type nodeHealth struct {
+	any, all, roce2 bool
+}
+
+func (h *nodeHealth) note(ds *devState) {
+	h.any = h.any || ds.healthy
+	h.all = h.all && ds.healthy
+	h.roce2 = h.roce2 || (ds.healthy && ds.gid != nil && ds.gid.Type == rdma.GIDTypeRoCEv2)
+}
+
+func (h nodeHealth) labels() map[string]string {
+	labels := map[string]string{LabelRDMA: "", LabelRoCEv2: ""}
+	if h.any {
+		labels[LabelRDMA] = "true"
+	}
+	if h.roce2 {
+		labels[LabelRoCEv2] = "true"
+	}
+	return labels
+}
+
+// inventoryReady is the RDMANode's Ready condition.
+func inventoryReady(units int, allHealthy bool, now metav1.Time) metav1.Condition {
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "AllDevicesHealthy",
 		Message: fmt.Sprintf("%d units advertised, all healthy", units), LastTransitionTime: now}
 	switch {
@@ -131,15 +180,7 @@ func (p *Plugin) buildInventory(devs []rdma.Device, skipped []rdma.Skipped) *Inv
 	case !allHealthy:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "DevicesUnhealthy", "some devices are unhealthy (see devices[].healthReason)"
 	}
-	st.Conditions = []metav1.Condition{cond}
-	labels := map[string]string{LabelRDMA: "", LabelRoCEv2: ""}
-	if anyHealthy {
-		labels[LabelRDMA] = "true"
-	}
-	if roce2 {
-		labels[LabelRoCEv2] = "true"
-	}
-	return &Inventory{Status: st, Labels: labels}
+	return cond
 }
 
 // RDMANodeResource is the RDMANode API resource.

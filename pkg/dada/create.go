@@ -143,16 +143,37 @@ func existsErr(what string, key int32, ring Key, err error) error {
 }
 
 func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, created *[]func() error) error {
-	flags := ipcCreat | ipcExcl | perm
-	syncKey := int32(key)
-	sid, err := shmGet(syncKey, syncSize(nbufs), flags)
+	sid, err := createSync(key, nbufs, bufsz, nread, created)
 	if err != nil {
-		return existsErr("sync segment", syncKey, key, err)
+		return err
+	}
+	if err := createSems(key, nread, created); err != nil {
+		return err
+	}
+	ids, err := createBlocks(key, nbufs, bufsz, huge, created)
+	if err != nil {
+		return err
+	}
+	if lock {
+		return lockRing(key, append([]int{sid}, ids...))
+	}
+	return nil
+}
+
+const createFlags = ipcCreat | ipcExcl | perm
+
+// createSync creates and fills the ring's sync segment (geometry, keys, every
+// transfer ended) and returns its id.
+func createSync(key Key, nbufs, bufsz uint64, nread int, created *[]func() error) (int, error) {
+	syncKey := int32(key)
+	sid, err := shmGet(syncKey, syncSize(nbufs), createFlags)
+	if err != nil {
+		return 0, existsErr("sync segment", syncKey, key, err)
 	}
 	*created = append(*created, func() error { return shmRemove(sid) })
 	addr, err := shmAt(sid, 0, 0)
 	if err != nil {
-		return fmt.Errorf("attach new sync segment %#x: %w", uint32(syncKey), err)
+		return 0, fmt.Errorf("attach new sync segment %#x: %w", uint32(syncKey), err)
 	}
 	defer func() { _ = shmDt(addr) }()
 	s := syncSeg{base: ptr(addr), size: syncSize(nbufs)}
@@ -170,9 +191,14 @@ func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, create
 	for b := uint64(0); b < nbufs; b++ {
 		s.setShmKey(b, key.plus(10+b))
 	}
+	return sid, nil
+}
 
+// createSems creates the connection semaphores and each reader slot's data
+// semaphores, with their initial values.
+func createSems(key Key, nread int, created *[]func() error) error {
 	ck := key.plus(1)
-	cid, err := semGet(ck, 2, flags)
+	cid, err := semGet(ck, 2, createFlags)
 	if err != nil {
 		return existsErr("connection semaphores", ck, key, err)
 	}
@@ -182,7 +208,7 @@ func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, create
 	}
 	for i := 0; i < nread; i++ {
 		dk := key.plus(uint64(2 + i))
-		did, err := semGet(dk, 5, flags)
+		did, err := semGet(dk, 5, createFlags)
 		if err != nil {
 			return existsErr(fmt.Sprintf("data semaphores of reader %d", i), dk, key, err)
 		}
@@ -191,38 +217,47 @@ func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, create
 			return fmt.Errorf("initialise data semaphores %#x: %w", uint32(dk), err)
 		}
 	}
-	bflags := flags
+	return nil
+}
+
+// createBlocks creates the data blocks and returns their ids.
+func createBlocks(key Key, nbufs, bufsz uint64, huge bool, created *[]func() error) ([]int, error) {
+	bflags := createFlags
 	if huge {
 		bflags |= shmHuge
 	}
-	ids := []int{sid}
+	var ids []int
 	for b := uint64(0); b < nbufs; b++ {
 		bk := key.plus(10 + b)
 		bid, err := shmGet(bk, bufsz, bflags)
 		if err != nil {
 			if huge && (errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EINVAL)) {
-				return fmt.Errorf("create huge-page block %d (key %#x, %d bytes): not enough free huge pages (reserve them via /proc/sys/vm/nr_hugepages): %w", b, uint32(bk), bufsz, err)
+				return nil, fmt.Errorf("create huge-page block %d (key %#x, %d bytes): not enough free huge pages (reserve them via /proc/sys/vm/nr_hugepages): %w", b, uint32(bk), bufsz, err)
 			}
 			if errors.Is(err, unix.EINVAL) {
-				return fmt.Errorf("create block %d (key %#x, %d bytes): size exceeds kernel.shmmax or the key is used by a smaller segment: %w", b, uint32(bk), bufsz, err)
+				return nil, fmt.Errorf("create block %d (key %#x, %d bytes): size exceeds kernel.shmmax or the key is used by a smaller segment: %w", b, uint32(bk), bufsz, err)
 			}
-			return existsErr(fmt.Sprintf("block %d", b), bk, key, err)
+			return nil, existsErr(fmt.Sprintf("block %d", b), bk, key, err)
 		}
 		*created = append(*created, func() error { return shmRemove(bid) })
 		ids = append(ids, bid)
 	}
-	if lock {
-		for i, id := range ids {
-			if err := shmLockMem(id); err != nil {
-				what := "sync segment"
-				if i > 0 {
-					what = fmt.Sprintf("block %d", i-1)
-				}
-				if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOMEM) {
-					return fmt.Errorf("lock %s of ring %s in memory (SHM_LOCK): needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l): %w", what, key, err)
-				}
-				return fmt.Errorf("lock %s of ring %s in memory (SHM_LOCK): %w", what, key, err)
+	return ids, nil
+}
+
+// lockRing locks the ring's segments (the sync segment first, then the
+// blocks) in memory.
+func lockRing(key Key, ids []int) error {
+	for i, id := range ids {
+		if err := shmLockMem(id); err != nil {
+			what := "sync segment"
+			if i > 0 {
+				what = fmt.Sprintf("block %d", i-1)
 			}
+			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOMEM) {
+				return fmt.Errorf("lock %s of ring %s in memory (SHM_LOCK): needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK (ulimit -l): %w", what, key, err)
+			}
+			return fmt.Errorf("lock %s of ring %s in memory (SHM_LOCK): %w", what, key, err)
 		}
 	}
 	return nil

@@ -52,48 +52,54 @@ func ChooseGID(p Port, pol GIDPolicy) (GID, string, error) {
 	if mode == "" {
 		mode = GIDPolicyRoCEv2IPv4
 	}
-	if mode == GIDPolicyIndex {
-		for _, g := range p.GIDs {
-			if g.Index == pol.Index {
-				if pol.Netdev != "" && g.Netdev != pol.Netdev {
-					return GID{}, "", fmt.Errorf("GID %d of port %d belongs to netdev %q, not %q: %w", pol.Index, p.Num, g.Netdev, pol.Netdev, ErrNoGID)
-				}
-				return g, fmt.Sprintf("explicit index %d (%s %s on %s)", g.Index, g.Type, ipString(g.GID), netdevName(g.Netdev)), nil
-			}
-		}
-		return GID{}, "", fmt.Errorf("GID index %d of port %d is empty: %w", pol.Index, p.Num, ErrNoGID)
+	switch {
+	case mode == GIDPolicyIndex:
+		return gidAtIndex(p, pol)
+	case p.LinkLayer == LinkLayerInfiniBand:
+		return infiniBandGID(p, mode)
 	}
-	if p.LinkLayer == LinkLayerInfiniBand {
-		if mode != GIDPolicyRoCEv2IPv4 {
-			return GID{}, "", fmt.Errorf("policy %s needs RoCE, port %d is InfiniBand: %w", mode, p.Num, ErrNoGID)
-		}
-		for _, g := range p.GIDs {
-			if g.Index == 0 {
-				return g, "InfiniBand port: port GID (index 0)", nil
-			}
-		}
-		return GID{}, "", fmt.Errorf("InfiniBand port %d has no GID 0: %w", p.Num, ErrNoGID)
-	}
+	return roceGID(p, pol, mode)
+}
 
-	match := func(g GID) bool {
-		if g.Type != GIDTypeRoCEv2 {
-			return false
+// gidAtIndex is the GID at the policy's explicit index (on its netdev, if it names one).
+func gidAtIndex(p Port, pol GIDPolicy) (GID, string, error) {
+	for _, g := range p.GIDs {
+		if g.Index != pol.Index {
+			continue
 		}
-		if mode == GIDPolicyRoCEv2IPv4 {
-			return g.IPv4()
+		if pol.Netdev != "" && g.Netdev != pol.Netdev {
+			return GID{}, "", fmt.Errorf("GID %d of port %d belongs to netdev %q, not %q: %w", pol.Index, p.Num, g.Netdev, pol.Netdev, ErrNoGID)
 		}
-		return !g.IPv4()
+		return g, fmt.Sprintf("explicit index %d (%s %s on %s)", g.Index, g.Type, ipString(g.GID), netdevName(g.Netdev)), nil
 	}
-	// Candidates in order of preference: on the wanted netdev (or the port's own
-	// netdev), then (without an explicit netdev) on upper devices; within each, IPv6
-	// global before link-local, then lowest index.
-	var own, upper []GID
+	return GID{}, "", fmt.Errorf("GID index %d of port %d is empty: %w", pol.Index, p.Num, ErrNoGID)
+}
+
+// infiniBandGID is an InfiniBand port's port GID (index 0).
+func infiniBandGID(p Port, mode string) (GID, string, error) {
+	if mode != GIDPolicyRoCEv2IPv4 {
+		return GID{}, "", fmt.Errorf("policy %s needs RoCE, port %d is InfiniBand: %w", mode, p.Num, ErrNoGID)
+	}
+	for _, g := range p.GIDs {
+		if g.Index == 0 {
+			return g, "InfiniBand port: port GID (index 0)", nil
+		}
+	}
+	return GID{}, "", fmt.Errorf("InfiniBand port %d has no GID 0: %w", p.Num, ErrNoGID)
+}
+
+// roceGID picks among the port's RoCE v2 GIDs of the policy's address family, in
+// order of preference: on the wanted netdev (or the port's own netdev), then
+// (without an explicit netdev) on upper devices; within each, IPv6 global before
+// link-local, then lowest index.
+func roceGID(p Port, pol GIDPolicy, mode string) (GID, string, error) {
 	home := pol.Netdev
 	if home == "" && len(p.Netdevs) > 0 {
 		home = p.Netdevs[0]
 	}
+	var own, upper []GID
 	for _, g := range p.GIDs {
-		if !match(g) {
+		if g.Type != GIDTypeRoCEv2 || g.IPv4() != (mode == GIDPolicyRoCEv2IPv4) {
 			continue
 		}
 		switch {
@@ -103,23 +109,14 @@ func ChooseGID(p Port, pol GIDPolicy) (GID, string, error) {
 			upper = append(upper, g)
 		}
 	}
-	pick := func(gs []GID) (GID, bool) {
-		best, ok := GID{}, false
-		for _, g := range gs {
-			if !ok || (best.GID.IsLinkLocalUnicast() && !g.GID.IsLinkLocalUnicast()) {
-				best, ok = g, true
-			}
-		}
-		return best, ok
-	}
 	what := "RoCE v2 GID with an IPv4-mapped address"
 	if mode == GIDPolicyRoCEv2IPv6 {
 		what = "RoCE v2 GID with an IPv6 address"
 	}
-	if g, ok := pick(own); ok {
+	if g, ok := preferGlobal(own); ok {
 		return g, fmt.Sprintf("%s: %s on %s (port %d)", what, ipString(g.GID), netdevName(g.Netdev), p.Num), nil
 	}
-	if g, ok := pick(upper); ok {
+	if g, ok := preferGlobal(upper); ok {
 		return g, fmt.Sprintf("%s: %s on upper device %s (none on %s, port %d)", what, ipString(g.GID), g.Netdev, netdevName(home), p.Num), nil
 	}
 	var seen []string
@@ -131,6 +128,17 @@ func ChooseGID(p Port, pol GIDPolicy) (GID, string, error) {
 		where = strings.Join(p.Netdevs, ",")
 	}
 	return GID{}, "", fmt.Errorf("no %s on %s (port %d, GIDs: %s): %w", what, where, p.Num, orNone(seen), ErrNoGID)
+}
+
+// preferGlobal is the first GID that is not link-local, else the first.
+func preferGlobal(gs []GID) (GID, bool) {
+	best, ok := GID{}, false
+	for _, g := range gs {
+		if !ok || (best.GID.IsLinkLocalUnicast() && !g.GID.IsLinkLocalUnicast()) {
+			best, ok = g, true
+		}
+	}
+	return best, ok
 }
 
 // FindGIDByIP returns the device, port and RoCE v2 GID whose address is ip (an IPv4

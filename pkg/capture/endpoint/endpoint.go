@@ -33,28 +33,11 @@ type Request struct {
 // device, port and GID index to use and a human-readable reason, which the
 // receiver logs and reports in its status.
 func Choose(devs []rdma.Device, req Request) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
-	src := req.Source
-	if src == "" {
-		src = "flags"
+	if req.Source == "" {
+		req.Source = "flags"
 	}
-	specificIP := req.IP != nil && !req.IP.IsUnspecified()
-	// Automatic device: the one whose RoCE v2 GID carries the listen IP.
-	if req.Device == "" && specificIP {
-		if d, p, g, ok := rdma.FindGIDByIP(devs, req.IP); ok && (req.GIDIndex < 0 || req.GIDIndex == g.Index) {
-			return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev))
-		}
-	}
-	if !specificIP && req.GIDIndex < 0 {
-		for _, ip := range req.LocalIPs {
-			for _, d := range devs {
-				if req.Device != "" && d.Name != req.Device {
-					continue
-				}
-				if d, p, g, ok := rdma.FindGIDByIP([]rdma.Device{d}, ip); ok && (req.Port == 0 || req.Port == p.Num) {
-					return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the local address %s on %s (listening on all addresses)", g.Index, ip, g.Netdev))
-				}
-			}
-		}
+	if c, ok := byAddress(devs, req); ok {
+		return c.result()
 	}
 	var cands []rdma.Device
 	for _, d := range devs {
@@ -64,53 +47,113 @@ func Choose(devs []rdma.Device, req Request) (fabric.DeviceConfig, statusdoc.End
 	}
 	if len(cands) == 0 {
 		if req.Device != "" {
-			return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, src, names(devs))
+			return fail(fmt.Errorf("RDMA device %q not found (%s); devices: %s", req.Device, req.Source, names(devs)))
 		}
-		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no RDMA device found")
+		return fail(fmt.Errorf("no RDMA device found"))
 	}
 	var firstErr error
 	for _, d := range cands {
 		for _, p := range d.Ports {
-			if req.Port != 0 && p.Num != req.Port {
+			if (req.Port != 0 && p.Num != req.Port) || (!p.Active() && req.Port == 0) {
 				continue
 			}
-			if !p.Active() && req.Port == 0 {
-				continue
+			c, err := onPort(d, p, req)
+			if err == nil || req.GIDIndex >= 0 {
+				return c.resultOr(err)
 			}
-			if req.GIDIndex >= 0 {
-				g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{Mode: rdma.GIDPolicyIndex, Index: req.GIDIndex})
-				if err != nil {
-					return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, src, err)
-				}
-				return done(d, p, g, fmt.Sprintf("GID index %d from %s: %s", g.Index, src, why))
+			if firstErr == nil {
+				firstErr = err
 			}
-			if specificIP {
-				for _, g := range p.GIDs {
-					if g.Type == rdma.GIDTypeRoCEv2 && g.GID.Equal(req.IP) {
-						return done(d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev))
-					}
-				}
-			}
-			g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{})
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("%s port %d: %w", d.Name, p.Num, err)
-				}
-				continue
-			}
-			if specificIP {
-				why += fmt.Sprintf(" (no GID carries the listen address %s)", req.IP)
-			}
-			return done(d, p, g, why)
 		}
 	}
-	if firstErr != nil {
-		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, firstErr
+	switch {
+	case firstErr != nil:
+		return fail(firstErr)
+	case req.Port != 0:
+		return fail(fmt.Errorf("no port %d on %s", req.Port, names(cands)))
 	}
-	if req.Port != 0 {
-		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no port %d on %s", req.Port, names(cands))
+	return fail(fmt.Errorf("no active port on %s", names(cands)))
+}
+
+// choice is a device, port and GID with the reason they were chosen.
+type choice struct {
+	d      rdma.Device
+	p      rdma.Port
+	g      rdma.GID
+	reason string
+}
+
+func (c choice) result() (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+	return done(c.d, c.p, c.g, c.reason)
+}
+
+func (c choice) resultOr(err error) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+	if err != nil {
+		return fail(err)
 	}
-	return fabric.DeviceConfig{}, statusdoc.Endpoint{}, fmt.Errorf("no active port on %s", names(cands))
+	return c.result()
+}
+
+func fail(err error) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+	return fabric.DeviceConfig{}, statusdoc.Endpoint{}, err
+}
+
+func specific(ip net.IP) bool { return ip != nil && !ip.IsUnspecified() }
+
+// byAddress finds the RoCE v2 GID that carries the address in use: the listen
+// address (any device unless one was asked for: that one's ports are searched
+// later) or, listening on every address with no GID index asked for, one of
+// this host's addresses.
+func byAddress(devs []rdma.Device, req Request) (choice, bool) {
+	if specific(req.IP) {
+		if req.Device != "" {
+			return choice{}, false
+		}
+		d, p, g, ok := rdma.FindGIDByIP(devs, req.IP)
+		ok = ok && (req.GIDIndex < 0 || req.GIDIndex == g.Index)
+		return choice{d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev)}, ok
+	}
+	if req.GIDIndex >= 0 {
+		return choice{}, false
+	}
+	for _, ip := range req.LocalIPs {
+		for _, d := range devs {
+			if req.Device != "" && d.Name != req.Device {
+				continue
+			}
+			if d, p, g, ok := rdma.FindGIDByIP([]rdma.Device{d}, ip); ok && (req.Port == 0 || req.Port == p.Num) {
+				return choice{d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the local address %s on %s (listening on all addresses)", g.Index, ip, g.Netdev)}, true
+			}
+		}
+	}
+	return choice{}, false
+}
+
+// onPort chooses the GID on one port: the index asked for, else the RoCE v2
+// GID that carries the listen address, else the port's best GID.
+func onPort(d rdma.Device, p rdma.Port, req Request) (choice, error) {
+	if req.GIDIndex >= 0 {
+		g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{Mode: rdma.GIDPolicyIndex, Index: req.GIDIndex})
+		if err != nil {
+			return choice{}, fmt.Errorf("%s port %d: GID index %d (%s): %w", d.Name, p.Num, req.GIDIndex, req.Source, err)
+		}
+		return choice{d, p, g, fmt.Sprintf("GID index %d from %s: %s", g.Index, req.Source, why)}, nil
+	}
+	if specific(req.IP) {
+		for _, g := range p.GIDs {
+			if g.Type == rdma.GIDTypeRoCEv2 && g.GID.Equal(req.IP) {
+				return choice{d, p, g, fmt.Sprintf("RoCE v2 GID %d carries the listen address %s on %s", g.Index, req.IP, g.Netdev)}, nil
+			}
+		}
+	}
+	g, why, err := rdma.ChooseGID(p, rdma.GIDPolicy{})
+	if err != nil {
+		return choice{}, fmt.Errorf("%s port %d: %w", d.Name, p.Num, err)
+	}
+	if specific(req.IP) {
+		why += fmt.Sprintf(" (no GID carries the listen address %s)", req.IP)
+	}
+	return choice{d, p, g, why}, nil
 }
 
 func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
