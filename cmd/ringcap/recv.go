@@ -36,6 +36,9 @@ type recvOpts struct {
 	mode        string
 	mr          string
 	listen      string
+	listenOn    string
+	listenIface string
+	allowed     string
 	qps         int
 	msgBytes    uint64
 	rxDepth     int
@@ -59,6 +62,9 @@ type devFlags struct {
 	device   string
 	port     int
 	gidIndex int
+	// ignoreEnvGID leaves out the device plugin's GID index (it is the node netdev's;
+	// a pod's own interface has GIDs of its own).
+	ignoreEnvGID bool
 }
 
 func (d *devFlags) add(c *cobra.Command) {
@@ -107,7 +113,7 @@ func (d *devFlags) request(ip net.IP) (capture.EndpointRequest, error) {
 			req.Port, fromEnv = p, true
 		}
 	}
-	if req.GIDIndex < 0 {
+	if req.GIDIndex < 0 && !d.ignoreEnvGID {
 		if v := os.Getenv(envGIDIndex); v != "" {
 			g, err := strconv.Atoi(v)
 			if err != nil {
@@ -151,6 +157,9 @@ func newRecvCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")
 	fs.StringVar(&o.mr, "mr", "auto", "memory registration: auto, wholering (one MR over the contiguously mapped ring) or perblock")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:18515", "TCP address for the connection handshake")
+	fs.StringVar(&o.listenOn, "listen-on", listenAny, "which address to listen on: any (--listen's), rdma (the address of the RoCE v2 GID in use, on the RDMA netdev) or attachment=NAMESPACE/NAME (the pod's interface of that network attachment, with the GID of its address)")
+	fs.StringVar(&o.listenIface, "listen-interface", "", "with --listen-on attachment=...: the interface (default: from $"+envNetworkStatus+", else "+defaultAttachmentInterface+")")
+	fs.StringVar(&o.allowed, "allowed-senders", allowAny, "who may send: any, listen-subnet (the subnet of the listen address) or CIDRs (198.18.0.0/24,10.1.0.7/32); others are refused at the handshake")
 	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", capture.MaxQPs))
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
@@ -238,21 +247,13 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 		s.Ring = capture.RingStatus{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
 	})
 
-	// The RDMA endpoint.
-	host, portStr, err := net.SplitHostPort(o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", o.listen, err)
-	}
-	listenIP := net.ParseIP(host)
-	if host != "" && listenIP == nil {
-		return fmt.Errorf("--listen %q: the host must be an IP address", o.listen)
-	}
-	devCfg, ep, _, err := o.dev.choose(listenIP, localIPs(), log)
+	// The RDMA endpoint and the address to listen on.
+	listenAddr, devCfg, ep, senders, err := o.chooseListen(log)
 	if err != nil {
 		return err
 	}
-	port, _ := strconv.Atoi(portStr)
-	ep.Address, ep.Port = host, port
+	_, portStr, _ := net.SplitHostPort(listenAddr)
+	ep.Port, _ = strconv.Atoi(portStr)
 	t.Update(func(s *capture.Status) { s.Endpoint = ep })
 
 	fab, err := capture.NewVerbsReceiver(devCfg, h.Data, mrMode, func(line string) { log.Info(line) })
@@ -278,16 +279,16 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) (err error) {
 	}
 	cfg := capture.ReceiverConfig{
 		Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
-		StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
+		StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log, Senders: senders,
 		Header: capture.ObservationHeaders{Template: []byte(tmpl.String()), Size: h.Header.BufSize()},
 	}
 	rx, err := capture.NewReceiver(cfg, capture.RingGeometryOf(h.Data), capture.DadaWriter{W: w}, fab, t)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := net.Listen("tcp", listenAddr)
 	if err != nil {
-		return fmt.Errorf("listen for senders: %w", err)
+		return fmt.Errorf("listen for senders on %s: %w", listenAddr, err)
 	}
 	t.Update(func(s *capture.Status) {
 		if a, ok := ln.Addr().(*net.TCPAddr); ok {

@@ -62,6 +62,8 @@ type ReceiverConfig struct {
 	Header ObservationHeaders
 	// HandshakeTimeout bounds the handshake (default 10 s).
 	HandshakeTimeout time.Duration
+	// Senders is the sender allowlist; nil allows every sender.
+	Senders *SenderFilter
 	Log              *slog.Logger
 }
 
@@ -232,6 +234,10 @@ type pendingConn struct {
 // sender that arrives while another is streaming waits up to the handshake
 // timeout for its turn.
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
+	if !r.cfg.Senders.Allows(c.RemoteAddr()) {
+		r.refuseSender(c)
+		return
+	}
 	log := r.log.With("peer", c.RemoteAddr().String())
 	k := newConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))

@@ -51,6 +51,10 @@ type Endpoint struct {
 	GID       string `json:"gid"`
 	Netdev    string `json:"netdev"`
 	GIDReason string `json:"gidReason"`
+	// AddressReason says how the listen address was chosen ("" when it was given).
+	AddressReason string `json:"addressReason,omitempty"`
+	// AllowedSenders are the networks senders may connect from (["any"] or CIDRs).
+	AllowedSenders []string `json:"allowedSenders,omitempty"`
 }
 
 // MemoryRegistration describes how the ring is registered with the RDMA
@@ -100,6 +104,8 @@ type Status struct {
 	// of the observation in progress or, between observations, the last one.
 	Header           map[string]string `json:"header,omitempty"`
 	CompletionErrors uint64            `json:"completionErrors"`
+	// RefusedSenders counts connections refused by the sender allowlist.
+	RefusedSenders uint64 `json:"refusedSenders,omitempty"`
 	StartTime        string            `json:"startTime"`      // RFC 3339
 	CompletionTime   string            `json:"completionTime"` // RFC 3339, once Finished or Failed
 	Seconds          float64           `json:"seconds"`
