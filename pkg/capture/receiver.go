@@ -62,9 +62,10 @@ type ReceiverConfig struct {
 	Header ObservationHeaders
 	// HandshakeTimeout bounds the handshake (default 10 s).
 	HandshakeTimeout time.Duration
+	Log              *slog.Logger
+
 	// Senders is the sender allowlist; nil allows every sender.
 	Senders *SenderFilter
-	Log              *slog.Logger
 }
 
 func (c *ReceiverConfig) defaults() {

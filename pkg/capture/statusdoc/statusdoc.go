@@ -104,8 +104,6 @@ type Status struct {
 	// of the observation in progress or, between observations, the last one.
 	Header           map[string]string `json:"header,omitempty"`
 	CompletionErrors uint64            `json:"completionErrors"`
-	// RefusedSenders counts connections refused by the sender allowlist.
-	RefusedSenders uint64 `json:"refusedSenders,omitempty"`
 	StartTime        string            `json:"startTime"`      // RFC 3339
 	CompletionTime   string            `json:"completionTime"` // RFC 3339, once Finished or Failed
 	Seconds          float64           `json:"seconds"`
@@ -113,6 +111,9 @@ type Status struct {
 	IncompleteObs    int               `json:"incompleteObservations"`
 	// LastObservation is the most recent observation that ended.
 	LastObservation *Observation `json:"lastObservation,omitempty"`
+
+	// RefusedSenders counts connections refused by the sender allowlist.
+	RefusedSenders uint64 `json:"refusedSenders,omitempty"`
 }
 
 // Parse decodes a status document and checks its version and state.
