@@ -76,7 +76,7 @@ type listenResult struct {
 	reason string
 }
 
-// interfaceAddr is the first IPv4 (else global IPv6) address of a named interface.
+// addrLookup lists the addresses of a named interface (systemAddrs; a table in tests).
 type addrLookup func(name string) ([]net.Addr, error)
 
 func systemAddrs(name string) ([]net.Addr, error) {
