@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func guestRun(name, script string, limit time.Duration) (string, int, error) {
 	if err != nil {
 		return "", -1, fmt.Errorf("connect to the guest shell %s: %w", sock, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(limit))
 	// The markers are spelled so that the shell's echo of this line never matches them.
 	cmd := fmt.Sprintf("PS1=; PS2=; stty -echo; bash /mnt/host/cmd/%s.sh 2>&1 | sed -u \"s/^/$(printf 'O%%sT|' U)/\"; echo \"R\"\"C|${PIPESTATUS[0]}|%s\"\n", name, name)
@@ -55,5 +56,9 @@ func guestRun(name, script string, limit time.Duration) (string, int, error) {
 			return out.String(), rc, nil
 		}
 	}
-	return out.String(), -1, fmt.Errorf("guest script %s did not finish within %s (%v)", name, limit, sc.Err())
+	err = sc.Err()
+	if err == nil {
+		err = io.EOF // the shell closed the connection
+	}
+	return out.String(), -1, fmt.Errorf("guest script %s did not finish within %s: %w", name, limit, err)
 }
