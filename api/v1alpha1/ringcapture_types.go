@@ -54,6 +54,7 @@ type RingCapture struct {
 // +kubebuilder:validation:XValidation:rule="self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
 // +kubebuilder:validation:XValidation:rule="self.receiver.memoryRegistration != 'WholeRing' || self.ring.blockBytes % 4096 == 0",message="spec.ring.blockBytes must be a multiple of 4096 when spec.receiver.memoryRegistration is WholeRing",fieldPath=".ring.blockBytes"
 // +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || self.network.mode != 'Host' || (self.receiver.port >= 1024 && self.receiver.metricsPort >= 1024)",message="spec.receiver.port and spec.receiver.metricsPort must be at least 1024 when spec.network.mode is Host: the receiver runs without privileges in the node's network namespace, where ports below 1024 need CAP_NET_BIND_SERVICE",fieldPath=".receiver.port"
 // +kubebuilder:validation:XValidation:rule="(has(self.ring.hostIPC) && self.ring.hostIPC) || (has(self.readers) ? size(self.readers) : 0) >= self.ring.readers",message="spec.ring.readers has more reader slots than spec.readers has containers: the pod has its own IPC namespace, so nothing else can take the free slots and the receiver would stop at the first full ring; add reader containers, lower spec.ring.readers, or set spec.ring.hostIPC to leave the free slots to readers on the node",fieldPath=".ring.readers"
 type RingCaptureSpec struct {
 	// ring is the PSRDADA ring the receiver creates in the pod's IPC namespace.
@@ -99,6 +100,12 @@ type RingCaptureSpec struct {
 	// images overrides the operator's default images.
 	// +optional
 	Images ImagesSpec `json:"images,omitempty"`
+
+	// network is the network the receiver listens on (the pod network, the node's, or
+	// a secondary attachment on the data network) and who may send to it.
+	// +kubebuilder:default={mode: Pod}
+	// +optional
+	Network NetworkSpec `json:"network,omitempty"`
 }
 
 // RingSpec is the geometry of a PSRDADA ring (as dada_db's flags) and its header.
@@ -496,7 +503,7 @@ type RingCaptureStatus struct {
 	Phase RingCapturePhase `json:"phase,omitempty"`
 
 	// conditions: Scheduled, RingReady, ReceiverReady, Receiving, Ready, Failed,
-	// ReadersBehind and ChangePending.
+	// ReadersBehind, ChangePending and ExternallyReachable.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge
@@ -633,6 +640,14 @@ type RunningStatus struct {
 	// stop is the receiver's stop condition, for example "after 1 observations".
 	// +optional
 	Stop string `json:"stop,omitempty"`
+	// network is the network the receiver listens on: Pod, Host, or Attachment with
+	// the attachment's name (and the interface when one was named).
+	// +optional
+	Network string `json:"network,omitempty"`
+	// allowedSenders is the receiver's sender allowlist as it was given: "any",
+	// "listen-subnet" (the subnet of the address it listens on) or CIDRs.
+	// +optional
+	AllowedSenders string `json:"allowedSenders,omitempty"`
 }
 
 // RunSummary is what a finished run left.
@@ -665,9 +680,17 @@ type RunSummary struct {
 
 // EndpointStatus is where a sender connects.
 type EndpointStatus struct {
-	// address is the receiver's IP address (the pod IP).
+	// address is the IP address the receiver listens on and a sender connects to: the
+	// pod IP in Pod mode, the RDMA netdev's address in Host mode, the attachment
+	// interface's address in Attachment mode.
 	// +optional
 	Address string `json:"address,omitempty"`
+	// network is the network mode the address is on: Pod, Host or Attachment.
+	// +optional
+	Network string `json:"network,omitempty"`
+	// reason says how the address was chosen and who can reach it.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// port is the handshake TCP port.
 	// +optional
 	Port int32 `json:"port,omitempty"`

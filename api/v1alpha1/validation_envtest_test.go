@@ -140,6 +140,24 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 		{"template longer than header block", `{ring: {header: {template: "` + strings.Repeat("X", 5000) + `"}}}`,
 			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}, nil},
 		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}, nil},
+		{"unknown network mode", `{network: {mode: Bridge}}`, []string{"spec.network.mode", "Unsupported value"}, nil},
+		{"attachment without Attachment mode", `{network: {mode: Host, attachment: macvlan-conf}}`,
+			[]string{"spec.network.attachment", "must be set exactly when network.mode is Attachment"}, nil},
+		{"Attachment mode without attachment", `{network: {mode: Attachment}}`,
+			[]string{"spec.network.attachment", "must be set exactly when network.mode is Attachment"}, nil},
+		{"interface in Host mode", `{network: {mode: Host, interface: eth1}}`,
+			[]string{"spec.network.interface", "only in Attachment mode"}, nil},
+		{"attachment not a name", `{network: {mode: Attachment, attachment: "Macvlan Conf"}}`, []string{"spec.network.attachment"}, nil},
+		{"interface name too long", `{network: {mode: Attachment, attachment: m, interface: abcdefghijklmnop}}`, []string{"spec.network.interface"}, nil},
+		{"interface name with a slash", `{network: {mode: Attachment, attachment: m, interface: "a/b"}}`, []string{"spec.network.interface"}, nil},
+		{"allowed sender not a CIDR", `{network: {allowedSenders: ["198.18.0.7"]}}`,
+			[]string{"spec.network.allowedSenders[0]", "must be CIDRs such as 198.18.0.0/24"}, nil},
+		{"allowed sender prefix too long", `{network: {allowedSenders: ["10.0.0.0/8", "198.18.0.0/33"]}}`,
+			[]string{"spec.network.allowedSenders[1]", "must be CIDRs"}, nil},
+		{"privileged port in Host mode", `{network: {mode: Host}, receiver: {port: 900}}`,
+			[]string{"spec.receiver.port", "at least 1024 when spec.network.mode is Host"}, nil},
+		{"privileged metrics port in Host mode", `{network: {mode: Host}, receiver: {metricsPort: 80}}`,
+			[]string{"spec.receiver.port", "at least 1024 when spec.network.mode is Host", "CAP_NET_BIND_SERVICE"}, nil},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
@@ -202,6 +220,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"receiver.receiveDepth", rx.ReceiveDepth, int32(128)},
 		{"receiver.resourceName", rx.ResourceName, "ringcap.io/rdma"},
 		{"receiver.stop.after", rx.Stop.After, ringcapv1.StopNever},
+		{"network.mode", rc.Spec.Network.Mode, ringcapv1.NetworkModePod},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -230,6 +249,10 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
 		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}, readers: [{name: r}]}`,
 		`{ring: {key: "0XDADA"}, readers: [{name: r}]}`,
+		`{network: {mode: Host, allowedSenders: ["198.18.0.0/24", "2001:db8::/32", "10.1.2.3/32"]}, ring: {hostIPC: true}, readers: [{name: r}]}`,
+		`{network: {mode: Attachment, attachment: "data/macvlan-conf", interface: net1}, readers: [{name: r}]}`,
+		`{network: {mode: Attachment, attachment: sriov.roce}, receiver: {port: 20000, metricsPort: 20001}, readers: [{name: r}]}`,
+		`{network: {mode: Pod, allowedSenders: ["0.0.0.0/0"]}, receiver: {port: 80, metricsPort: 81}, readers: [{name: r}]}`,
 		`{ring: {key: "0X7E50"}, receiver: {stop: {after: Duration, duration: "1.5h"}, port: 9100, metricsPort: 9101}, readers: [{name: r}]}`,
 		// Reader slots left to readers on the node, outside the pod.
 		`{ring: {hostIPC: true}}`,

@@ -28,6 +28,9 @@ type recvOpts struct {
 	mode        string
 	mr          string
 	listen      string
+	listenOn    string
+	listenIface string
+	allowed     string
 	qps         int
 	msgBytes    uint64
 	rxDepth     int
@@ -94,6 +97,9 @@ func newRecvCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")
 	fs.StringVar(&o.mr, "mr", "auto", "memory registration: auto, wholering (one MR over the contiguously mapped ring) or perblock")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:18515", "TCP address for the connection handshake")
+	fs.StringVar(&o.listenOn, "listen-on", endpoint.ListenAny, "which address to listen on: any (--listen's), rdma (the address of the RoCE v2 GID in use, on the RDMA netdev) or attachment=NAMESPACE/NAME (the pod's interface of that network attachment, with the GID of its address)")
+	fs.StringVar(&o.listenIface, "listen-interface", "", "with --listen-on attachment=...: the interface (default: from $"+endpoint.EnvNetworkStatus+", else "+endpoint.DefaultAttachmentInterface+")")
+	fs.StringVar(&o.allowed, "allowed-senders", endpoint.AllowAny, "who may send: any, listen-subnet (the subnet of the listen address) or CIDRs (198.18.0.0/24,10.1.0.7/32); others are refused at the handshake")
 	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs per connection (1..%d)", wire.MaxQPs))
 	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (the sender must use the same)")
 	fs.IntVar(&o.rxDepth, "rx-depth", 128, "receive work requests per queue pair")
@@ -126,13 +132,10 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	if err != nil {
 		return err
 	}
-	dev, err := o.dev.request().WithEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
 	return capture.Run(ctx, capture.Capture{
 		Ring: o.ring, Create: o.create, Wait: o.wait, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
-		NewStyleHeader: o.newStyle, Listen: o.listen, Device: dev, Roots: rdma.DefaultRoots,
+		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: rdma.DefaultRoots,
+		Listen: endpoint.Listen{Addr: o.listen, On: o.listenOn, Interface: o.listenIface, Allowed: o.allowed},
 		Receiver: capture.ReceiverConfig{
 			Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,
 			StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,

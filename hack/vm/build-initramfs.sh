@@ -33,7 +33,8 @@ EXTRA_LIBS=(/lib/x86_64-linux-gnu/libgcc_s.so.1 /lib/x86_64-linux-gnu/libpthread
   /lib/x86_64-linux-gnu/libresolv.so.2)
 # Modules (with their modules.dep closure). crc32_generic: rxe needs the "crc32" shash and on
 # Debian it is a module; without it `rdma link add` fails with "No such file or directory".
-MODS="crc32_generic crc32-pclmul rdma_rxe rdma_ucm ib_uverbs ib_umad veth dummy 9p 9pnet_virtio virtio_pci virtio_net"
+# macvlan: an upper device of a veth with RoCE GIDs of its own (the Attachment-mode test).
+MODS="crc32_generic crc32-pclmul rdma_rxe rdma_ucm ib_uverbs ib_umad veth dummy macvlan 9p 9pnet_virtio virtio_pci virtio_net"
 
 for b in "${BINS[@]}" "${PROVIDERS[@]}" /bin/busybox /etc/libibverbs.d/rxe.driver; do
   [ -e "$b" ] || { echo "build-initramfs: missing on the host: $b (run hack/setup.sh)" >&2; exit 1; }

@@ -117,7 +117,9 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		"--qps", i64(int64(rx.QueuePairs)),
 		"--mode", strings.ToLower(string(rx.Mode)),
 		"--mr", strings.ToLower(string(rx.MemoryRegistration)),
-		"--listen", "0.0.0.0:"+i64(int64(rx.Port)),
+	)
+	args = append(args, listenArgs(rc)...)
+	args = append(args,
 		"--msg-bytes", i64(rx.MessageBytes),
 		"--rx-depth", i64(int64(rx.ReceiveDepth)),
 	)
@@ -155,7 +157,7 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		}
 	}
 	return append(args,
-		"--metrics-addr", ":"+i64(int64(rx.MetricsPort)),
+		"--metrics-addr", metricsAddr(rc),
 		"--summary-file", summaryFile,
 	)
 }
@@ -297,7 +299,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		})
 	}
 
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(rc.Name),
 			Namespace: rc.Namespace,
@@ -323,6 +325,8 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			PriorityClassName:             spec.PriorityClassName,
 		},
 	}
+	applyNetwork(rc, pod)
+	return pod
 }
 
 // externalReaderSlots returns how many of a ring's reader slots the pod's reader

@@ -65,6 +65,7 @@ func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
 		p, _ := strconv.ParseInt(l[strings.LastIndex(l, ":")+1:], 10, 32)
 		run.Port = int32(p)
 	}
+	run.Network, run.AllowedSenders = networkFromArgs(flag)
 	run.Stop = "never"
 	for _, s := range []struct{ flag, unit string }{{"--stop-bytes", "bytes"}, {"--stop-duration", ""}, {"--stop-observations", "observations"}} {
 		if v := flag(s.flag); v != "" {
@@ -104,6 +105,8 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 	add("receiver messageBytes", run.MessageBytes, want.MessageBytes)
 	add("receiver port", run.Port, want.Port)
 	add("receiver stop", run.Stop, want.Stop)
+	add("network", run.Network, want.Network)
+	add("network allowedSenders", run.AllowedSenders, want.AllowedSenders)
 	what := "changes"
 	if len(diffs) > 0 {
 		what = "changes " + strings.Join(diffs, ", ")

@@ -21,7 +21,7 @@ func TestRunningConfig(t *testing.T) {
 	rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopObservations, Observations: ptr(int32(2))}
 	pod := BuildPod(rc, DefaultPodOptions())
 	want := ringcapv1.RunningStatus{Generation: 7, RingKey: "eada", BlockBytes: 524288, Blocks: 16, Readers: 2,
-		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations"}
+		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations", Network: "Pod", AllowedSenders: "any"}
 	if got := RunningConfig(pod, nil); *got != want {
 		t.Errorf("RunningConfig(pod) = %+v, want %+v", *got, want)
 	}

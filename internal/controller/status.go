@@ -83,6 +83,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 // (its final summary once it exited; nil when unknown).
 func judgeRun(in Observed) (verdict, *ReceiverStatus) {
 	v := judge(in.Pod)
+	explainHostPorts(&v, in.Pod)
 	if in.Pod == nil && in.PodProblem != "" {
 		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodNameConflict, in.PodProblem
 	}
@@ -165,6 +166,7 @@ func conditions(rc *ringcapv1.RingCapture, v verdict, rs *ReceiverStatus, in Obs
 		failedCondition(v),
 		readyCondition(v, ready, st.Endpoint),
 		changePendingCondition(rc, st),
+		externallyReachableCondition(in.Pod, st.Endpoint),
 	}
 }
 
@@ -432,38 +434,6 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
 		mt := metav1.NewTime(t)
 		st.CompletionTime = &mt
 	}
-}
-
-// endpoint is where senders connect: the pod's IP and handshake port (what the pod
-// runs, not what the spec asks now), refined by the receiver's report.
-func endpoint(pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
-	if pod == nil {
-		return prev
-	}
-	ep := &ringcapv1.EndpointStatus{Address: pod.Status.PodIP, Port: containerPort(pod, "handshake")}
-	if prev != nil {
-		ep = prev.DeepCopy()
-		if pod.Status.PodIP != "" {
-			ep.Address = pod.Status.PodIP
-		}
-	}
-	if rs != nil {
-		e := rs.Endpoint
-		if e.Address != "" && e.Address != "0.0.0.0" && e.Address != "::" {
-			ep.Address = e.Address
-		}
-		if e.Port != 0 {
-			ep.Port = apiInt32(e.Port)
-		}
-		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, apiInt32(e.IBPort), e.GID, e.Netdev
-		if e.GIDIndex != nil && *e.GIDIndex >= 0 { // -1: not chosen yet
-			ep.GIDIndex = ptr(apiInt32(*e.GIDIndex))
-		}
-	}
-	if ep.Address == "" && ep.Device == "" {
-		return nil
-	}
-	return ep
 }
 
 func completionTime(pod *corev1.Pod, rs *ReceiverStatus, now metav1.Time) *metav1.Time {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
@@ -62,6 +63,9 @@ type ReceiverConfig struct {
 	// HandshakeTimeout bounds the handshake (default 10 s).
 	HandshakeTimeout time.Duration
 	Log              *slog.Logger
+
+	// Senders is the sender allowlist; nil allows every sender.
+	Senders *endpoint.SenderFilter
 }
 
 func (c *ReceiverConfig) defaults() {
@@ -231,6 +235,10 @@ type pendingConn struct {
 // sender that arrives while another is streaming waits up to the handshake
 // timeout for its turn.
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
+	if !r.cfg.Senders.Allows(c.RemoteAddr()) {
+		r.refuseSender(c)
+		return
+	}
 	log := r.log.With("peer", c.RemoteAddr().String())
 	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))

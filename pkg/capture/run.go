@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
+	"os"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
@@ -32,11 +32,13 @@ type Capture struct {
 	// back, so that one memory region can cover the ring).
 	Connect        dada.ConnectOptions
 	NewStyleHeader bool
-	// Listen is the TCP HOST:PORT senders connect to.
-	Listen string
-	// Device is what was asked for (flags, the device plugin's environment);
-	// Run fills in the listen address and this host's addresses.
+	// Listen says where senders connect and who may (see
+	// endpoint.ChooseListen).
+	Listen endpoint.Listen
+	// Device is what the flags ask for; the device plugin's environment
+	// (Getenv, os.Getenv when nil) fills in the rest.
 	Device endpoint.Request
+	Getenv func(string) string
 	// Roots is where the RDMA devices are discovered (rdma.DefaultRoots).
 	Roots rdma.Roots
 	// Receiver configures the engine; Run fills in the header ring's size.
@@ -87,12 +89,16 @@ func Run(ctx context.Context, c Capture) (err error) {
 // serve chooses the endpoint, opens the fabric, becomes the writer and
 // serves senders on the ring h.
 func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Logger) error {
-	devCfg, ep, err := chooseEndpoint(c, log)
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	ch, err := endpoint.ChooseListen(c.Roots, c.Listen, c.Device, getenv, log)
 	if err != nil {
 		return err
 	}
-	t.Update(func(s *Status) { s.Endpoint = ep })
-	fab, err := c.Open(devCfg, h.Data)
+	t.Update(func(s *Status) { s.Endpoint = ch.Endpoint })
+	fab, err := c.Open(ch.Device, h.Data)
 	if err != nil {
 		return err
 	}
@@ -104,12 +110,12 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
 	}
 	cfg := c.Receiver
-	cfg.Header.Size = h.Header.BufSize()
+	cfg.Header.Size, cfg.Senders = h.Header.BufSize(), ch.Senders
 	rx, err := NewReceiver(cfg, RingGeometryOf(h.Data), DadaWriter{W: w}, fab, t)
 	if err != nil {
 		return errors.Join(err, w.Close())
 	}
-	return errors.Join(listenAndServe(ctx, rx, c.Listen, t), w.Close())
+	return errors.Join(listenAndServe(ctx, rx, ch.Addr, t), w.Close())
 }
 
 // listenAndServe listens for senders on addr and serves them; an interrupt
@@ -117,7 +123,7 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 func listenAndServe(ctx context.Context, rx *Receiver, addr string, t *Tracker) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen for senders: %w", err)
+		return fmt.Errorf("listen for senders on %s: %w", addr, err)
 	}
 	t.Update(func(s *Status) {
 		if a, ok := ln.Addr().(*net.TCPAddr); ok {
@@ -199,43 +205,4 @@ func openRing(ctx context.Context, c Capture, log *slog.Logger) (*dada.HDU, func
 		_ = h.Close()
 		return destroy()
 	}, nil
-}
-
-// chooseEndpoint picks the RDMA device, port and GID for the listen address
-// (on every address: for this host's addresses) and says where senders
-// connect.
-func chooseEndpoint(c Capture, log *slog.Logger) (fabric.DeviceConfig, EndpointStatus, error) {
-	host, portStr, err := net.SplitHostPort(c.Listen)
-	if err != nil {
-		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("--listen %q: %w", c.Listen, err)
-	}
-	req := c.Device
-	req.IP = net.ParseIP(host)
-	if host != "" && req.IP == nil {
-		return fabric.DeviceConfig{}, EndpointStatus{}, fmt.Errorf("--listen %q: the host must be an IP address", c.Listen)
-	}
-	req.LocalIPs = localIPs()
-	devCfg, ep, _, err := endpoint.Find(c.Roots, req)
-	if err != nil {
-		return fabric.DeviceConfig{}, EndpointStatus{}, err
-	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
-	ep.Address = host
-	ep.Port, _ = strconv.Atoi(portStr)
-	return devCfg, ep, nil
-}
-
-// localIPs lists this host's (pod's) non-loopback addresses.
-func localIPs() []net.IP {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var out []net.IP
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			out = append(out, n.IP)
-		}
-	}
-	return out
 }

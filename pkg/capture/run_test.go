@@ -33,6 +33,9 @@ func syntheticRoots(t *testing.T) rdma.Roots {
 	return rdma.Roots{Sys: sys, Dev: dev}
 }
 
+// noEnv is an environment without the device plugin's variables.
+func noEnv(string) string { return "" }
+
 // runCapture starts Run over the in-memory fabric n and returns its tracker
 // and result channel once it listens.
 func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan error) {
@@ -71,7 +74,7 @@ func TestRunServesASenderIntoTheRing(t *testing.T) {
 	summary := filepath.Join(t.TempDir(), "summary.json")
 	n := memfabric.NewNet()
 	tr, errc := runCapture(t, Capture{
-		Ring: dada.Config{Key: h.Key()}, Listen: "127.0.0.1:0", Device: endpoint.Request{GIDIndex: -1},
+		Ring: dada.Config{Key: h.Key()}, Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{GIDIndex: -1}, Getenv: noEnv,
 		Receiver:    ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}},
 		SummaryFile: summary,
 	}, n)
@@ -110,7 +113,7 @@ func TestRunDestroysTheRingItCreatedAndReportsFailure(t *testing.T) {
 	tr := NewTracker()
 	err := Run(context.Background(), Capture{
 		Ring: dada.Config{Key: key, NBufs: 2, BufSize: 4096, HeaderBufSize: 4096, Readers: 1}, Create: true,
-		Listen: "127.0.0.1:0", Device: endpoint.Request{Device: "mlx5_9", GIDIndex: -1}, Roots: syntheticRoots(t),
+		Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{Device: "mlx5_9", GIDIndex: -1}, Getenv: noEnv, Roots: syntheticRoots(t),
 		Receiver: ReceiverConfig{Mode: wire.ModeSend, QPs: 1, MsgBytes: 1024},
 		Status:   tr,
 	})

@@ -175,6 +175,12 @@ type harness struct {
 
 func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode) *harness {
 	t.Helper()
+	return startReceiverAt(t, h, cfg, mr, "127.0.0.1:0")
+}
+
+// startReceiverAt is startReceiver listening on addr.
+func startReceiverAt(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode, addr string) *harness {
+	t.Helper()
 	w, err := h.LockWrite(context.Background(), dada.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +197,7 @@ func startReceiver(t *testing.T, h *dada.HDU, cfg ReceiverConfig, mr wire.MRMode
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ type Tracker struct {
 	wcErrors  *prometheus.CounterVec
 	obs       *prometheus.CounterVec
 	stateGage *prometheus.GaugeVec
+	refused   prometheus.Counter
 }
 
 // NewTracker returns a tracker in state Starting.
@@ -85,7 +86,8 @@ func NewTracker() *Tracker {
 	// Computed when scraped, as /status computes it: a scrape alone keeps it current.
 	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate since the previous reading of /status or /metrics (at least a second before)."}, t.rateNow)
 	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
-	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage,
+	t.refused = newRefusedCounter()
+	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage, t.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	t.setStateGauge(StateStarting)
 	return t

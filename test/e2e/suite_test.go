@@ -20,6 +20,7 @@ func TestRingcap(t *testing.T) {
 		{"5-kubelet-and-operator-restart", stepRestarts},
 		{"6-delete-leaves-nothing", stepDelete},
 		{"7-readers-behind-reported", stepReadersBehind},
+		{"8-host-network-senders-outside", stepHostNetwork},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

@@ -20,6 +20,11 @@ const (
 // environment (read with getenv) and, when it took anything from there, says
 // so in Source.
 func (r Request) WithEnv(getenv func(string) string) (Request, error) {
+	return r.withEnv(getenv, false)
+}
+
+// withEnv is WithEnv, leaving out the environment's GID index with skipGID.
+func (r Request) withEnv(getenv func(string) string, skipGID bool) (Request, error) {
 	fromEnv := false
 	if v := getenv(EnvDevice); r.Device == "" && v != "" {
 		r.Device, fromEnv = v, true
@@ -31,7 +36,7 @@ func (r Request) WithEnv(getenv func(string) string) (Request, error) {
 		}
 		r.Port, fromEnv = p, true
 	}
-	if v := getenv(EnvGIDIndex); r.GIDIndex < 0 && v != "" {
+	if v := getenv(EnvGIDIndex); r.GIDIndex < 0 && !skipGID && v != "" {
 		g, err := strconv.Atoi(v)
 		if err != nil {
 			return r, fmt.Errorf("$%s=%q: %w", EnvGIDIndex, v, err)

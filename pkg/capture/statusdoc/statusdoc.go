@@ -51,6 +51,10 @@ type Endpoint struct {
 	GID       string `json:"gid"`
 	Netdev    string `json:"netdev"`
 	GIDReason string `json:"gidReason"`
+	// AddressReason says how the listen address was chosen ("" when it was given).
+	AddressReason string `json:"addressReason,omitempty"`
+	// AllowedSenders are the networks senders may connect from (["any"] or CIDRs).
+	AllowedSenders []string `json:"allowedSenders,omitempty"`
 }
 
 // MemoryRegistration describes how the ring is registered with the RDMA
@@ -107,6 +111,9 @@ type Status struct {
 	IncompleteObs    int               `json:"incompleteObservations"`
 	// LastObservation is the most recent observation that ended.
 	LastObservation *Observation `json:"lastObservation,omitempty"`
+
+	// RefusedSenders counts connections refused by the sender allowlist.
+	RefusedSenders uint64 `json:"refusedSenders,omitempty"`
 }
 
 // Parse decodes a status document and checks its version and state.

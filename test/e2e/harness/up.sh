@@ -37,6 +37,11 @@ for i in pause plugin operator ringcap; do
   elif [ -z "${E2E_PREBUILT_IMAGES:-}" ] || [ $i = pause ]; then die "image $RINGCAP_CACHE/images/$i.tar missing"; fi
 done
 cp "$HERE/guest-boot.sh" "$HERE/guest-node.sh" "$S/"
+# ringcap itself for senders that are not pods (processes in the VM's own network namespace, as a
+# digitiser host on the data network): the host and the guest root are both Debian bookworm, so
+# the cgo binary of the image build runs on the guest's libibverbs.
+rm -rf "$S/bin" "$S/cmd"; mkdir -p "$S/bin" "$S/cmd"
+cp "$RINGCAP_CACHE/images/bin/ringcap" "$S/bin/ringcap" || die "ringcap binary missing in $RINGCAP_CACHE/images/bin"
 rm -rf "$S/cluster"; "$HERE/gen-certs.sh" "$S/cluster"   # fresh PKI: nothing from an earlier run is trusted
 cat > "$S/node.env" <<ENV
 E2E_NODE=$E2E_NODE
@@ -131,5 +136,7 @@ cat > "$E2E_WORK/e2e.env" <<ENV
 export KUBECONFIG=$E2E_KUBECONFIG
 export RINGCAP_E2E_IMAGE_TAG=$TAG
 export RINGCAP_E2E_NODE=$E2E_NODE
+export RINGCAP_E2E_GUEST_SHELL=$E2E_WORK/guest-shell.sock
+export RINGCAP_E2E_GUEST_SHARE=$S
 ENV
 log "cluster up: . $E2E_WORK/e2e.env; kubectl get nodes"

@@ -1,0 +1,321 @@
+package endpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// Where `ringcap recv` listens (--listen-on) and who may send (--allowed-senders).
+//
+//   - any (the default): the address of --listen as given (0.0.0.0: every address).
+//   - rdma: the IPv4 address of the RoCE v2 GID the receiver uses (the device plugin's
+//     choice, or --device/--gid-index): the RDMA netdev's address on the data network.
+//     A RingCapture in Host mode runs in the node's network namespace with this.
+//   - attachment=NS/NAME: the address of the pod's interface of that network
+//     attachment, found in $RINGCAP_NETWORK_STATUS (the pod's network-status
+//     annotation) or named by --listen-interface, else net1; the GID is the RoCE v2 GID
+//     that carries that address (a macvlan or ipvlan upper device of the RDMA netdev has
+//     GIDs of its own), not the device plugin's GID of the node's netdev.
+
+const (
+	ListenAny        = "any"
+	ListenRDMA       = "rdma"
+	ListenAttachment = "attachment="
+	// EnvNetworkStatus carries the pod's k8s.v1.cni.cncf.io/network-status annotation.
+	EnvNetworkStatus = "RINGCAP_NETWORK_STATUS"
+	// DefaultAttachmentInterface is the interface name Multus gives the first attachment.
+	DefaultAttachmentInterface = "net1"
+	AllowAny                   = "any"
+	AllowListenSubnet          = "listen-subnet"
+)
+
+// listenPlan is what --listen, --listen-on and --listen-interface ask for.
+type listenPlan struct {
+	host, port string
+	on         string // ListenAny, ListenRDMA or ListenAttachment+name
+	iface      string // --listen-interface
+}
+
+func parseListen(listen, on, iface string) (listenPlan, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listenPlan{}, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		return listenPlan{}, fmt.Errorf("--listen %q: the host must be an IP address", listen)
+	}
+	p := listenPlan{host: host, port: port, on: on, iface: iface}
+	switch {
+	case on == "" || on == ListenAny:
+		p.on = ListenAny
+	case on == ListenRDMA, strings.HasPrefix(on, ListenAttachment) && len(on) > len(ListenAttachment):
+		if host != "" && !net.ParseIP(host).IsUnspecified() {
+			return listenPlan{}, fmt.Errorf("--listen-on %s chooses the address: give --listen :PORT, not %s", on, listen)
+		}
+	default:
+		return listenPlan{}, fmt.Errorf("--listen-on %q: want any, rdma or attachment=NAMESPACE/NAME", on)
+	}
+	if iface != "" && !strings.HasPrefix(p.on, ListenAttachment) {
+		return listenPlan{}, fmt.Errorf("--listen-interface applies only with --listen-on attachment=NAMESPACE/NAME")
+	}
+	return p, nil
+}
+
+// listenResult is the address the receiver listens on and how it was found.
+type listenResult struct {
+	ip     net.IP
+	subnet netip.Prefix // the subnet of ip on its interface (invalid when ip is unspecified)
+	iface  string
+	reason string
+}
+
+// addrLookup lists the addresses of a named interface (systemAddrs; a table in tests).
+type addrLookup func(name string) ([]net.Addr, error)
+
+func systemAddrs(name string) ([]net.Addr, error) {
+	i, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, err
+	}
+	return i.Addrs()
+}
+
+// interfaceAddress returns the interface's IPv4 address (a global IPv6 one when it has
+// none) with its subnet.
+func interfaceAddress(name string, addrs addrLookup) (net.IP, netip.Prefix, error) {
+	as, err := addrs(name)
+	if err != nil {
+		return nil, netip.Prefix{}, fmt.Errorf("interface %s: %w", name, err)
+	}
+	var v6 *net.IPNet
+	for _, a := range as {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		if n.IP.To4() != nil {
+			return n.IP.To4(), prefixOf(n), nil
+		}
+		if v6 == nil {
+			v6 = n
+		}
+	}
+	if v6 != nil {
+		return v6.IP, prefixOf(v6), nil
+	}
+	return nil, netip.Prefix{}, fmt.Errorf("interface %s has no IPv4 or global IPv6 address", name)
+}
+
+func prefixOf(n *net.IPNet) netip.Prefix {
+	a, _ := netip.AddrFromSlice(n.IP)
+	ones, _ := n.Mask.Size()
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
+	return netip.PrefixFrom(a, ones).Masked()
+}
+
+// addressOwner finds the interface that carries ip and ip's subnet there.
+func addressOwner(ip net.IP) (string, netip.Prefix, bool) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", netip.Prefix{}, false
+	}
+	for _, i := range ifs {
+		as, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return i.Name, prefixOf(n), true
+			}
+		}
+	}
+	return "", netip.Prefix{}, false
+}
+
+// networkStatusEntry is one entry of the k8s.v1.cni.cncf.io/network-status annotation.
+type networkStatusEntry struct {
+	Name      string   `json:"name"`
+	Interface string   `json:"interface"`
+	IPs       []string `json:"ips"`
+	Default   bool     `json:"default"`
+}
+
+// attachmentInterface names the interface of attachment ns/name: --listen-interface,
+// else the network-status annotation's entry for it, else net1.
+func attachmentInterface(attachment, flagIface, networkStatus string) (string, string) {
+	if flagIface != "" {
+		return flagIface, fmt.Sprintf("interface %s of attachment %s (spec.network.interface, --listen-interface)", flagIface, attachment)
+	}
+	var entries []networkStatusEntry
+	if networkStatus != "" && json.Unmarshal([]byte(networkStatus), &entries) == nil {
+		_, name, _ := strings.Cut(attachment, "/")
+		for _, e := range entries {
+			if e.Interface != "" && !e.Default && (e.Name == attachment || e.Name == name) {
+				return e.Interface, fmt.Sprintf("interface %s of attachment %s (from the pod's network-status annotation)", e.Interface, attachment)
+			}
+		}
+	}
+	why := "no network-status annotation"
+	if networkStatus != "" {
+		why = "the network-status annotation does not list it"
+	}
+	return DefaultAttachmentInterface, fmt.Sprintf("interface %s of attachment %s (%s: the first attachment's default name)", DefaultAttachmentInterface, attachment, why)
+}
+
+// resolveInterface finds the listen address before the RDMA endpoint is chosen: the
+// attachment's interface address (listen-on attachment), or the --listen host.
+func (p listenPlan) resolveInterface(addrs addrLookup, networkStatus string) (listenResult, error) {
+	if !strings.HasPrefix(p.on, ListenAttachment) {
+		ip := net.ParseIP(p.host)
+		res := listenResult{ip: ip}
+		if ip != nil && !ip.IsUnspecified() {
+			if name, subnet, ok := addressOwner(ip); ok {
+				res.iface, res.subnet = name, subnet
+			}
+		}
+		return res, nil
+	}
+	attachment := strings.TrimPrefix(p.on, ListenAttachment)
+	name, reason := attachmentInterface(attachment, p.iface, networkStatus)
+	ip, subnet, err := interfaceAddress(name, addrs)
+	if err != nil {
+		return listenResult{}, fmt.Errorf("--listen-on %s: %s: %w", p.on, reason, err)
+	}
+	return listenResult{ip: ip, subnet: subnet, iface: name, reason: "the address of " + reason}, nil
+}
+
+// rdmaAddress is the address of the RoCE v2 GID the endpoint uses (listen-on rdma).
+func rdmaAddress(ep statusdoc.Endpoint) (listenResult, error) {
+	gid := net.ParseIP(ep.GID)
+	ip := gid.To4()
+	if ip == nil {
+		return listenResult{}, fmt.Errorf("--listen-on rdma: GID %s (index %d of %s port %d) is not an IPv4-mapped RoCE v2 GID, so it names no address to listen on; give --listen ADDRESS:PORT",
+			ep.GID, derefInt(ep.GIDIndex), ep.Device, ep.IBPort)
+	}
+	name, subnet, ok := addressOwner(ip)
+	if !ok {
+		return listenResult{}, fmt.Errorf("--listen-on rdma: no interface here has %s, the address of GID %d of %s (netdev %s): is this the node's network namespace (hostNetwork)?",
+			ip, derefInt(ep.GIDIndex), ep.Device, ep.Netdev)
+	}
+	return listenResult{ip: ip, subnet: subnet, iface: name,
+		reason: fmt.Sprintf("the address of %s, the netdev of RoCE v2 GID %d of %s port %d the receiver uses", name, derefInt(ep.GIDIndex), ep.Device, ep.IBPort)}, nil
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// senderFilter builds the allowlist of --allowed-senders: any, listen-subnet (the
+// subnet of the address the receiver listens on) or comma-separated CIDRs.
+func senderFilter(spec string, l listenResult) (*SenderFilter, error) {
+	switch spec {
+	case "", AllowAny:
+		return nil, nil
+	case AllowListenSubnet:
+		if !l.subnet.IsValid() {
+			return nil, fmt.Errorf("--allowed-senders listen-subnet: the receiver listens on every address (%v), which has no one subnet; give CIDRs", l.ip)
+		}
+		return NewSenderFilter([]netip.Prefix{l.subnet})
+	}
+	var nets []netip.Prefix
+	for _, s := range strings.Split(spec, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--allowed-senders %q: %w (want any, listen-subnet or CIDRs such as 198.18.0.0/24)", spec, err)
+		}
+		nets = append(nets, p)
+	}
+	return NewSenderFilter(nets)
+}
+
+// Listen is where a receiver listens and who may send to it: --listen
+// (HOST:PORT), --listen-on (any, rdma or attachment=NAMESPACE/NAME),
+// --listen-interface and --allowed-senders (any, listen-subnet or CIDRs).
+type Listen struct {
+	Addr, On, Interface, Allowed string
+}
+
+// Choice is where a receiver listens, on which RDMA device, port and GID,
+// and who may send.
+type Choice struct {
+	Addr     string // HOST:PORT
+	Device   fabric.DeviceConfig
+	Endpoint statusdoc.Endpoint
+	Senders  *SenderFilter // nil: any sender
+}
+
+// ChooseListen picks the listen address and the RDMA endpoint together: with
+// listen-on attachment the interface's address first and then the GID that
+// carries it; with listen-on rdma the GID first and then its address. req is
+// what the flags ask for; the device plugin's environment (getenv) fills in
+// the rest, except its GID index with listen-on attachment (it is the node
+// netdev's; the attachment has its own).
+func ChooseListen(roots rdma.Roots, l Listen, req Request, getenv func(string) string, log *slog.Logger) (Choice, error) {
+	plan, err := parseListen(l.Addr, l.On, l.Interface)
+	if err != nil {
+		return Choice{}, err
+	}
+	res, err := plan.resolveInterface(systemAddrs, getenv(EnvNetworkStatus))
+	if err != nil {
+		return Choice{}, err
+	}
+	if req, err = req.withEnv(getenv, strings.HasPrefix(plan.on, ListenAttachment)); err != nil {
+		return Choice{}, err
+	}
+	req.IP, req.LocalIPs = res.ip, localIPs()
+	devCfg, ep, _, err := Find(roots, req)
+	if err != nil {
+		return Choice{}, err
+	}
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	if plan.on == ListenRDMA {
+		if res, err = rdmaAddress(ep); err != nil {
+			return Choice{}, err
+		}
+	}
+	filter, err := senderFilter(l.Allowed, res)
+	if err != nil {
+		return Choice{}, err
+	}
+	host := plan.host
+	if res.ip != nil {
+		host = res.ip.String()
+	}
+	ep.Address, ep.AddressReason, ep.AllowedSenders = host, res.reason, filter.Networks()
+	if res.reason != "" {
+		log.Info("Chose the listen address", "address", host, "interface", res.iface, "reason", res.reason)
+	}
+	addr := net.JoinHostPort(host, plan.port)
+	ep.Port, _ = strconv.Atoi(plan.port)
+	return Choice{Addr: addr, Device: devCfg, Endpoint: ep, Senders: filter}, nil
+}
+
+// localIPs lists this host's (pod's) non-loopback addresses.
+func localIPs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			out = append(out, n.IP)
+		}
+	}
+	return out
+}
