@@ -10,8 +10,8 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 )
 
-// receiverContainer returns the pod's receiver container.
-func receiverContainer(t *testing.T, pod *corev1.Pod) corev1.Container {
+// receiverOf returns the pod's receiver container.
+func receiverOf(t *testing.T, pod *corev1.Pod) corev1.Container {
 	t.Helper()
 	for _, c := range pod.Spec.Containers {
 		if c.Name == ringcapv1.ReceiverContainerName {
@@ -76,7 +76,7 @@ func TestBuildPodNetworkModes(t *testing.T) {
 			rc := defaulted("c")
 			rc.Spec.Network = tc.net
 			pod := BuildPod(rc, DefaultPodOptions())
-			c := receiverContainer(t, pod)
+			c := receiverOf(t, pod)
 			if pod.Spec.HostNetwork != tc.want.hostNetwork || pod.Spec.DNSPolicy != tc.want.dnsPolicy {
 				t.Errorf("hostNetwork %v dnsPolicy %q, want %v %q", pod.Spec.HostNetwork, pod.Spec.DNSPolicy, tc.want.hostNetwork, tc.want.dnsPolicy)
 			}

@@ -215,9 +215,50 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 	if spec.Images.PullPolicy != "" {
 		pull = spec.Images.PullPolicy
 	}
-	key := NormalizeKey(spec.Ring.Key)
+	receiver := receiverContainer(rc, opts, image, pull)
+	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10)}
+	var volumes []corev1.Volume
+	if vol, ok := headerVolumeOf(spec.Ring.Header, annotations); ok {
+		volumes = append(volumes, vol)
+		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
+	}
+	containers := append([]corev1.Container{receiver}, readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull)...)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PodName(rc.Name),
+			Namespace: rc.Namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/name":      "ringcap",
+				"app.kubernetes.io/component": "capture",
+				LabelManagedBy:                ManagedByValue,
+				LabelCapture:                  labelValue(rc.Name),
+			},
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			HostIPC:                       spec.Ring.HostIPC,
+			AutomountServiceAccountToken:  ptr(false),
+			EnableServiceLinks:            ptr(false),
+			TerminationGracePeriodSeconds: ptr(int64(30)),
+			Containers:                    containers,
+			Volumes:                       volumes,
+			NodeSelector:                  copyMap(spec.NodeSelector),
+			Affinity:                      spec.Affinity.DeepCopy(),
+			Tolerations:                   append([]corev1.Toleration(nil), spec.Tolerations...),
+			PriorityClassName:             spec.PriorityClassName,
+		},
+	}
+	applyNetwork(rc, pod)
+	return pod
+}
 
-	receiver := corev1.Container{
+// receiverContainer is the receiver: ringcap recv with its ports, identity,
+// resources, summary as termination message, IPC_LOCK alone, and a readiness
+// probe on /status.
+func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string, pull corev1.PullPolicy) corev1.Container {
+	spec := rc.Spec
+	return corev1.Container{
 		Name:            ringcapv1.ReceiverContainerName,
 		Image:           image,
 		ImagePullPolicy: pull,
@@ -248,39 +289,46 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			PeriodSeconds: 5,
 		},
 	}
+}
 
-	var volumes []corev1.Volume
-	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10)}
-	if h := spec.Ring.Header; h != nil && (h.Template != "" || h.ConfigMapRef != nil) {
-		vol := corev1.Volume{Name: headerVolume}
-		if h.ConfigMapRef != nil {
-			key := h.ConfigMapRef.Key
-			if key == "" {
-				key = headerFileName
-			}
-			vol.ConfigMap = &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: corev1.LocalObjectReference{Name: h.ConfigMapRef.Name},
-				Items:                []corev1.KeyToPath{{Key: key, Path: headerFileName}},
-			}
-		} else {
-			annotations[AnnotationHeaderTemplate] = h.Template
-			vol.DownwardAPI = &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
-				Path:     headerFileName,
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationHeaderTemplate + "']"},
-			}}}
-		}
-		volumes = append(volumes, vol)
-		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
+// headerVolumeOf is the volume that holds the header template (from a
+// ConfigMap, or from the spec's template through an annotation it adds), if
+// the spec gives one.
+func headerVolumeOf(h *ringcapv1.RingHeaderSpec, annotations map[string]string) (corev1.Volume, bool) {
+	if h == nil || (h.Template == "" && h.ConfigMapRef == nil) {
+		return corev1.Volume{}, false
 	}
+	vol := corev1.Volume{Name: headerVolume}
+	if h.ConfigMapRef != nil {
+		key := h.ConfigMapRef.Key
+		if key == "" {
+			key = headerFileName
+		}
+		vol.ConfigMap = &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: h.ConfigMapRef.Name},
+			Items:                []corev1.KeyToPath{{Key: key, Path: headerFileName}},
+		}
+		return vol, true
+	}
+	annotations[AnnotationHeaderTemplate] = h.Template
+	vol.DownwardAPI = &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+		Path:     headerFileName,
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationHeaderTemplate + "']"},
+	}}}
+	return vol, true
+}
 
-	containers := []corev1.Container{receiver}
-	for _, rd := range spec.Readers {
+// readerContainers are the reader containers, each told the ring key
+// (RINGCAP_RING_KEY), unprivileged, with no capabilities.
+func readerContainers(readers []ringcapv1.ReaderContainer, key, image string, pull corev1.PullPolicy) []corev1.Container {
+	var out []corev1.Container
+	for _, rd := range readers {
 		img := rd.Image
 		if img == "" {
 			img = image
 		}
 		env := append([]corev1.EnvVar{{Name: EnvRingKey, Value: key}}, rd.Env...)
-		containers = append(containers, corev1.Container{
+		out = append(out, corev1.Container{
 			Name:            rd.Name,
 			Image:           img,
 			ImagePullPolicy: pull,
@@ -298,35 +346,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			},
 		})
 	}
-
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      PodName(rc.Name),
-			Namespace: rc.Namespace,
-			Labels: map[string]string{
-				"app.kubernetes.io/name":      "ringcap",
-				"app.kubernetes.io/component": "capture",
-				LabelManagedBy:                ManagedByValue,
-				LabelCapture:                  labelValue(rc.Name),
-			},
-			Annotations: annotations,
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			HostIPC:                       spec.Ring.HostIPC,
-			AutomountServiceAccountToken:  ptr(false),
-			EnableServiceLinks:            ptr(false),
-			TerminationGracePeriodSeconds: ptr(int64(30)),
-			Containers:                    containers,
-			Volumes:                       volumes,
-			NodeSelector:                  copyMap(spec.NodeSelector),
-			Affinity:                      spec.Affinity.DeepCopy(),
-			Tolerations:                   append([]corev1.Toleration(nil), spec.Tolerations...),
-			PriorityClassName:             spec.PriorityClassName,
-		},
-	}
-	applyNetwork(rc, pod)
-	return pod
+	return out
 }
 
 // externalReaderSlots returns how many of a ring's reader slots the pod's reader
