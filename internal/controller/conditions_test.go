@@ -89,7 +89,7 @@ func TestReceiverReadyCondition(t *testing.T) {
 		{"listening", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, ep, true), typ, "True/Listening", "senders connect to 10.88.0.7:18515 (device rxe0 port 1)"},
 		{"receiving", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateReceiving, 1), Observed{}, ep, true), typ, "True/Receiving", "10.88.0.7:18515"},
 		{"listening, no endpoint known", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, nil, true), typ, "True/Listening", "listening"},
-		{"starting", receiverReadyCondition(vScheduled, &ReceiverStatus{State: statusdoc.StateStarting, Message: "opening rxe0"}, Observed{}, ep, false), typ, "False/ReceiverNotReady", "receiver is Starting: opening rxe0"},
+		{"starting", receiverReadyCondition(vScheduled, &statusdoc.Status{State: statusdoc.StateStarting, Message: "opening rxe0"}, Observed{}, ep, false), typ, "False/ReceiverNotReady", "receiver is Starting: opening rxe0"},
 		{"no status", receiverReadyCondition(vScheduled, nil, Observed{ReceiverError: "timeout"}, ep, false), typ, "False/NoReceiverStatus", "timeout"},
 		{"receiver exited", receiverReadyCondition(vEnded, recvStatus(statusdoc.StateFinished, 1), Observed{}, ep, false), typ, "False/CaptureEnded", "exited"},
 		{"capture failed", receiverReadyCondition(vFailed, recvStatus(statusdoc.StateListening, 1), Observed{}, ep, false), typ, "False/CaptureFailed", "pod is stopped"},
@@ -111,7 +111,7 @@ func TestReceivingCondition(t *testing.T) {
 
 func TestReadersBehindCondition(t *testing.T) {
 	const typ = ringcapv1.ConditionReadersBehind
-	held := func(since string) *ReceiverStatus {
+	held := func(since string) *statusdoc.Status {
 		rs := recvStatus(statusdoc.StateReceiving, 1)
 		rs.HeldBackSince, rs.HeldBackSeconds = since, 95
 		return rs

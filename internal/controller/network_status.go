@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // podNetworkMode is the network a capture pod was built for (what it runs, whatever
@@ -27,7 +28,7 @@ const podIPReason = "the pod IP on the cluster network: senders in the cluster r
 
 // endpointReason says how the endpoint's address was chosen: the pod IP in Pod mode,
 // else the receiver's own account of the address it listens on.
-func endpointReason(mode ringcapv1.NetworkMode, rs *ReceiverStatus) string {
+func endpointReason(mode ringcapv1.NetworkMode, rs *statusdoc.Status) string {
 	if mode == ringcapv1.NetworkModePod {
 		return podIPReason
 	}
@@ -39,7 +40,7 @@ func endpointReason(mode ringcapv1.NetworkMode, rs *ReceiverStatus) string {
 
 // receiverAddress is the address the receiver reports listening on ("" when it
 // listens on every address or has not said).
-func receiverAddress(rs *ReceiverStatus) string {
+func receiverAddress(rs *statusdoc.Status) string {
 	if rs == nil {
 		return ""
 	}
@@ -56,7 +57,7 @@ func receiverAddress(rs *ReceiverStatus) string {
 // node's or the cluster network's, where the receiver does not listen); the handshake
 // port is the pod's (what it runs, not what the spec asks now), refined by the
 // receiver's report.
-func endpoint(pod *corev1.Pod, rs *ReceiverStatus, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
+func endpoint(pod *corev1.Pod, rs *statusdoc.Status, prev *ringcapv1.EndpointStatus) *ringcapv1.EndpointStatus {
 	if pod == nil {
 		return prev
 	}

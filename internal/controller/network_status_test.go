@@ -22,7 +22,7 @@ func onNode(p *corev1.Pod) {
 }
 
 // listeningOn is the receiver's report of listening on addr.
-func listeningOn(addr, reason string) *ReceiverStatus {
+func listeningOn(addr, reason string) *statusdoc.Status {
 	rs := recvStatus(statusdoc.StateListening, 0)
 	rs.Endpoint.Address, rs.Endpoint.AddressReason = addr, reason
 	rs.Endpoint.GID, rs.Endpoint.Netdev = "::ffff:"+addr, "veth1"
@@ -35,7 +35,7 @@ func TestStatusEndpointPerNetworkMode(t *testing.T) {
 	tests := []struct {
 		name                   string
 		pod                    *corev1.Pod
-		recv                   *ReceiverStatus
+		recv                   *statusdoc.Status
 		wantAddr, wantNetwork  string
 		reasonHas              string
 		reachable, reachableIn string // "Status/Reason" of ExternallyReachable, a word of its message

@@ -33,10 +33,6 @@ const statusPollInterval = 4 * time.Second
 // a reconcile worker.
 const statusFetchTimeout = 2 * time.Second
 
-// ReceiverStatus is the JSON the receiver (`ringcap recv`) serves on /status and
-// writes as its summary file; statusdoc defines it for both sides.
-type ReceiverStatus = statusdoc.Status
-
 // apiInt64 converts a count of the status document to the API's int64,
 // saturating (a count beyond it cannot happen in practice).
 func apiInt64(v uint64) int64 {
@@ -69,7 +65,7 @@ type HTTPStatusFetcher struct {
 }
 
 // Fetch reads and decodes one /status.
-func (f *HTTPStatusFetcher) Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*ReceiverStatus, error) {
+func (f *HTTPStatusFetcher) Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*statusdoc.Status, error) {
 	url, err := f.URL(pod, metricsPort)
 	if err != nil {
 		return nil, fmt.Errorf("resolve receiver status URL: %w", err)
@@ -101,7 +97,7 @@ func (f *HTTPStatusFetcher) Fetch(ctx context.Context, pod *corev1.Pod, metricsP
 
 // terminationSummary returns the receiver's summary from its terminated container
 // state (the receiver writes it to the termination log), or nil.
-func terminationSummary(pod *corev1.Pod) *ReceiverStatus {
+func terminationSummary(pod *corev1.Pod) *statusdoc.Status {
 	t := receiverTerminated(pod)
 	if t == nil || t.Message == "" {
 		return nil

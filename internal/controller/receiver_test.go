@@ -68,7 +68,7 @@ type countingFetcher struct {
 	err   error
 }
 
-func (c *countingFetcher) Fetch(context.Context, *corev1.Pod, int32) (*ReceiverStatus, error) {
+func (c *countingFetcher) Fetch(context.Context, *corev1.Pod, int32) (*statusdoc.Status, error) {
 	c.calls++
 	if c.err != nil {
 		return nil, c.err

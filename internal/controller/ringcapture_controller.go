@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // conflictRetry is how soon a reconcile whose status write met a newer RingCapture runs again.
@@ -34,7 +35,7 @@ const conflictRecheck = 30 * time.Second
 
 // StatusFetcher reads a running receiver's /status.
 type StatusFetcher interface {
-	Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*ReceiverStatus, error)
+	Fetch(ctx context.Context, pod *corev1.Pod, metricsPort int32) (*statusdoc.Status, error)
 }
 
 // RingCaptureReconciler runs one capture pod per RingCapture and keeps its status.
@@ -60,7 +61,7 @@ type RingCaptureReconciler struct {
 type poll struct {
 	podUID types.UID
 	at     time.Time
-	status *ReceiverStatus
+	status *statusdoc.Status
 	err    string
 }
 
@@ -270,7 +271,7 @@ func lastGeneration(st ringcapv1.RingCaptureStatus) int64 {
 
 // receiverStatus returns what the receiver last said: its final summary once it has
 // exited, else its /status, read at most every PollInterval per capture.
-func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.NamespacedName, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*ReceiverStatus, string) {
+func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.NamespacedName, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*statusdoc.Status, string) {
 	if pod == nil || pod.DeletionTimestamp != nil {
 		return nil, ""
 	}

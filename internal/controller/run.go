@@ -9,6 +9,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // A run is one capture pod: it is built from one generation of the RingCapture's spec
@@ -20,7 +21,7 @@ import (
 // RunningConfig returns the configuration a capture pod runs with, read from the
 // receiver container's arguments (what the pod was built with, whatever the spec says
 // now) and refined by the receiver's own report when there is one. Nil without a pod.
-func RunningConfig(pod *corev1.Pod, rs *ReceiverStatus) *ringcapv1.RunningStatus {
+func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStatus {
 	if pod == nil {
 		return nil
 	}

@@ -61,7 +61,7 @@ func TestContainerMessage(t *testing.T) {
 // Status across runs, holds and pending changes.
 func TestComputeStatusRuns(t *testing.T) {
 	type conds map[string]string // type -> "Status/Reason"
-	heldBack := func(since time.Duration, total float64) *ReceiverStatus {
+	heldBack := func(since time.Duration, total float64) *statusdoc.Status {
 		rs := recvStatus(statusdoc.StateReceiving, 3<<20)
 		rs.HeldBackSince = t0.Add(-since).Format(time.RFC3339Nano)
 		rs.HeldBackSeconds = total
@@ -79,7 +79,7 @@ func TestComputeStatusRuns(t *testing.T) {
 		spec     func(rc *ringcapv1.RingCapture) // applied to the RingCapture (generation 3)
 		old      ringcapv1.RingCaptureStatus
 		pod      *corev1.Pod
-		recv     *ReceiverStatus
+		recv     *statusdoc.Status
 		phase    ringcapv1.RingCapturePhase
 		conds    conds
 		messages map[string]string // condition type -> substring of its message
@@ -165,12 +165,12 @@ func TestComputeStatusRuns(t *testing.T) {
 	}
 }
 
-func withoutHold(rs *ReceiverStatus) *ReceiverStatus {
+func withoutHold(rs *statusdoc.Status) *statusdoc.Status {
 	rs.HeldBackSince = ""
 	return rs
 }
 
-func withQPs(rs *ReceiverStatus, n int) *ReceiverStatus {
+func withQPs(rs *statusdoc.Status, n int) *statusdoc.Status {
 	rs.QueuePairs = n
 	return rs
 }

@@ -19,7 +19,7 @@ type Observed struct {
 	// Pod is the capture pod, nil when there is none.
 	Pod *corev1.Pod
 	// Receiver is the receiver's latest /status (or its final summary), nil when unknown.
-	Receiver *ReceiverStatus
+	Receiver *statusdoc.Status
 	// ReceiverError says why /status could not be read ("" when it was, or not tried).
 	ReceiverError string
 	// PodProblem says why there is no pod (for example its name is taken), "" if none.
@@ -81,7 +81,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 
 // judgeRun is the verdict on the pod and the receiver, and the receiver's latest status
 // (its final summary once it exited; nil when unknown).
-func judgeRun(in Observed) (verdict, *ReceiverStatus) {
+func judgeRun(in Observed) (verdict, *statusdoc.Status) {
 	v := judge(in.Pod)
 	explainHostPorts(&v, in.Pod)
 	if in.Pod == nil && in.PodProblem != "" {
@@ -100,7 +100,7 @@ func judgeRun(in Observed) (verdict, *ReceiverStatus) {
 
 // applyRun writes where the run is and what it has done: pod, node, running
 // configuration, the receiver's numbers, start and completion times.
-func applyRun(st *ringcapv1.RingCaptureStatus, v verdict, rs *ReceiverStatus, in Observed) {
+func applyRun(st *ringcapv1.RingCaptureStatus, v verdict, rs *statusdoc.Status, in Observed) {
 	if in.Pod != nil {
 		st.Pod = in.Pod.Name
 		st.Node = in.Pod.Spec.NodeName
@@ -123,7 +123,7 @@ func applyRun(st *ringcapv1.RingCaptureStatus, v verdict, rs *ReceiverStatus, in
 }
 
 // runningPhase refines Scheduled by what the receiver says.
-func runningPhase(v verdict, rs *ReceiverStatus, receiving, listening bool) ringcapv1.RingCapturePhase {
+func runningPhase(v verdict, rs *statusdoc.Status, receiving, listening bool) ringcapv1.RingCapturePhase {
 	switch {
 	case receiving:
 		return ringcapv1.PhaseReceiving
@@ -155,7 +155,7 @@ func endedRun(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus, in Obse
 
 // conditions returns the run's conditions, one pure function each, in the order they are
 // listed in the status. listening is whether the receiver listens or receives.
-func conditions(rc *ringcapv1.RingCapture, v verdict, rs *ReceiverStatus, in Observed, st ringcapv1.RingCaptureStatus, listening bool) []metav1.Condition {
+func conditions(rc *ringcapv1.RingCapture, v verdict, rs *statusdoc.Status, in Observed, st ringcapv1.RingCaptureStatus, listening bool) []metav1.Condition {
 	ring := ringReadyCondition(v, rs, in)
 	receiver := receiverReadyCondition(v, rs, in, st.Endpoint, listening)
 	ready := ring.Status == metav1.ConditionTrue && receiver.Status == metav1.ConditionTrue
@@ -187,7 +187,7 @@ func scheduledCondition(v verdict) metav1.Condition {
 	return condition(ringcapv1.ConditionScheduled, v.scheduled, v.scheduledReason, v.schedMsg)
 }
 
-func ringReadyCondition(v verdict, rs *ReceiverStatus, in Observed) metav1.Condition {
+func ringReadyCondition(v verdict, rs *statusdoc.Status, in Observed) metav1.Condition {
 	const t, f = ringcapv1.ConditionRingReady, metav1.ConditionFalse
 	switch {
 	case !v.ended && !v.failed && rs != nil && rs.Ring.Ready:
@@ -205,7 +205,7 @@ func ringReadyCondition(v verdict, rs *ReceiverStatus, in Observed) metav1.Condi
 
 // receiverReadyCondition: listening is whether the receiver listens or receives (and the
 // run has neither ended nor failed).
-func receiverReadyCondition(v verdict, rs *ReceiverStatus, in Observed, ep *ringcapv1.EndpointStatus, listening bool) metav1.Condition {
+func receiverReadyCondition(v verdict, rs *statusdoc.Status, in Observed, ep *ringcapv1.EndpointStatus, listening bool) metav1.Condition {
 	const t, f = ringcapv1.ConditionReceiverReady, metav1.ConditionFalse
 	switch {
 	case listening:
@@ -220,7 +220,7 @@ func receiverReadyCondition(v verdict, rs *ReceiverStatus, in Observed, ep *ring
 	return condition(t, f, ringcapv1.ReasonReceiverNotReady, "receiver is "+rs.State+msgSuffix(rs.Message))
 }
 
-func receivingCondition(v verdict, rs *ReceiverStatus, st ringcapv1.RingCaptureStatus) metav1.Condition {
+func receivingCondition(v verdict, rs *statusdoc.Status, st ringcapv1.RingCaptureStatus) metav1.Condition {
 	const t, f = ringcapv1.ConditionReceiving, metav1.ConditionFalse
 	switch {
 	case v.failed:
@@ -237,7 +237,7 @@ func receivingCondition(v verdict, rs *ReceiverStatus, st ringcapv1.RingCaptureS
 
 // readersBehindCondition reports a hold by the readers while it lasts: the receiver's
 // heldBackSince is when the current hold began ("" when it is not held back).
-func readersBehindCondition(v verdict, rs *ReceiverStatus, now metav1.Time) metav1.Condition {
+func readersBehindCondition(v verdict, rs *statusdoc.Status, now metav1.Time) metav1.Condition {
 	since, ok := heldBackSince(rs)
 	if !ok || v.ended || v.failed {
 		return condition(ringcapv1.ConditionReadersBehind, metav1.ConditionFalse, ringcapv1.ReasonReadersKeepingUp, "the receiver is not waiting for the readers")
@@ -248,7 +248,7 @@ func readersBehindCondition(v verdict, rs *ReceiverStatus, now metav1.Time) meta
 		rs.Ring.Key, d.Round(time.Second), since.UTC().Format(time.RFC3339), (time.Duration(rs.HeldBackSeconds*float64(time.Second))).Round(time.Second)))
 }
 
-func heldBackSince(rs *ReceiverStatus) (time.Time, bool) {
+func heldBackSince(rs *statusdoc.Status) (time.Time, bool) {
 	if rs == nil || rs.HeldBackSince == "" {
 		return time.Time{}, false
 	}
@@ -411,7 +411,7 @@ func ObservationHeader(h map[string]string) *ringcapv1.ObservationHeaderStatus {
 	return o
 }
 
-func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
+func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *statusdoc.Status) {
 	st.HeldBackSeconds = int64(rs.HeldBackSeconds)
 	if o := ObservationHeader(rs.Header); o != nil {
 		st.Observation = o
@@ -436,7 +436,7 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *ReceiverStatus) {
 	}
 }
 
-func completionTime(pod *corev1.Pod, rs *ReceiverStatus, now metav1.Time) *metav1.Time {
+func completionTime(pod *corev1.Pod, rs *statusdoc.Status, now metav1.Time) *metav1.Time {
 	if rs != nil {
 		if t, err := time.Parse(time.RFC3339, rs.CompletionTime); err == nil {
 			mt := metav1.NewTime(t)
@@ -562,7 +562,7 @@ func HumanBytes(n int64) string {
 // idleRate is the rate shown while no data arrives: the average of the
 // receiver's last observation (0 before the first), so that a finished
 // capture still says how fast it went.
-func idleRate(rs *ReceiverStatus) int64 {
+func idleRate(rs *statusdoc.Status) int64 {
 	if rs == nil || rs.LastObservation == nil || rs.LastObservation.Seconds <= 0 {
 		return 0
 	}

@@ -67,8 +67,8 @@ func chain(fs ...func(p *corev1.Pod)) func(p *corev1.Pod) {
 	}
 }
 
-func recvStatus(state string, bytes int64) *ReceiverStatus {
-	rs := &ReceiverStatus{Version: 1, State: state, BytesReceived: uint64(bytes), BlocksFilled: uint64(bytes / 524288), RateBytesPerSecond: 1.25e9}
+func recvStatus(state string, bytes int64) *statusdoc.Status {
+	rs := &statusdoc.Status{Version: 1, State: state, BytesReceived: uint64(bytes), BlocksFilled: uint64(bytes / 524288), RateBytesPerSecond: 1.25e9}
 	rs.Ring.Key, rs.Ring.Ready, rs.Ring.Blocks, rs.Ring.BlockBytes, rs.Ring.Readers = "dada", state != statusdoc.StateStarting, 4, 524288, 1
 	rs.Endpoint.Address, rs.Endpoint.Port, rs.Endpoint.Device, rs.Endpoint.IBPort = "10.88.0.7", 18515, "rxe0", 1
 	rs.Endpoint.GIDIndex, rs.Endpoint.GID = ptr(1), "::ffff:198.18.0.1"
@@ -87,7 +87,7 @@ func TestComputeStatus(t *testing.T) {
 		name       string
 		old        ringcapv1.RingCaptureStatus
 		pod        *corev1.Pod
-		recv       *ReceiverStatus
+		recv       *statusdoc.Status
 		recvErr    string
 		podProblem string
 		phase      ringcapv1.RingCapturePhase
@@ -272,7 +272,7 @@ func TestParseReceiverStatus(t *testing.T) {
 	}
 }
 
-func mustParse(s string) *ReceiverStatus {
+func mustParse(s string) *statusdoc.Status {
 	st, err := statusdoc.Parse([]byte(s))
 	if err != nil {
 		panic(err)

@@ -16,18 +16,18 @@ import (
 // fillTracker sets every field a receiver sets through its tracker (the derived
 // ones, held-back time and rate, are the tracker's own).
 func fillTracker(tr *capture.Tracker, state string) {
-	tr.Update(func(s *capture.Status) {
+	tr.Update(func(s *statusdoc.Status) {
 		gid := 1
-		s.Ring = capture.RingStatus{Key: "dada", Ready: true, Blocks: 8, BlockBytes: 1 << 20, Readers: 2}
-		s.Endpoint = capture.EndpointStatus{Address: "198.18.0.1", Port: 18515, Device: "rxe0", IBPort: 1, GIDIndex: &gid,
+		s.Ring = statusdoc.Ring{Key: "dada", Ready: true, Blocks: 8, BlockBytes: 1 << 20, Readers: 2}
+		s.Endpoint = statusdoc.Endpoint{Address: "198.18.0.1", Port: 18515, Device: "rxe0", IBPort: 1, GIDIndex: &gid,
 			GID: "::ffff:198.18.0.1", Netdev: "eth0", GIDReason: "IPv4-mapped"}
-		s.MemoryRegistration = capture.MRInfo{Mode: "PerBlock", Regions: 8, Bytes: 8 << 20, Reason: "blocks not contiguous"}
+		s.MemoryRegistration = statusdoc.MemoryRegistration{Mode: "PerBlock", Regions: 8, Bytes: 8 << 20, Reason: "blocks not contiguous"}
 		s.QueuePairs, s.TransferMode, s.BusyPoll = 4, "write", true
 		s.BytesReceived, s.BlocksFilled, s.Observations, s.IncompleteObs, s.CompletionErrors = 3<<20, 3, 2, 1, 1
 		s.HeldBackSince = "2026-11-21T15:00:00.5Z"
 		s.Header = map[string]string{"SOURCE": "J0437-4715", "RINGCAP_OBSERVATION": "1"}
 		s.Seconds, s.Gbps = 2, 0.0125
-		s.LastObservation = &capture.ObservationStatus{Number: 1, Bytes: 2 << 20, Blocks: 2, Seconds: 1, Gbps: 0.0168, Complete: false, Message: "sender went away"}
+		s.LastObservation = &statusdoc.Observation{Number: 1, Bytes: 2 << 20, Blocks: 2, Seconds: 1, Gbps: 0.0168, Complete: false, Message: "sender went away"}
 	})
 	tr.SetState(state, "state "+state)
 }

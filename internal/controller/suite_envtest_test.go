@@ -32,6 +32,7 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 const (
@@ -111,7 +112,7 @@ func (f *fakeReceivers) URL(pod *corev1.Pod, _ int32) (string, error) {
 	return f.srv.URL + "/status/" + pod.Namespace + "/" + pod.Name, nil
 }
 
-func (f *fakeReceivers) Set(ns, pod string, st controller.ReceiverStatus) {
+func (f *fakeReceivers) Set(ns, pod string, st statusdoc.Status) {
 	b, err := json.Marshal(st)
 	if err != nil {
 		panic(err)
@@ -380,8 +381,8 @@ func terminateContainers(tb testing.TB, pod *corev1.Pod, phase corev1.PodPhase, 
 	})
 }
 
-func receiverStatus(state string, bytes int64) controller.ReceiverStatus {
-	var st controller.ReceiverStatus
+func receiverStatus(state string, bytes int64) statusdoc.Status {
+	var st statusdoc.Status
 	st.Version, st.State, st.BytesReceived = 1, state, uint64(bytes)
 	st.BlocksFilled = uint64(bytes / 524288)
 	st.Ring.Key, st.Ring.Ready, st.Ring.Blocks, st.Ring.BlockBytes, st.Ring.Readers = "dada", state != "Starting", 4, 524288, 1

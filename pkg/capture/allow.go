@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -40,5 +41,5 @@ func newRefusedCounter() prometheus.Counter {
 // senderRefused counts a sender refused by the allowlist.
 func (t *Tracker) senderRefused() {
 	t.refused.Inc()
-	t.Update(func(s *Status) { s.RefusedSenders++ })
+	t.Update(func(s *statusdoc.Status) { s.RefusedSenders++ })
 }

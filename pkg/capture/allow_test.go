@@ -14,6 +14,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -50,7 +51,7 @@ func TestAllowlistRefusesAndKeepsServing(t *testing.T) {
 		}
 	}
 	st := hs.rx.Tracker().Snapshot()
-	if st.RefusedSenders != 1 || st.State != StateListening || st.Observations != 0 {
+	if st.RefusedSenders != 1 || st.State != statusdoc.StateListening || st.Observations != 0 {
 		t.Errorf("after the refusal: refusedSenders %d state %s observations %d, want 1 Listening 0", st.RefusedSenders, st.State, st.Observations)
 	}
 	rec := httptest.NewRecorder()

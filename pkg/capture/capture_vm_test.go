@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
@@ -149,13 +150,13 @@ func parseRead(t *testing.T, out string) readResult {
 	return r
 }
 
-func readSummary(t *testing.T, path string) Status {
+func readSummary(t *testing.T, path string) statusdoc.Status {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read summary: %v", err)
 	}
-	var st Status
+	var st statusdoc.Status
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatalf("summary %s: %v", b, err)
 	}
@@ -222,7 +223,7 @@ func TestVMEndToEnd(t *testing.T) {
 					}
 					st := readSummary(t, summary)
 					wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[mr]
-					if st.State != StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
+					if st.State != statusdoc.StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
 						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
 						st.QueuePairs != qps || st.TransferMode != mode || st.BusyPoll != (qps == 16) ||
 						st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 1 {
@@ -319,8 +320,8 @@ func TestVMSlowReaderBackPressure(t *testing.T) {
 	}
 }
 
-func fetchStatus(addr string) (Status, error) {
-	var st Status
+func fetchStatus(addr string) (statusdoc.Status, error) {
+	var st statusdoc.Status
 	resp, err := http.Get("http://" + addr + "/status")
 	if err != nil {
 		return st, err
@@ -477,7 +478,7 @@ func TestVMWrongGIDIndex(t *testing.T) {
 	if err := recv.wait(t, time.Minute); err != nil {
 		t.Fatalf("recv after SIGTERM: %v\n%s", err, recv.output())
 	}
-	if st := readSummary(t, summary); st.State != StateFinished || st.Observations != 0 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 0 {
+	if st := readSummary(t, summary); st.State != statusdoc.StateFinished || st.Observations != 0 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 0 {
 		t.Fatalf("summary %+v", st)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
@@ -177,14 +178,14 @@ func (l *progressLog) await(ctx context.Context, from int, ok func(prev, p sende
 	}
 }
 
-func getStatus(t *testing.T, url string) Status {
+func getStatus(t *testing.T, url string) statusdoc.Status {
 	t.Helper()
 	resp, err := http.Get(url + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var st Status
+	var st statusdoc.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatalf("decode /status: %v", err)
 	}

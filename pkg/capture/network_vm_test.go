@@ -20,11 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
 // statusOf reads a receiver's /status.
-func statusOf(t *testing.T, metricsAddr string) Status {
+func statusOf(t *testing.T, metricsAddr string) statusdoc.Status {
 	t.Helper()
 	resp, err := http.Get("http://" + metricsAddr + "/status")
 	if err != nil {
@@ -35,7 +36,7 @@ func statusOf(t *testing.T, metricsAddr string) Status {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st Status
+	var st statusdoc.Status
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatalf("/status %s: %v", b, err)
 	}

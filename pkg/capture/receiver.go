@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -193,7 +194,7 @@ func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 		wg.Wait()
 	}()
-	r.t.SetState(StateListening, "waiting for a sender on "+ln.Addr().String())
+	r.t.SetState(statusdoc.StateListening, "waiting for a sender on "+ln.Addr().String())
 	r.log.Info("Listening for senders", "address", ln.Addr().String(), "mode", r.cfg.Mode, "qps", r.cfg.QPs)
 	for {
 		select {
@@ -210,14 +211,14 @@ func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 			err := r.handle(ctx, p)
 			r.busy.Store(false)
 			if err != nil {
-				r.t.SetState(StateFailed, err.Error())
+				r.t.SetState(statusdoc.StateFailed, err.Error())
 				return err
 			}
 			if r.stopReached() {
 				return nil
 			}
 			if ctx.Err() == nil {
-				r.t.SetState(StateListening, "waiting for a sender on "+ln.Addr().String())
+				r.t.SetState(statusdoc.StateListening, "waiting for a sender on "+ln.Addr().String())
 			}
 		}
 	}
@@ -324,14 +325,14 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 	if err != nil {
 		msg := fmt.Sprintf("receiver could not create %d queue pairs: %v", r.cfg.QPs, err)
 		_ = reject(msg)
-		r.t.SetState(StateFailed, msg)
+		r.t.SetState(statusdoc.StateFailed, msg)
 		return fmt.Errorf("create queue pairs: %w", err)
 	}
 	defer func() { _ = ep.Close() }()
 	if err := ep.Connect(hello.QPs); err != nil {
 		msg := fmt.Sprintf("receiver could not connect its queue pairs to the sender's: %v", err)
 		_ = reject(msg)
-		r.t.Update(func(s *Status) { s.Message = msg })
+		r.t.Update(func(s *statusdoc.Status) { s.Message = msg })
 		return nil
 	}
 	s := &session{r: r, k: k, ep: ep, hello: hello, log: log}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -66,7 +67,7 @@ func Run(ctx context.Context, c Capture) (err error) {
 	if t == nil {
 		t = NewTracker()
 	}
-	t.Update(func(s *Status) {
+	t.Update(func(s *statusdoc.Status) {
 		s.QueuePairs, s.TransferMode, s.BusyPoll = c.Receiver.QPs, c.Receiver.Mode.String(), c.Receiver.BusyPoll
 	})
 	stop, err := serveStatus(t, c.MetricsAddr, log)
@@ -80,8 +81,8 @@ func Run(ctx context.Context, c Capture) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, release()) }()
-	t.Update(func(s *Status) {
-		s.Ring = RingStatus{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
+	t.Update(func(s *statusdoc.Status) {
+		s.Ring = statusdoc.Ring{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
 	})
 	return serve(ctx, c, h, t, log)
 }
@@ -97,14 +98,14 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	t.Update(func(s *Status) { s.Endpoint = ch.Endpoint })
+	t.Update(func(s *statusdoc.Status) { s.Endpoint = ch.Endpoint })
 	fab, err := c.Open(ch.Device, h.Data)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = fab.Close() }()
 	_, _, mri := fab.Registration()
-	t.Update(func(s *Status) { s.MemoryRegistration = mri })
+	t.Update(func(s *statusdoc.Status) { s.MemoryRegistration = mri })
 	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: c.NewStyleHeader})
 	if err != nil {
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
@@ -125,7 +126,7 @@ func listenAndServe(ctx context.Context, rx *Receiver, addr string, t *Tracker) 
 	if err != nil {
 		return fmt.Errorf("listen for senders on %s: %w", addr, err)
 	}
-	t.Update(func(s *Status) {
+	t.Update(func(s *statusdoc.Status) {
 		if a, ok := ln.Addr().(*net.TCPAddr); ok {
 			s.Endpoint.Port = a.Port
 		}
@@ -162,11 +163,11 @@ func serveStatus(t *Tracker, addr string, log *slog.Logger) (stop func(), err er
 func finish(ctx context.Context, t *Tracker, summary string, log *slog.Logger, err error) error {
 	switch {
 	case err != nil:
-		t.SetState(StateFailed, err.Error())
+		t.SetState(statusdoc.StateFailed, err.Error())
 	case ctx.Err() != nil:
-		t.SetState(StateFinished, "stopped by signal")
+		t.SetState(statusdoc.StateFinished, "stopped by signal")
 	default:
-		t.SetState(StateFinished, "stop condition reached")
+		t.SetState(statusdoc.StateFinished, "stop condition reached")
 	}
 	if summary == "" {
 		return err

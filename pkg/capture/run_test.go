@@ -15,6 +15,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
@@ -54,8 +55,8 @@ func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan err
 	go func() { errc <- Run(ctx, c) }()
 	t.Cleanup(cancel)
 	deadline := time.Now().Add(30 * time.Second)
-	for s := c.Status.Snapshot(); s.State != StateListening; s = c.Status.Snapshot() {
-		if time.Now().After(deadline) || s.State == StateFailed {
+	for s := c.Status.Snapshot(); s.State != statusdoc.StateListening; s = c.Status.Snapshot() {
+		if time.Now().After(deadline) || s.State == statusdoc.StateFailed {
 			t.Fatalf("Run did not listen: %+v", s)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -97,11 +98,11 @@ func TestRunServesASenderIntoTheRing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st Status
+	var st statusdoc.Status
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateFinished || st.BytesReceived != 50000 || !st.Ring.Ready || st.Endpoint.Device != ep.Device {
+	if st.State != statusdoc.StateFinished || st.BytesReceived != 50000 || !st.Ring.Ready || st.Endpoint.Device != ep.Device {
 		t.Fatalf("summary %s", b)
 	}
 }
@@ -120,7 +121,7 @@ func TestRunDestroysTheRingItCreatedAndReportsFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `RDMA device "mlx5_9" not found`) {
 		t.Fatalf("Run with a missing device: %v", err)
 	}
-	if s := tr.Snapshot(); s.State != StateFailed || !strings.Contains(s.Message, "mlx5_9") || !s.Ring.Ready {
+	if s := tr.Snapshot(); s.State != statusdoc.StateFailed || !strings.Contains(s.Message, "mlx5_9") || !s.Ring.Ready {
 		t.Fatalf("final status %+v", s)
 	}
 	if _, err := dada.Connect(key, dada.ConnectOptions{}); !errors.Is(err, dada.ErrNoRing) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
@@ -66,7 +67,7 @@ func (s *session) run(ctx context.Context) (err error) {
 		return fmt.Errorf("build header for observation %d: %w", n, err)
 	}
 	r.obs++
-	r.t.SetState(StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.NetConn().RemoteAddr()))
+	r.t.SetState(statusdoc.StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.NetConn().RemoteAddr()))
 	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w, "busyPoll", r.cfg.BusyPoll)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -102,7 +103,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	// observation was in the ring (which may need a block the readers hold).
 	s.holdEnded()
 	secs := time.Since(start).Seconds()
-	o := ObservationStatus{Number: n, Bytes: s.bytes, Blocks: s.blocks, Seconds: secs, Complete: complete && err == nil, Message: msg}
+	o := statusdoc.Observation{Number: n, Bytes: s.bytes, Blocks: s.blocks, Seconds: secs, Complete: complete && err == nil, Message: msg}
 	if secs > 0 {
 		o.Gbps = float64(s.bytes) * 8 / secs / 1e9
 	}
@@ -115,7 +116,7 @@ func (s *session) run(ctx context.Context) (err error) {
 		s.log.Info("Observation complete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "seconds", secs, "gbps", o.Gbps)
 	} else {
 		s.log.Warn("Observation incomplete", "observation", n, "bytes", s.bytes, "blocks", s.blocks, "reason", msg)
-		r.t.Update(func(st *Status) { st.Message = fmt.Sprintf("observation %d incomplete: %s", n, msg) })
+		r.t.Update(func(st *statusdoc.Status) { st.Message = fmt.Sprintf("observation %d incomplete: %s", n, msg) })
 	}
 	return err
 }
@@ -152,7 +153,7 @@ func (s *session) writeHeader() error {
 		return fmt.Errorf("write header of observation %d: %w", s.obs, err)
 	}
 	s.headerDone = true
-	s.r.t.Update(func(st *Status) { st.Header = statusHeader(hd) })
+	s.r.t.Update(func(st *statusdoc.Status) { st.Header = statusHeader(hd) })
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
@@ -1020,8 +1021,8 @@ func TestCompletionErrorNamesStatus(t *testing.T) {
 
 func TestWriteSummaryInPlace(t *testing.T) {
 	tr := NewTracker()
-	tr.Update(func(s *Status) { s.BytesReceived = 42 })
-	tr.SetState(StateFinished, "done")
+	tr.Update(func(s *statusdoc.Status) { s.BytesReceived = 42 })
+	tr.SetState(statusdoc.StateFinished, "done")
 	p := filepath.Join(t.TempDir(), "termination-log")
 	if err := os.WriteFile(p, []byte(strings.Repeat("x", 10000)), 0o644); err != nil {
 		t.Fatal(err)
@@ -1039,8 +1040,8 @@ func TestWriteSummaryInPlace(t *testing.T) {
 		t.Fatal("the summary replaced the file instead of writing into it")
 	}
 	b, _ := os.ReadFile(p)
-	var st Status
-	if err := json.Unmarshal(b, &st); err != nil || st.BytesReceived != 42 || st.State != StateFinished || st.CompletionTime == "" {
+	var st statusdoc.Status
+	if err := json.Unmarshal(b, &st); err != nil || st.BytesReceived != 42 || st.State != statusdoc.StateFinished || st.CompletionTime == "" {
 		t.Fatalf("summary %s: %v", b, err)
 	}
 }

@@ -16,39 +16,11 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
-// Receiver states as reported in Status.State.
-const (
-	StateStarting  = statusdoc.StateStarting
-	StateListening = statusdoc.StateListening
-	StateReceiving = statusdoc.StateReceiving
-	StateFinished  = statusdoc.StateFinished
-	StateFailed    = statusdoc.StateFailed
-)
-
-// StatusVersion is the version of the Status JSON document.
-const StatusVersion = statusdoc.Version
-
-// The status document is defined once, in package statusdoc, for the receiver
-// and the operator that reads it.
-type (
-	// Status is the receiver's state as served on /status and written to the
-	// summary file.
-	Status = statusdoc.Status
-	// RingStatus describes the ring in Status.
-	RingStatus = statusdoc.Ring
-	// EndpointStatus describes the RDMA endpoint in Status.
-	EndpointStatus = statusdoc.Endpoint
-	// ObservationStatus describes the last observation.
-	ObservationStatus = statusdoc.Observation
-	// MRInfo describes a memory registration for status and logs.
-	MRInfo = statusdoc.MemoryRegistration
-)
-
 // Tracker holds the live Status and the Prometheus metrics of a receiver.
 // Every method is safe for concurrent use.
 type Tracker struct {
 	mu     sync.Mutex
-	st     Status
+	st     statusdoc.Status
 	start  time.Time
 	rateAt time.Time
 	rateB  uint64
@@ -68,8 +40,8 @@ type Tracker struct {
 func NewTracker() *Tracker {
 	t := &Tracker{reg: prometheus.NewRegistry(), start: time.Now()}
 	// gidIndex reads 0 until the endpoint is chosen, as it always has.
-	t.st = Status{Version: StatusVersion, State: StateStarting, StartTime: t.start.UTC().Format(time.RFC3339),
-		Endpoint: EndpointStatus{GIDIndex: new(int)}}
+	t.st = statusdoc.Status{Version: statusdoc.Version, State: statusdoc.StateStarting, StartTime: t.start.UTC().Format(time.RFC3339),
+		Endpoint: statusdoc.Endpoint{GIDIndex: new(int)}}
 	t.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_bytes_total", Help: "Bytes received into the ring, per queue pair."}, []string{"qp"})
 	t.messages = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_messages_total", Help: "Messages (slices) received, per queue pair."}, []string{"qp"})
 	t.blocks = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_blocks_filled_total", Help: "Ring blocks marked filled."})
@@ -89,7 +61,7 @@ func NewTracker() *Tracker {
 	t.refused = newRefusedCounter()
 	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage, t.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	t.setStateGauge(StateStarting)
+	t.setStateGauge(statusdoc.StateStarting)
 	return t
 }
 
@@ -104,7 +76,7 @@ func (t *Tracker) setStateGauge(s string) {
 }
 
 // Update changes the status under the lock.
-func (t *Tracker) Update(f func(*Status)) {
+func (t *Tracker) Update(f func(*statusdoc.Status)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f(&t.st)
@@ -115,14 +87,14 @@ func (t *Tracker) SetState(state, msg string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.st.State, t.st.Message = state, msg
-	if state == StateFinished || state == StateFailed {
+	if state == statusdoc.StateFinished || state == statusdoc.StateFailed {
 		t.st.CompletionTime = time.Now().UTC().Format(time.RFC3339)
 	}
 	t.setStateGauge(state)
 }
 
 // Snapshot returns a copy of the status with the derived fields computed.
-func (t *Tracker) Snapshot() Status {
+func (t *Tracker) Snapshot() statusdoc.Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now()
@@ -208,7 +180,7 @@ func (t *Tracker) completionError(qp int, status string) {
 	t.mu.Unlock()
 }
 
-func (t *Tracker) observationDone(o ObservationStatus) {
+func (t *Tracker) observationDone(o statusdoc.Observation) {
 	outcome := "complete"
 	if !o.Complete {
 		outcome = "incomplete"
