@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -67,9 +68,9 @@ func newSendCmd() *cobra.Command {
 	}
 	fs := c.Flags()
 	fs.StringVar(&o.connect, "connect", "", "receiver address HOST:PORT (required)")
-	fs.IntVar(&o.qps, "qps", 4, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver)", wire.MaxQPs))
-	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send or write (must match the receiver)")
-	fs.Uint64Var(&o.msgBytes, "msg-bytes", 65536, "bytes per message (must match the receiver)")
+	fs.IntVar(&o.qps, "qps", 0, fmt.Sprintf("RC queue pairs (1..%d; must match the receiver; default: the receiver's)", wire.MaxQPs))
+	fs.StringVar(&o.mode, "mode", "", "transfer mode: send or write (must match the receiver; default: the receiver's)")
+	fs.Uint64Var(&o.msgBytes, "msg-bytes", 0, "bytes per message (must match the receiver; default: the receiver's)")
 	fs.IntVar(&o.txDepth, "tx-depth", 16, "send work requests in flight per queue pair")
 	fs.IntVar(&o.postList, "post-list", 0, "work requests per post at most (0: all a queue pair can take; 1: one by one, as perftest does, which on software RDMA such as rxe keeps the kernel's network path from batching)")
 	fs.Uint8Var(&o.ackTimeout, "ack-timeout", fabric.DefaultAckTimeout, "local ACK timeout exponent, 1..30: a queue pair retransmits after 4.096 µs × 2^N without an acknowledgement (18: about 1 s, as NCCL; perftest's 14 is 67 ms)")
@@ -118,15 +119,19 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if err := o.check(cmd.Flags().Changed("seed")); err != nil {
 		return err
 	}
-	mode, err := wire.ParseMode(o.mode)
-	if err != nil {
-		return err
+	var mode wire.Mode // zero: the receiver's
+	if o.mode != "" {
+		m, err := wire.ParseMode(o.mode)
+		if err != nil {
+			return err
+		}
+		mode = m
 	}
 	allowed, err := allowedCPUs()
 	if err != nil {
 		return err
 	}
-	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, o.qps); err != nil { // auto is resolved once the device is known
+	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, cmp.Or(o.qps, wire.MaxQPs)); err != nil { // auto is resolved once the device and the queue pairs are known
 		return err
 	}
 	hdr, err := senderHeader(o.headerFile, o.headers)
@@ -147,19 +152,22 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
 		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Open: openVerbsSender,
-		Posting: func(driver string) (sender.CPUPin, []int, error) {
-			return resolvePosting(o.pinCPU, o.threads, driver, allowed, o.qps)
+		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
+			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)
 		},
 	})
 	if tty && !o.quiet {
 		outln(errw)
 	}
-	mr := "none"
+	mr, modeName := "none", "none"
 	if res.MRMode != 0 {
 		mr = res.MRMode.String()
 	}
+	if res.Mode != 0 {
+		modeName = res.Mode.String()
+	}
 	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
-		res.Bytes, res.Seconds, res.Gbps, o.qps, mode, mr, res.HeldBackSeconds, res.Complete && err == nil)
+		res.Bytes, res.Seconds, res.Gbps, res.QPs, modeName, mr, res.HeldBackSeconds, res.Complete && err == nil)
 	return err
 }
 

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -12,8 +13,9 @@ import (
 )
 
 // refuseSender answers a sender outside the allowlist: it reads what the sender sends
-// first (its preamble and hello, within the handshake timeout, so that closing the
-// connection does not reset it before the sender reads the answer), sends a Reject that
+// first (its preamble, and the hello a sender of another protocol version sends at
+// once, within the handshake timeout, so that closing the connection does not reset
+// it before the sender reads the answer), sends a Reject that
 // says why and closes the connection. The refusal is counted and logged; the receiver
 // keeps serving.
 func (r *Receiver) refuseSender(c net.Conn) {
@@ -25,8 +27,9 @@ func (r *Receiver) refuseSender(c net.Conn) {
 	r.log.Warn("Refused sender outside the allowlist", "peer", peer, "allowed", r.cfg.Senders.String())
 	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
-	if k.ReadPreamble() == nil {
-		_, _ = k.Recv()
+	var verr *wire.VersionError
+	if err := k.ReadPreamble(); errors.As(err, &verr) {
+		_, _ = k.Recv() // a sender of another version sends its hello at once
 	}
 	_ = k.Send(wire.Reject{Message: msg})
 	_ = c.Close()

@@ -235,6 +235,11 @@ type pendingConn struct {
 // ones with a Reject, and queues good ones for the (single) session loop. A
 // sender that arrives while another is streaming waits up to the handshake
 // timeout for its turn.
+// settings is what the receiver tells each sender first.
+func (r *Receiver) settings() wire.Settings {
+	return wire.Settings{Mode: r.cfg.Mode, QPs: uint16(r.cfg.QPs), MsgBytes: uint32(r.cfg.MsgBytes)}
+}
+
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
 	if !r.cfg.Senders.Allows(c.RemoteAddr()) {
 		r.refuseSender(c)
@@ -250,6 +255,11 @@ func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendin
 	}
 	if err := k.ReadPreamble(); err != nil {
 		reject(rejectText(err))
+		return
+	}
+	if err := k.Send(r.settings()); err != nil {
+		log.Warn("Sender went away before the hello", "err", err)
+		_ = c.Close()
 		return
 	}
 	m, err := k.Recv()

@@ -416,14 +416,19 @@ func dialRaw(t *testing.T, hs *harness, preamble []byte, hello wire.Message) (*r
 	if _, err := c.Write(preamble); err != nil {
 		t.Fatal(err)
 	}
-	if hello != nil {
+	// The receiver answers a good preamble with its Settings, a bad one with a
+	// Reject.
+	m, err := rs.k.Recv()
+	if err != nil {
+		t.Fatalf("read settings: %v", err)
+	}
+	if _, ok := m.(wire.Settings); ok && hello != nil {
 		if err := rs.k.Send(hello); err != nil {
 			t.Fatal(err)
 		}
-	}
-	m, err := rs.k.Recv()
-	if err != nil {
-		t.Fatalf("read answer: %v", err)
+		if m, err = rs.k.Recv(); err != nil {
+			t.Fatalf("read answer: %v", err)
+		}
 	}
 	return rs, m
 }
@@ -1227,5 +1232,36 @@ func TestFailedPostEndsTheStreamOnTheLandedPrefix(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A sender told nothing of the link takes the receiver's mode, queue pairs and
+// message size from its Settings; one told otherwise is refused before it
+// creates anything, naming both.
+func TestSenderTakesTheReceiversSettings(t *testing.T) {
+	h := testRing(t, 4, 8192)
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 3, MsgBytes: 2048, StopObservations: 1}, wire.MRWholeRing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reads := readObservations(t, ctx, h, 1, 21, 0)
+
+	_, _, err := sender.Connect(ctx, hs.addr, sender.Config{QPs: 2, Bytes: 1, Source: sender.PatternSource{Seed: 21}})
+	if err == nil || !strings.Contains(err.Error(), "the receiver uses 3 queue pairs, this sender asked for 2") {
+		t.Fatalf("sender asking for 2 queue pairs: %v", err)
+	}
+	l, cfg, err := sender.Connect(ctx, hs.addr, sender.Config{Bytes: 50000, Source: sender.PatternSource{Seed: 21}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	if cfg.Mode != wire.ModeWrite || cfg.QPs != 3 || cfg.MsgBytes != 2048 {
+		t.Fatalf("sender took %s mode, %d queue pairs, %d-byte messages; want the receiver's write, 3, 2048", cfg.Mode, cfg.QPs, cfg.MsgBytes)
+	}
+	res, err := l.Stream(ctx, cfg, memfabric.NewSender(hs.net, make([]byte, sender.SendBufferBytes(cfg))))
+	if err != nil || !res.Complete || res.QPs != 3 || res.Mode != wire.ModeWrite {
+		t.Fatalf("stream: %+v %v", res, err)
+	}
+	if obs := <-reads; len(obs) != 1 || obs[0].bytes != 50000 || obs[0].mismatches != 0 || obs[0].err != nil {
+		t.Fatalf("reader %+v", obs)
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 // Config configures Send.
 type Config struct {
+	// Mode, QPs and MsgBytes must match the receiver's; zero takes the
+	// receiver's (see Connect).
 	Mode     wire.Mode
 	QPs      int
 	MsgBytes uint64
@@ -124,6 +126,46 @@ func (c Config) Validate() error {
 	if err := wire.ValidateLink(c.Mode, c.QPs, c.MsgBytes); err != nil {
 		return err
 	}
+	return c.validateStream()
+}
+
+// validateGiven checks what can be checked before the receiver's Settings
+// are known: the link settings given (zero: the receiver's) and the rest.
+func (c Config) validateGiven() error {
+	m, q, b := c.Mode, c.QPs, c.MsgBytes
+	if m == 0 {
+		m = wire.ModeSend
+	}
+	if q == 0 {
+		q = max(1, len(c.PostCPUs))
+	}
+	if b == 0 {
+		b = 1
+	}
+	if err := wire.ValidateLink(m, q, b); err != nil {
+		return err
+	}
+	c.Mode, c.QPs, c.MsgBytes = m, q, b
+	return c.validateStream()
+}
+
+// adopt takes the receiver's settings where the configuration leaves them
+// zero, and refuses one it gives that differs.
+func (c Config) adopt(s wire.Settings) (Config, error) {
+	switch {
+	case c.Mode != 0 && c.Mode != s.Mode:
+		return c, fmt.Errorf("the receiver runs %s mode, this sender asked for %s mode (--mode; leave it out to take the receiver's)", s.Mode, c.Mode)
+	case c.QPs != 0 && c.QPs != int(s.QPs):
+		return c, fmt.Errorf("the receiver uses %d queue pairs, this sender asked for %d (--qps; leave it out to take the receiver's)", s.QPs, c.QPs)
+	case c.MsgBytes != 0 && c.MsgBytes != uint64(s.MsgBytes):
+		return c, fmt.Errorf("the receiver uses %d-byte messages, this sender asked for %d (--msg-bytes; leave it out to take the receiver's)", s.MsgBytes, c.MsgBytes)
+	}
+	c.Mode, c.QPs, c.MsgBytes = s.Mode, int(s.QPs), uint64(s.MsgBytes)
+	return c, c.Validate()
+}
+
+// validateStream checks everything but the link settings.
+func (c Config) validateStream() error {
 	switch {
 	case c.Source == nil:
 		return errors.New("no data source")

@@ -3,7 +3,6 @@ package sender
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
@@ -29,16 +28,19 @@ type Stream struct {
 	// Open opens the fabric, e.g. verbsfabric.NewSender.
 	Open OpenFabric
 	// Posting, when set, chooses Config.Pin and Config.PostCPUs once the
-	// device's driver is known (software RDMA wants other posting than a NIC).
-	Posting func(driver string) (CPUPin, []int, error)
+	// device's driver (software RDMA wants other posting than a NIC) and the
+	// number of queue pairs are known.
+	Posting func(driver string, qps int) (CPUPin, []int, error)
 }
 
-// Run streams to the receiver: it checks the configuration, chooses the
-// device toward the receiver, opens the fabric and sends (see Send). It
-// closes what it opened.
+// Run streams to the receiver: it chooses the device toward the receiver,
+// connects and takes the receiver's settings where the configuration leaves
+// them zero (see Connect), opens the fabric and streams. It closes what it
+// opened.
 func Run(ctx context.Context, s Stream) (Result, error) {
-	cfg := s.Config
-	if err := cfg.Validate(); err != nil {
+	given := s.Config
+	given.defaults()
+	if err := given.validateGiven(); err != nil {
 		return Result{}, err
 	}
 	local, err := localAddrFor(s.Connect)
@@ -51,9 +53,14 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	logger(cfg.Log).Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	l, cfg, err := Connect(ctx, s.Connect, s.Config)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _ = l.Close() }()
+	cfg.Log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	if s.Posting != nil {
-		if cfg.Pin, cfg.PostCPUs, err = s.Posting(driverOf(devs, ep.Device)); err != nil {
+		if cfg.Pin, cfg.PostCPUs, err = s.Posting(driverOf(devs, ep.Device), cfg.QPs); err != nil {
 			return Result{}, err
 		}
 	}
@@ -62,14 +69,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = fab.Close() }()
-	return Send(ctx, s.Connect, cfg, fab)
-}
-
-func logger(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
+	return l.Stream(ctx, cfg, fab)
 }
 
 // driverOf is the kernel driver of the device named name.

@@ -10,34 +10,94 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
-// Send connects to a receiver at addr and streams cfg.Source to it. Cancelling
-// ctx stops the stream early; the receiver then ends the observation on the
-// bytes that landed and marks it incomplete.
+// Send connects to a receiver at addr and streams cfg.Source to it (Connect,
+// then Stream). Cancelling ctx stops the stream early; the receiver then ends
+// the observation on the bytes that landed and marks it incomplete.
 func Send(ctx context.Context, addr string, cfg Config, fab fabric.SenderFabric) (Result, error) {
+	l, cfg, err := Connect(ctx, addr, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Stream(ctx, cfg, fab)
+}
+
+// Link is a connection to a receiver that has told its Settings.
+type Link struct {
+	addr     string
+	c        net.Conn
+	k        *wire.Conn
+	Settings wire.Settings
+}
+
+// Connect connects to the receiver at addr and reads its Settings. The
+// returned Config takes the receiver's mode, queue pairs and message size
+// where cfg leaves them zero; where cfg gives one that differs, Connect
+// fails, naming both, before anything is created.
+func Connect(ctx context.Context, addr string, cfg Config) (*Link, Config, error) {
 	cfg.defaults()
+	if err := cfg.validateGiven(); err != nil {
+		return nil, cfg, err
+	}
+	d := net.Dialer{Timeout: cfg.DialTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("connect to receiver: %w", err)
+	}
+	l := &Link{addr: addr, c: c, k: wire.NewConn(c)}
+	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
+	if l.Settings, err = l.readSettings(); err != nil {
+		_ = c.Close()
+		return nil, cfg, fmt.Errorf("handshake with %s: %w", addr, err)
+	}
+	if cfg, err = cfg.adopt(l.Settings); err != nil {
+		_ = c.Close()
+		return nil, cfg, fmt.Errorf("handshake with %s: %w", addr, err)
+	}
+	return l, cfg, nil
+}
+
+// readSettings sends the preamble and reads the receiver's Settings (or its
+// refusal).
+func (l *Link) readSettings() (wire.Settings, error) {
+	if err := l.k.WritePreamble(); err != nil {
+		return wire.Settings{}, err
+	}
+	m, err := l.k.Recv()
+	if err != nil {
+		return wire.Settings{}, fmt.Errorf("read the receiver's settings: %w", err)
+	}
+	switch m := m.(type) {
+	case wire.Settings:
+		return m, nil
+	case wire.Reject:
+		return wire.Settings{}, &RejectedError{Message: m.Message}
+	}
+	return wire.Settings{}, fmt.Errorf("%w: expected the receiver's settings, got %T", wire.ErrProtocol, m)
+}
+
+// Close closes the connection; it is safe to call more than once.
+func (l *Link) Close() error {
+	_ = l.c.Close()
+	return nil
+}
+
+// Stream streams cfg.Source over the fabric (whose buffer holds at least
+// SendBufferBytes(cfg)) to the receiver of the link. cfg is what Connect
+// returned.
+func (l *Link) Stream(ctx context.Context, cfg Config, fab fabric.SenderFabric) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
 	if need := SendBufferBytes(cfg); uint64(len(fab.Buffer())) < need {
 		return Result{}, fmt.Errorf("send buffer of %d bytes, need %d", len(fab.Buffer()), need)
 	}
-	d := net.Dialer{Timeout: cfg.DialTimeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return Result{}, fmt.Errorf("connect to receiver: %w", err)
-	}
-	defer func() { _ = c.Close() }()
-	k := wire.NewConn(c)
-	_ = c.SetDeadline(time.Now().Add(cfg.DialTimeout + cfg.AnswerTimeout))
-
+	addr, c, k := l.addr, l.c, l.k
 	ep, err := fab.Open(ctx, fabric.EndpointConfig{QPs: cfg.QPs, SendDepth: cfg.TxDepth, RecvDepth: 1, AckTimeout: cfg.AckTimeout})
 	if err != nil {
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
 	defer func() { _ = ep.Close() }()
-	if err := k.WritePreamble(); err != nil {
-		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
-	}
 	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
 	if err := k.Send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)

@@ -19,8 +19,11 @@ import (
 // immediate. Version 4: write mode's queue pairs take whole blocks as they
 // have room instead of in turn, so a block's immediate may come on any queue
 // pair. Version 5: the Hello carries the sender's header keywords, and the
-// receiver tells the sender while readers hold it back (Held).
-const ProtocolVersion = 5
+// receiver tells the sender while readers hold it back (Held). Version 6: the
+// receiver speaks first after the sender's preamble, with its Settings (mode,
+// queue pairs, message size), so that a sender can take them instead of
+// being told them.
+const ProtocolVersion = 6
 
 // HeaderField is one keyword of an observation's PSRDADA header, as a sender
 // sends it in its Hello.
@@ -187,26 +190,44 @@ type Held struct {
 	HoldNanos uint64
 }
 
+// Settings is what the receiver runs with, sent as soon as it has read the
+// sender's preamble: a sender that was not told these takes them, one that
+// was can see a mismatch before it creates anything.
+type Settings struct {
+	Mode     Mode
+	QPs      uint16
+	MsgBytes uint32
+}
+
+func (m Settings) validate() error {
+	if err := ValidateLink(m.Mode, int(m.QPs), uint64(m.MsgBytes)); err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	return nil
+}
+
 // Message is any protocol message.
 type Message interface{ msgType() byte }
 
 const (
-	typeHello  byte = 1
-	typeAccept byte = 2
-	typeReject byte = 3
-	typeCredit byte = 4
-	typeEnd    byte = 5
-	typeDone   byte = 6
-	typeHeld   byte = 7
+	typeHello    byte = 1
+	typeAccept   byte = 2
+	typeReject   byte = 3
+	typeCredit   byte = 4
+	typeEnd      byte = 5
+	typeDone     byte = 6
+	typeHeld     byte = 7
+	typeSettings byte = 8
 )
 
-func (Hello) msgType() byte  { return typeHello }
-func (Accept) msgType() byte { return typeAccept }
-func (Reject) msgType() byte { return typeReject }
-func (Credit) msgType() byte { return typeCredit }
-func (End) msgType() byte    { return typeEnd }
-func (Done) msgType() byte   { return typeDone }
-func (Held) msgType() byte   { return typeHeld }
+func (Hello) msgType() byte    { return typeHello }
+func (Accept) msgType() byte   { return typeAccept }
+func (Reject) msgType() byte   { return typeReject }
+func (Credit) msgType() byte   { return typeCredit }
+func (End) msgType() byte      { return typeEnd }
+func (Done) msgType() byte     { return typeDone }
+func (Held) msgType() byte     { return typeHeld }
+func (Settings) msgType() byte { return typeSettings }
 
 // Preamble is what opens a connection: the magic and the protocol version.
 func Preamble() []byte {
@@ -269,7 +290,7 @@ func ReadMessage(r io.Reader) (Message, error) {
 	if n > maxFrame {
 		return nil, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", ErrProtocol, n, maxFrame)
 	}
-	if h[0] < typeHello || h[0] > typeHeld {
+	if h[0] < typeHello || h[0] > typeSettings {
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, h[0])
 	}
 	p := make([]byte, n)
@@ -326,6 +347,13 @@ func encode(m Message) ([]byte, error) {
 		b = append(b, boolByte(m.Holding))
 		b = binary.BigEndian.AppendUint64(b, m.Nanos)
 		b = binary.BigEndian.AppendUint64(b, m.HoldNanos)
+	case Settings:
+		if err := m.validate(); err != nil {
+			return nil, err
+		}
+		b = append(b, byte(m.Mode))
+		b = binary.BigEndian.AppendUint16(b, m.QPs)
+		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
 	default:
 		return nil, fmt.Errorf("encode %T: unknown message", m)
 	}
@@ -553,6 +581,15 @@ func Decode(typ byte, p []byte) (Message, error) {
 	case typeHeld:
 		m := Held{Holding: d.boolean(), Nanos: d.u64(), HoldNanos: d.u64()}
 		return m, d.end("held")
+	case typeSettings:
+		m := Settings{Mode: Mode(d.u8()), QPs: d.u16(), MsgBytes: d.u32()}
+		if err := d.end("settings"); err != nil {
+			return nil, err
+		}
+		if err := m.validate(); err != nil {
+			return nil, fmt.Errorf("decode settings: %w", err)
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, typ)
 }
@@ -662,8 +699,14 @@ func NewConn(c net.Conn) *Conn {
 // NetConn is the wrapped connection (for deadlines, addresses and Close).
 func (c *Conn) NetConn() net.Conn { return c.c }
 
-// WritePreamble buffers the preamble; the next Send flushes it.
-func (c *Conn) WritePreamble() error { return WritePreamble(c.w) }
+// WritePreamble writes the preamble and flushes: from version 6 the receiver
+// answers it before the sender says more.
+func (c *Conn) WritePreamble() error {
+	if err := WritePreamble(c.w); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
 
 // ReadPreamble reads and checks the peer's preamble (see ReadPreamble).
 func (c *Conn) ReadPreamble() error { return ReadPreamble(c.r) }

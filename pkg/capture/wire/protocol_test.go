@@ -35,6 +35,8 @@ func sampleMessages() []Message {
 		Done{Message: "incomplete: sender disconnected"},
 		Held{Holding: true, Nanos: 3e9, HoldNanos: 1e9},
 		Held{Nanos: 1 << 62},
+		Settings{Mode: ModeWrite, QPs: 4, MsgBytes: 65536},
+		Settings{Mode: ModeSend, QPs: MaxQPs, MsgBytes: 1},
 	}
 }
 
@@ -176,4 +178,20 @@ func FuzzReadMessage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Settings naming what no link can use are refused on both sides of the wire.
+func TestSettingsRefusesWhatNoLinkCanUse(t *testing.T) {
+	for _, m := range []Settings{{Mode: 0, QPs: 4, MsgBytes: 4096}, {Mode: ModeSend, QPs: 0, MsgBytes: 4096}, {Mode: ModeSend, QPs: MaxQPs + 1, MsgBytes: 4096}, {Mode: ModeWrite, QPs: 1, MsgBytes: 0}} {
+		if _, err := encode(m); !errors.Is(err, ErrProtocol) {
+			t.Errorf("encode %+v: %v, want a protocol error", m, err)
+		}
+		good, _ := encode(Settings{Mode: ModeSend, QPs: 1, MsgBytes: 1})
+		b := append([]byte{}, good...)
+		b[5], b[6], b[7] = byte(m.Mode), byte(m.QPs>>8), byte(m.QPs)
+		b[8], b[9], b[10], b[11] = byte(m.MsgBytes>>24), byte(m.MsgBytes>>16), byte(m.MsgBytes>>8), byte(m.MsgBytes)
+		if _, err := ReadMessage(bytes.NewReader(b)); !errors.Is(err, ErrProtocol) {
+			t.Errorf("decode %+v: %v, want a protocol error", m, err)
+		}
+	}
 }
