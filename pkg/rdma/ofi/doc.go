@@ -22,10 +22,15 @@
 // leaks.
 //
 // Operations carry a 64-bit ID that libfabric hands back as the completion's context (an
-// integer, never a Go pointer). A post that the provider cannot take now fails with an
-// error matching ErrAgain: read completions (libfabric progresses there) and post again.
+// integer, never a Go pointer). Endpoint.Send, Recv, Write and WriteData post one
+// operation; Endpoint.Post posts a batch (sends, receives, writes, with remote CQ data) in
+// one cgo call, and with EndpointConfig.SelectiveCompletion only its Signaled transmit
+// operations complete. A post that the provider cannot take now fails with an error
+// matching ErrAgain: read completions (libfabric progresses there) and post again.
 // Failed operations complete with an error entry (fi_cq_readerr) whose text is the
-// provider's (fi_cq_strerror).
+// provider's (fi_cq_strerror). A write the target rejects (a bad key) is reported to the
+// writer only under Hints.DeliveryComplete: tcp;ofi_rxm and shm otherwise complete it
+// successfully and drop it at the target.
 //
 // Registered and posted memory must not be managed by the Go garbage collector: use shared
 // memory, mmap'd memory or C memory.

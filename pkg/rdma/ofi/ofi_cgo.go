@@ -141,6 +141,37 @@ static ssize_t ofi_writedata(struct fid_ep *ep, uintptr_t buf, size_t len, void 
                              uint64_t addr, uint64_t key, uint64_t ctx) {
 	return fi_writedata(ep, (const void *)buf, len, desc, data, dest, addr, key, (void *)(uintptr_t)ctx);
 }
+
+struct ofi_op {
+	uint64_t addr, len, peer, raddr, key, data, id, flags;
+	void *desc;
+	int kind; // 0 fi_sendmsg, 1 fi_recvmsg, 2 fi_writemsg
+};
+
+// Posts n operations in order; returns how many were posted, *rc the first failure.
+static size_t ofi_post(struct fid_ep *ep, struct ofi_op *ops, size_t n, ssize_t *rc) {
+	*rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct ofi_op *o = &ops[i];
+		struct iovec iov = { (void *)(uintptr_t)o->addr, o->len };
+		void *desc = o->desc;
+		void *ctx = (void *)(uintptr_t)o->id;
+		ssize_t r;
+		if (o->kind == 0) {
+			struct fi_msg m = { &iov, &desc, 1, o->peer, ctx, o->data };
+			r = fi_sendmsg(ep, &m, o->flags);
+		} else if (o->kind == 1) {
+			struct fi_msg m = { &iov, &desc, 1, o->peer, ctx, 0 };
+			r = fi_recvmsg(ep, &m, o->flags);
+		} else {
+			struct fi_rma_iov rma = { o->raddr, o->len, o->key };
+			struct fi_msg_rma m = { &iov, &desc, 1, o->peer, &rma, 1, ctx, o->data };
+			r = fi_writemsg(ep, &m, o->flags);
+		}
+		if (r) { *rc = r; return i; }
+	}
+	return n;
+}
 */
 import "C"
 
@@ -242,6 +273,7 @@ type Domain struct {
 	fabric *C.struct_fid_fabric
 	domain *C.struct_fid_domain
 	about  Info
+	txOps  uint64 // completion semantics for Post's transmit operations
 
 	mu      sync.Mutex
 	closed  bool
@@ -258,7 +290,7 @@ func Open(h Hints) (*Domain, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Domain{info: C.fi_dupinfo(list), about: infoOf(list), nextKey: 1,
+	d := &Domain{info: C.fi_dupinfo(list), about: infoOf(list), nextKey: 1, txOps: txOpFlags(h),
 		eps: map[*Endpoint]struct{}{}, mrs: map[*MR]struct{}{}, avs: map[*AV]struct{}{}, cqs: map[*CQ]struct{}{}}
 	C.fi_freeinfo(list)
 	if d.info == nil {
@@ -618,8 +650,9 @@ func (m *MR) Close() error {
 
 // Endpoint is an enabled FI_EP_RDM endpoint bound to an AV and its CQs.
 type Endpoint struct {
-	d  *Domain
-	ep *C.struct_fid_ep
+	d         *Domain
+	ep        *C.struct_fid_ep
+	selective bool
 }
 
 // OpenEndpoint opens an endpoint, binds cfg's address vector and completion queues
@@ -631,7 +664,7 @@ func (d *Domain) OpenEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	if cfg.AV == nil || cfg.TxCQ == nil || cfg.RxCQ == nil {
 		return nil, errors.New("open endpoint: an address vector and transmit and receive completion queues are required")
 	}
-	e := &Endpoint{d: d}
+	e := &Endpoint{d: d, selective: cfg.SelectiveCompletion}
 	if rc := C.ofi_endpoint(d.domain, d.info, &e.ep); rc != 0 {
 		return nil, fmt.Errorf("open endpoint on domain %q: %w", d.about.Domain, callErr("fi_endpoint", rc))
 	}
@@ -650,18 +683,18 @@ func (e *Endpoint) bindAndEnable(cfg EndpointConfig) error {
 	if cfg.AV.av == nil || cfg.TxCQ.cq == nil || cfg.RxCQ.cq == nil {
 		return fmt.Errorf("open endpoint: %w (its address vector or a completion queue)", ErrClosed)
 	}
+	tx := C.uint64_t(C.FI_TRANSMIT)
+	if cfg.SelectiveCompletion {
+		tx |= C.FI_SELECTIVE_COMPLETION
+	}
 	binds := []struct {
 		fid   *C.struct_fid
 		flags C.uint64_t
 		what  string
 	}{
 		{C.ofi_fid_av(cfg.AV.av), 0, "address vector"},
-		{C.ofi_fid_cq(cfg.TxCQ.cq), C.FI_TRANSMIT, "transmit completion queue"},
+		{C.ofi_fid_cq(cfg.TxCQ.cq), tx, "transmit completion queue"},
 		{C.ofi_fid_cq(cfg.RxCQ.cq), C.FI_RECV, "receive completion queue"},
-	}
-	if cfg.TxCQ == cfg.RxCQ {
-		binds = binds[:2]
-		binds[1].flags |= C.FI_RECV
 	}
 	for _, b := range binds {
 		if rc := C.ofi_ep_bind(e.ep, b.fid, b.flags); rc != 0 {
@@ -775,6 +808,56 @@ func (e *Endpoint) WriteData(l Local, data uint64, dest Addr, r Remote, id uint6
 		C.uint64_t(dest), C.uint64_t(r.Addr), C.uint64_t(r.Key), C.uint64_t(id)))
 }
 
+var opCalls = [...]string{OpSend: "fi_sendmsg", OpRecv: "fi_recvmsg", OpWrite: "fi_writemsg"}
+
+// Post posts ops in order in one cgo call (fi_sendmsg, fi_recvmsg, fi_writemsg) and
+// returns how many were posted; the error names the first that was not (ErrAgain: read
+// completions and post the rest). Transmit operations complete at the endpoint's transmit
+// CQ when Signaled or when the endpoint has no SelectiveCompletion; receives always do.
+func (e *Endpoint) Post(ops []Op) (int, error) {
+	if e == nil || e.ep == nil {
+		return 0, fmt.Errorf("post %d operations: %w", len(ops), ErrClosed)
+	}
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	cops := make([]C.struct_ofi_op, len(ops))
+	for i, o := range ops {
+		if int(o.Kind) >= len(opCalls) {
+			return 0, fmt.Errorf("post operation %d: unknown kind %d", i, o.Kind)
+		}
+		desc, err := e.local(opCalls[o.Kind], o.Local)
+		if err != nil {
+			return 0, fmt.Errorf("post operation %d: %w", i, err)
+		}
+		cops[i] = C.struct_ofi_op{addr: C.uint64_t(o.Local.Addr), len: C.uint64_t(o.Local.Len), peer: C.uint64_t(o.Peer),
+			raddr: C.uint64_t(o.Remote.Addr), key: C.uint64_t(o.Remote.Key), data: C.uint64_t(o.Data),
+			id: C.uint64_t(o.ID), flags: C.uint64_t(e.postFlags(o)), desc: desc, kind: C.int(o.Kind)}
+	}
+	var rc C.ssize_t
+	n := int(C.ofi_post(e.ep, &cops[0], C.size_t(len(cops)), &rc))
+	if rc != 0 {
+		return n, fmt.Errorf("post operation %d of %d (id %d): %w", n, len(ops), ops[n].ID, callErr(opCalls[ops[n].Kind], C.int(rc)))
+	}
+	return n, nil
+}
+
+// postFlags are one operation's fi_*msg flags: these replace the endpoint's defaults, so
+// the domain's completion semantics are repeated here.
+func (e *Endpoint) postFlags(o Op) uint64 {
+	if o.Kind == OpRecv {
+		return C.FI_COMPLETION
+	}
+	f := e.d.txOps
+	if o.Signaled || !e.selective {
+		f |= C.FI_COMPLETION
+	}
+	if o.HasData {
+		f |= flagRemoteCQData
+	}
+	return f
+}
+
 // Close closes the endpoint. Idempotent.
 func (e *Endpoint) Close() error {
 	if e == nil || e.ep == nil {
@@ -823,4 +906,5 @@ const (
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_AUTO) ^ uint64(ProgressAuto))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_MANUAL) ^ uint64(ProgressManual))
 	_ uint64 = 0 - (uint64(C.FI_EAGAIN) ^ eagain)
+	_ uint64 = 0 - (uint64(C.FI_ADDR_UNSPEC) ^ uint64(AddrUnspec))
 )

@@ -51,6 +51,12 @@ type side struct {
 
 func openSide(t *testing.T, h Hints, wait bool) *side {
 	t.Helper()
+	return openSideWith(t, h, wait, false)
+}
+
+// openSideWith is openSide with a choice of selective completion for the endpoint.
+func openSideWith(t *testing.T, h Hints, wait, selective bool) *side {
+	t.Helper()
 	d, err := Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +73,7 @@ func openSide(t *testing.T, h Hints, wait bool) *side {
 	if s.cq, err = d.OpenCQ(CQConfig{Size: 256, Wait: wait}); err != nil {
 		t.Fatal(err)
 	}
-	if s.ep, err = d.OpenEndpoint(EndpointConfig{AV: s.av, TxCQ: s.cq, RxCQ: s.cq}); err != nil {
+	if s.ep, err = d.OpenEndpoint(EndpointConfig{AV: s.av, TxCQ: s.cq, RxCQ: s.cq, SelectiveCompletion: selective}); err != nil {
 		t.Fatal(err)
 	}
 	if s.name, err = s.ep.Name(); err != nil {
@@ -484,5 +490,99 @@ func TestReadWaitSleepsUntilACompletion(t *testing.T) {
 	}
 	if out[0].ID != 42 || out[0].Err != nil || !bytes.Equal(dst, src) {
 		t.Fatalf("completion %+v; bytes equal %v", out[0], bytes.Equal(dst, src))
+	}
+}
+
+// postAll posts ops with Post, polling every side while the provider answers FI_EAGAIN.
+func postAll(t *testing.T, ep *Endpoint, ops []Op, sides ...*side) {
+	t.Helper()
+	g := newHangGuard()
+	for len(ops) > 0 {
+		n, err := ep.Post(ops)
+		ops = ops[n:]
+		if err != nil && !errors.Is(err, ErrAgain) {
+			t.Fatal(err)
+		}
+		for _, s := range sides {
+			s.poll(t)
+		}
+		g.check(t, fmt.Sprintf("%d operations not posted", len(ops)))
+	}
+}
+
+func TestPostBatchesWithSelectiveCompletion(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.name, func(t *testing.T) {
+			checkNoLeaks(t)
+			target, w := openSide(t, p.hints, false), openSideWith(t, p.hints, false, true)
+			dest := w.insert(t, target)
+			const n, chunk = 6, 8 << 10
+			region, src := mmapped(t, 2*n*chunk), mmapped(t, 2*n*chunk)
+			fill(src, 11)
+			rmr, smr := register(t, target.d, region, CapRecv|CapRemoteWrite), register(t, w.d, src, CapSend|CapWrite)
+			var recvs, sends []Op
+			for i := range n {
+				recvs = append(recvs, Op{Kind: OpRecv, Local: rmr.Local(uint64(i*chunk), chunk), Peer: AddrUnspec, ID: uint64(100 + i)})
+				sends = append(sends, Op{Kind: OpSend, Local: smr.Local(uint64(i*chunk), chunk), Peer: dest,
+					Data: uint64(0x100 + i), HasData: true, ID: uint64(1 + i), Signaled: i == n-1})
+			}
+			for i := range n {
+				if target.d.Info().Mode&ModeRxCQData != 0 {
+					recvs = append(recvs, Op{Kind: OpRecv, Local: Local{Addr: rmr.Addr(), MR: rmr}, Peer: AddrUnspec, ID: uint64(200 + i)})
+				}
+				off := uint64((n + i) * chunk)
+				sends = append(sends, Op{Kind: OpWrite, Local: smr.Local(off, chunk), Peer: dest,
+					Remote: Remote{Addr: rmr.RemoteAddr(off), Key: rmr.Key()}, Data: uint64(0x200 + i), HasData: true,
+					ID: uint64(1 + n + i), Signaled: i == n-1})
+			}
+			postAll(t, target.ep, recvs, target, w)
+			postAll(t, w.ep, sends, target, w)
+			seen := map[uint64]bool{}
+			for _, c := range collect(t, target, 2*n, w) {
+				if c.Err != nil || !c.HasData {
+					t.Errorf("target completion %+v", c)
+				}
+				seen[c.Data] = true
+			}
+			for i := range n {
+				if !seen[uint64(0x100+i)] || !seen[uint64(0x200+i)] {
+					t.Errorf("remote CQ data %#x or %#x not seen at the target", 0x100+i, 0x200+i)
+				}
+			}
+			// Only the two signalled operations complete at the writer.
+			ids := map[uint64]bool{}
+			for _, c := range collect(t, w, 2, target) {
+				if c.Err != nil {
+					t.Error(c.Err)
+				}
+				ids[c.ID] = true
+			}
+			if !ids[n] || !ids[2*n] {
+				t.Errorf("writer completions %v, want only the signalled %d and %d", ids, n, 2*n)
+			}
+			if !bytes.Equal(region, src) {
+				t.Fatal("the target's memory differs from the seeded pattern sent and written")
+			}
+		})
+	}
+}
+
+func TestPostRefusesWhatItCannotPost(t *testing.T) {
+	checkNoLeaks(t)
+	s := openSide(t, providers[0].hints, false)
+	buf := mmapped(t, 64)
+	mr := register(t, s.d, buf, CapSend)
+	if _, err := s.ep.Post([]Op{{Kind: 9, Local: mr.Local(0, 8)}}); err == nil || !strings.Contains(err.Error(), "unknown kind") {
+		t.Errorf("an unknown kind: %v", err)
+	}
+	outside := Local{Addr: mr.Addr() + 32, Len: 64, MR: mr}
+	if _, err := s.ep.Post([]Op{{Kind: OpSend, Local: outside}}); err == nil || !strings.Contains(err.Error(), "fi_sendmsg") {
+		t.Errorf("memory outside its region: %v", err)
+	}
+	if err := s.ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ep.Post([]Op{{Kind: OpSend}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Post on a closed endpoint: %v", err)
 	}
 }

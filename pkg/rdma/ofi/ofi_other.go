@@ -100,5 +100,8 @@ func (e *Endpoint) Write(Local, Addr, Remote, uint64) error { return ErrNotSuppo
 // WriteData posts fi_writedata.
 func (e *Endpoint) WriteData(Local, uint64, Addr, Remote, uint64) error { return ErrNotSupported }
 
+// Post posts operations in order.
+func (e *Endpoint) Post([]Op) (int, error) { return 0, ErrNotSupported }
+
 // Close closes the endpoint. Idempotent.
 func (e *Endpoint) Close() error { return nil }

@@ -286,6 +286,36 @@ type CQConfig struct {
 type EndpointConfig struct {
 	AV         *AV
 	TxCQ, RxCQ *CQ // may be the same CQ
+	// SelectiveCompletion binds the transmit CQ with FI_SELECTIVE_COMPLETION: only the
+	// transmit operations posted by Post with Signaled complete there (Send, SendData,
+	// Write and WriteData then complete nowhere). Receives always complete.
+	SelectiveCompletion bool
+}
+
+// OpKind is the kind of a posted operation.
+type OpKind uint8
+
+// Operation kinds.
+const (
+	OpSend  OpKind = 0 // fi_sendmsg
+	OpRecv  OpKind = 1 // fi_recvmsg
+	OpWrite OpKind = 2 // fi_writemsg
+)
+
+// Op is one operation for Endpoint.Post.
+type Op struct {
+	Kind  OpKind
+	Local Local
+	// Peer is the destination of a send or write; a receive takes any peer's message
+	// (give AddrUnspec).
+	Peer   Addr
+	Remote Remote // OpWrite
+	// Data is remote CQ data sent with a send or write when HasData.
+	Data    uint64
+	HasData bool
+	ID      uint64
+	// Signaled asks for a completion on an endpoint with SelectiveCompletion.
+	Signaled bool
 }
 
 // ObjectCounts counts live libfabric objects of each kind.
