@@ -594,13 +594,12 @@ func (d *Domain) RegisterMR(addr uintptr, length int, access Caps) (*MR, error) 
 	if length <= 0 {
 		return nil, fmt.Errorf("register memory region at %#x: length %d must be positive", addr, length)
 	}
-	var key uint64
-	if d.about.MRMode&MRProvKey == 0 {
-		d.mu.Lock()
-		key = d.nextKey
+	d.mu.Lock()
+	key, used := requestKey(d.about.MRMode, d.nextKey)
+	if used {
 		d.nextKey++
-		d.mu.Unlock()
 	}
+	d.mu.Unlock()
 	m := &MR{d: d, addr: addr, length: length}
 	if rc := C.ofi_mr_reg(d.domain, C.uintptr_t(addr), C.size_t(length), C.uint64_t(access), C.uint64_t(key), &m.mr); rc != 0 {
 		return nil, fmt.Errorf("register %d bytes at %#x with access %v: %w", length, addr, access, callErr("fi_mr_reg", rc))
@@ -625,12 +624,7 @@ func (m *MR) Len() int { return m.length }
 
 // RemoteAddr is the RMA address a peer writes to for byte off of the region: the virtual
 // address under MRVirtAddr, else the offset.
-func (m *MR) RemoteAddr(off uint64) uint64 {
-	if m.d.about.MRMode&MRVirtAddr != 0 {
-		return uint64(m.addr) + off
-	}
-	return off
-}
+func (m *MR) RemoteAddr(off uint64) uint64 { return rmaAddr(m.d.about.MRMode, m.addr, off) }
 
 // Local is n bytes at byte off of the region, for a post.
 func (m *MR) Local(off uint64, n int) Local {
@@ -737,16 +731,16 @@ func (e *Endpoint) local(call string, l Local) (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("%s: %w", call, ErrClosed)
 	}
 	if l.MR == nil {
-		if e.d.about.MRMode&MRLocal != 0 {
-			return nil, fmt.Errorf("%s: the domain's MR mode has FI_MR_LOCAL: local memory needs its MR", call)
+		if f := localFault(e.d.about.MRMode, false, l.Addr, l.Len, 0, 0); f != "" {
+			return nil, fmt.Errorf("%s: %s", call, f)
 		}
 		return nil, nil
 	}
 	if l.MR.mr == nil {
 		return nil, fmt.Errorf("%s: local memory region: %w", call, ErrClosed)
 	}
-	if l.Addr < l.MR.addr || l.Addr+uintptr(l.Len) > l.MR.addr+uintptr(l.MR.length) {
-		return nil, fmt.Errorf("%s: %d bytes at %#x lie outside their memory region [%#x, +%d)", call, l.Len, l.Addr, l.MR.addr, l.MR.length)
+	if f := localFault(e.d.about.MRMode, true, l.Addr, l.Len, l.MR.addr, l.MR.length); f != "" {
+		return nil, fmt.Errorf("%s: %s", call, f)
 	}
 	return l.MR.desc, nil
 }
