@@ -106,8 +106,9 @@ static ssize_t ofi_cq_readerr(struct fid_cq *cq, struct ofi_cqe *out, int *err, 
 	out->data = e.data;
 	*err = e.err;
 	*prov_errno = e.prov_errno;
-	const char *s = fi_cq_strerror(cq, e.prov_errno, e.err_data, NULL, 0);
-	snprintf(text, len, "%s", s ? s : "");
+	text[0] = 0;
+	const char *s = fi_cq_strerror(cq, e.prov_errno, e.err_data, text, len);
+	if (s && s != text) snprintf(text, len, "%s", s);
 	return rc;
 }
 
@@ -212,6 +213,10 @@ func getinfo(h Hints) (*C.struct_fi_info, error) {
 	var list *C.struct_fi_info
 	rc := C.ofi_getinfo(prov, dom, node, svc, source, C.uint64_t(h.Caps), C.uint64_t(SupportedModes),
 		C.int(SupportedMRModes), C.uint64_t(txOpFlags(h)), &list)
+	if rc == -C.FI_ENODATA {
+		return nil, fmt.Errorf("discover libfabric providers (%s): no provider matches (the binding honours mode bits %v and MR modes %v): %w",
+			describeHints(h), SupportedModes, SupportedMRModes, callErr("fi_getinfo", rc))
+	}
 	if rc != 0 {
 		return nil, fmt.Errorf("discover libfabric providers (%s): %w", describeHints(h), callErr("fi_getinfo", rc))
 	}

@@ -213,7 +213,8 @@ func TestDiscoverUnknownProviderNamesIt(t *testing.T) {
 	if err == nil {
 		t.Fatal("discovery of a provider that does not exist succeeded")
 	}
-	for _, w := range []string{"fi_getinfo", `"no-such-provider"`} {
+	t.Log(err)
+	for _, w := range []string{"fi_getinfo", `"no-such-provider"`, "no provider matches"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not contain %s", err, w)
 		}
