@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 
 if [ -z "${SKIP_APT:-}" ]; then
   export DEBIAN_FRONTEND=noninteractive
-  # Packages: RDMA userspace for cgo builds and the Soft-RoCE VM, qemu + busybox for the VM,
+  # Packages: RDMA userspace for cgo builds and the Soft-RoCE VM (rdma-core; libfabric with its
+  # providers and fi_info for pkg/rdma/ofi), qemu + busybox for the VM,
   # etcd for envtest, containerd/runc/CNI for the local cluster.
   pkgs=(
     build-essential git curl ca-certificates jq openssl
     libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils
+    libfabric-dev libfabric-bin
     qemu-system-x86 busybox-static kmod cpio iproute2 debootstrap
     etcd-server containerd runc containernetworking-plugins iptables conntrack socat ethtool ebtables
   )

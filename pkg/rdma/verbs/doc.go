@@ -2,7 +2,7 @@
 // (an address, a length and access flags) and knows nothing of rings: registering a PSRDADA
 // ring (WholeRing, PerBlock or Auto) is the capture engine's business (pkg/capture/verbsfabric).
 //
-// It is the only cgo package of the project: the binding is built with
+// It is one of the project's two cgo packages (with pkg/rdma/ofi): the binding is built with
 // `//go:build linux && cgo`; elsewhere (and with CGO_ENABLED=0) a pure-Go twin keeps the same
 // API and every call returns ErrNotSupported, so the device plugin and the operator build
 // without rdma-core.
