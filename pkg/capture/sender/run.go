@@ -69,7 +69,11 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = fab.Close() }()
-	return l.Stream(ctx, cfg, fab)
+	res, err := l.Stream(ctx, cfg, fab)
+	if res.QPs == 0 { // it failed before the stream: say what was agreed
+		res.QPs, res.Mode = cfg.QPs, cfg.Mode
+	}
+	return res, err
 }
 
 // driverOf is the kernel driver of the device named name.
