@@ -12,12 +12,15 @@ fuzz-capture:
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
 
 ## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link; host only
-# Pinned to HEADROOM_CPU with GOMAXPROCS=2: the engine, the ring's reader and the test peer share that core
-# (with GOMAXPROCS=1 a blocking semop holds the only P until sysmon takes it back; see docs/benchmarks.md).
-# Pass HEADROOM_RUN='TestHeadroom/recv-send' for one group, HEADROOM_FLAGS='-test.cpuprofile cpu.out' to profile.
+# Pinned to HEADROOM_CPU, once with each GOMAXPROCS of HEADROOM_PROCS: the engine, the ring's reader and the
+# test peer share that core (with GOMAXPROCS=1 a blocking semop holds the only P until sysmon takes it back).
+# Pass HEADROOM_RUN='TestHeadroom/recv-send' for one group; to profile, HEADROOM_PROCS=2 HEADROOM_FLAGS='-test.cpuprofile cpu.out'.
 HEADROOM_CPU ?= 1
 HEADROOM_RUN ?= TestHeadroom
 HEADROOM_FLAGS ?=
+HEADROOM_PROCS ?= 1 2
 bench-headroom:
 	$(GO) test -c -tags headroom -o bin/headroom.test ./pkg/capture/benchfabric
-	GOMAXPROCS=2 taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS)
+	for p in $(HEADROOM_PROCS); do \
+	  GOMAXPROCS=$$p taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS); \
+	done
