@@ -46,27 +46,31 @@ func sizeName(n uint64) string {
 	return fmt.Sprintf("%dKiB", n>>10)
 }
 
-// figure runs fn headroomRuns times and prints ns per op and the headroom:
-// ops per second over the line's rate of ops of opBytes.
+// figure runs fn headroomRuns times, as a subtest of its own name, and
+// prints ns per op and the headroom: ops per second over the line's rate of
+// ops of opBytes.
 func figure(t *testing.T, name string, opBytes uint64, fn func(b *testing.B)) {
 	t.Helper()
-	var ns []float64
-	for range headroomRuns {
-		r := testing.Benchmark(fn)
-		if r.N == 0 {
-			t.Fatalf("%s: the benchmark failed", name)
+	t.Run(name, func(t *testing.T) {
+		var ns []float64
+		for range headroomRuns {
+			r := testing.Benchmark(fn)
+			if r.N == 0 {
+				t.Fatalf("%s: the benchmark failed", name)
+			}
+			ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
 		}
-		ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
-	}
-	slices.Sort(ns)
-	line := lineBits / 8 / float64(opBytes)
-	hr := func(v float64) float64 { return 1e9 / v / line }
-	med := ns[len(ns)/2]
-	fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
-		name, hr(med), hr(ns[len(ns)-1]), hr(ns[0]), med, ns[0], ns[len(ns)-1], 1e9/med, len(ns), runtime.GOMAXPROCS(0))
+		slices.Sort(ns)
+		line := lineBits / 8 / float64(opBytes)
+		hr := func(v float64) float64 { return 1e9 / v / line }
+		med := ns[len(ns)/2]
+		fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
+			name, hr(med), hr(ns[len(ns)-1]), hr(ns[0]), med, ns[0], ns[len(ns)-1], 1e9/med, len(ns), runtime.GOMAXPROCS(0))
+	})
 }
 
-// TestHeadroom runs every figure; -run 'TestHeadroom/recv-send' picks a group.
+// TestHeadroom runs every figure; -run 'TestHeadroom/recv-send' picks a group,
+// -run 'TestHeadroom/recv-send/recv-send-8KiB-qps4' one figure.
 func TestHeadroom(t *testing.T) {
 	t.Run("recv-send", func(t *testing.T) {
 		for _, msg := range sizes {
