@@ -11,7 +11,7 @@ FUZZTIME ?= 60s
 fuzz-capture:
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
 
-## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link; host only
+## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link, and the ring handoff beside its semop floor; host only
 # Pinned to HEADROOM_CPU, once with each GOMAXPROCS of HEADROOM_PROCS: the engine, the ring's reader and the
 # test peer share that core (with GOMAXPROCS=1 a blocking semop holds the only P until sysmon takes it back).
 # Pass HEADROOM_RUN='TestHeadroom/recv-send' for one group; to profile, HEADROOM_PROCS=2 HEADROOM_FLAGS='-test.cpuprofile cpu.out'.
@@ -24,3 +24,5 @@ bench-headroom:
 	for p in $(HEADROOM_PROCS); do \
 	  GOMAXPROCS=$$p taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS); \
 	done
+	$(GO) test -c -o bin/dada.test ./pkg/dada
+	cd pkg/dada && taskset -c $(HEADROOM_CPU) ../../bin/dada.test -test.run '^$$' -test.bench BenchmarkHandoffFloor -test.benchtime 1x
