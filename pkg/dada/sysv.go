@@ -45,7 +45,7 @@ type sembuf struct {
 func semOpClosing(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
 	if flg&ipcNoWait != 0 || op > 0 {
 		for {
-			err := semNoBlock(id, num, op, flg)
+			err := semTry(id, num, op, flg, nil)
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}

@@ -81,17 +81,6 @@ func semValue(id, num int) (int, error) {
 	return int(v), nil
 }
 
-// semNoBlock performs one semop that cannot block (a positive op, or IPC_NOWAIT) as a raw
-// system call: it never sleeps, so the Go runtime need not prepare to hand the P away.
-func semNoBlock(id int, num uint16, op int16, flg int16) error {
-	b := sembuf{num: num, op: op, flg: flg}
-	_, _, e := unix.RawSyscall6(unix.SYS_SEMTIMEDOP, uintptr(id), uintptr(unsafe.Pointer(&b)), 1, 0, 0, 0)
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 // semTry performs one semop without blocking longer than timeout (nil: wait forever).
 func semTry(id int, num uint16, op int16, flg int16, timeout *unix.Timespec) error {
 	b := sembuf{num: num, op: op, flg: flg}

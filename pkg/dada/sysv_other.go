@@ -22,5 +22,3 @@ func mmapReserve(uintptr) (uintptr, error)     { return 0, ErrNotSupported }
 func munmap(uintptr, uintptr) error            { return ErrNotSupported }
 
 func semTry(int, uint16, int16, int16, *unix.Timespec) error { return ErrNotSupported }
-
-func semNoBlock(int, uint16, int16, int16) error { return ErrNotSupported }
