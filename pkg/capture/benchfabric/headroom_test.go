@@ -142,6 +142,7 @@ type rxRig struct {
 	cancel     context.CancelFunc
 	served     chan error
 	read       chan error
+	closed     bool
 }
 
 func newRxRig(t *testing.T, mode wire.Mode, qps int, msg, block, nbufs uint64) *rxRig {
@@ -167,6 +168,7 @@ func newRxRig(t *testing.T, mode wire.Mode, qps int, msg, block, nbufs uint64) *
 	rig.addr = ln.Addr().String()
 	go func() { rig.served <- rx.Serve(ctx, ln) }()
 	go func() { rig.read <- releaseBlocks(ctx, rig.h) }()
+	t.Cleanup(func() { rig.close(t) }) // when a figure fails before its close
 	return rig
 }
 
@@ -301,8 +303,13 @@ func awaitAccept(k *wire.Conn) error {
 	}
 }
 
+// close stops the receiver and the reader and destroys the ring; idempotent.
 func (rig *rxRig) close(t *testing.T) {
 	t.Helper()
+	if rig.closed {
+		return
+	}
+	rig.closed = true
 	rig.cancel()
 	if err := <-rig.served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("receiver: %v", err)
