@@ -1,6 +1,6 @@
 # ringcap recv/send (issue 4): host tests run with `make test`; the Soft-RoCE end-to-end tests
 # run in `make test-vm` (pkg/capture is listed in test/vm/packages.txt).
-.PHONY: bench-rdma fuzz-capture
+.PHONY: bench-rdma fuzz-capture bench-headroom
 
 ## bench-rdma: ringcap send/write vs ib_send_bw/ib_write_bw and PerBlock vs WholeRing, in the VM
 bench-rdma: vm-image
@@ -10,3 +10,19 @@ bench-rdma: vm-image
 FUZZTIME ?= 60s
 fuzz-capture:
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
+
+## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link, and the ring handoff beside its semop floor; host only
+# Pinned to HEADROOM_CPU, once with each GOMAXPROCS of HEADROOM_PROCS: the engine, the ring's reader and the
+# test peer share that core (with GOMAXPROCS=1 a blocking semop holds the only P until sysmon takes it back).
+# Pass HEADROOM_RUN='TestHeadroom/recv-send' for one group; to profile, HEADROOM_PROCS=2 HEADROOM_FLAGS='-test.cpuprofile cpu.out'.
+HEADROOM_CPU ?= 1
+HEADROOM_RUN ?= TestHeadroom
+HEADROOM_FLAGS ?=
+HEADROOM_PROCS ?= 1 2
+bench-headroom:
+	$(GO) test -c -tags headroom -o bin/headroom.test ./pkg/capture/benchfabric
+	for p in $(HEADROOM_PROCS); do \
+	  GOMAXPROCS=$$p taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS); \
+	done
+	$(GO) test -c -o bin/dada.test ./pkg/dada
+	cd pkg/dada && taskset -c $(HEADROOM_CPU) ../../bin/dada.test -test.run '^$$' -test.bench BenchmarkHandoffFloor -test.benchtime 1x

@@ -3,7 +3,11 @@ package dada
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,4 +242,80 @@ func BenchmarkBlockHandoff(b *testing.B) {
 		float64(sem4.Nanoseconds())/1e3, float64(per)/float64(sem4)))
 	_ = w.Close()
 	_ = r.Close()
+}
+
+// BenchmarkHandoffFloor sets the ring's per-block handoff (writer OpenBlock+MarkFilled,
+// reader NextBlock+MarkCleared, one goroutine, no data) beside its floor: a minimal C
+// program (testdata/semfloor, compiled with the system cc now) making exactly the same
+// SysV semaphore operations per block and nothing else. Seven rounds alternate the two;
+// it prints the median ratio with the range of the rounds (`ratio handoff/semop-floor=`).
+func BenchmarkHandoffFloor(b *testing.B) {
+	const rounds, blocks = 7, 200000
+	floor := filepath.Join(b.TempDir(), "semfloor")
+	if out, err := exec.Command("cc", "-O2", "-o", floor, filepath.Join("testdata", "semfloor", "semfloor.c")).CombinedOutput(); err != nil {
+		b.Fatalf("compile the semaphore floor with cc: %v\n%s", err, out)
+	}
+	handoff := newHandoffLoop(b)
+	var ratios, hs, fs []float64
+	for range rounds {
+		h, err := handoff(blocks)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := exec.Command(floor, strconv.Itoa(blocks)).Output()
+		if err != nil {
+			b.Fatalf("run the semaphore floor: %v", err)
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		if err != nil {
+			b.Fatalf("semaphore floor printed %q: %v", out, err)
+		}
+		ratios, hs, fs = append(ratios, h/f), append(hs, h), append(fs, f)
+	}
+	sort.Float64s(ratios)
+	sort.Float64s(hs)
+	sort.Float64s(fs)
+	recordRatio(b.Name(), fmt.Sprintf("ratio handoff/semop-floor=%.2f [%.2f, %.2f]  handoff %.0f ns/block  floor %.0f ns/block  (median of %d rounds of %d blocks)",
+		ratios[rounds/2], ratios[0], ratios[rounds-1], hs[rounds/2], fs[rounds/2], rounds, blocks))
+}
+
+// newHandoffLoop returns a function that hands n blocks of a fresh 8-block ring from
+// writer to reader and back on one goroutine and returns the nanoseconds per block.
+func newHandoffLoop(b *testing.B) func(n int) (float64, error) {
+	const bs = 4096
+	h := createTestRing(b, Config{NBufs: 8, BufSize: bs})
+	ctx := context.Background()
+	r, err := connect(b, h.Key()).LockRead(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := h.LockWrite(ctx, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Close(); _ = r.Close() })
+	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.ReadHeader(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return func(n int) (float64, error) {
+		start := time.Now()
+		for range n {
+			if _, err := w.OpenBlock(ctx); err != nil {
+				return 0, err
+			}
+			if err := w.MarkFilled(bs); err != nil {
+				return 0, err
+			}
+			if _, err := r.NextBlock(ctx); err != nil {
+				return 0, err
+			}
+			if err := r.MarkCleared(); err != nil {
+				return 0, err
+			}
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(n), nil
+	}
 }
