@@ -166,51 +166,16 @@ func benchThroughput(b *testing.B, readers, bs int) {
 // shared counters), with no data copied, beside a plain copy of one 4 KiB page.
 func BenchmarkBlockHandoff(b *testing.B) {
 	const bs = 4096
-	h := createTestRing(b, Config{NBufs: 8, BufSize: bs})
-	ctx := context.Background()
-	r, err := connect(b, h.Key()).LockRead(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := h.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := w.OpenBlock(ctx); err != nil { // start of data
-		b.Fatal(err)
-	}
-	if err := w.MarkFilled(bs); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := r.ReadHeader(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := r.NextBlock(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := r.MarkCleared(); err != nil {
+	loop := newHandoffLoop(b)
+	if _, err := loop(1); err != nil { // start of data
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		if _, err := w.OpenBlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.MarkFilled(bs); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.NextBlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-		if err := r.MarkCleared(); err != nil {
-			b.Fatal(err)
-		}
+	nsPer, err := loop(b.N)
+	if err != nil {
+		b.Fatal(err)
 	}
-	per := time.Since(start) / time.Duration(b.N)
+	per := time.Duration(nsPer)
 	b.StopTimer()
 	src, dst := make([]byte, bs), make([]byte, bs)
 	n := 100000
@@ -240,8 +205,6 @@ func BenchmarkBlockHandoff(b *testing.B) {
 	recordRatio(b.Name(), fmt.Sprintf("ratio %-50s handoff %.2f µs/block  plain 4 KiB copy %.3f µs  handoff/copy %.1f  4 bare semops %.2f µs  handoff/semops %.2f",
 		b.Name(), float64(per.Nanoseconds())/1e3, float64(cp.Nanoseconds())/1e3, float64(per)/float64(cp),
 		float64(sem4.Nanoseconds())/1e3, float64(per)/float64(sem4)))
-	_ = w.Close()
-	_ = r.Close()
 }
 
 // BenchmarkHandoffFloor sets the ring's per-block handoff (writer OpenBlock+MarkFilled,

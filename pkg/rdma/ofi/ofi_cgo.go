@@ -179,6 +179,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -342,7 +344,7 @@ func (d *Domain) Close() error {
 		return nil
 	}
 	d.closed = true
-	eps, mrs, avs, cqs := keys(d.eps), keys(d.mrs), keys(d.avs), keys(d.cqs)
+	eps, mrs, avs, cqs := slices.Collect(maps.Keys(d.eps)), slices.Collect(maps.Keys(d.mrs)), slices.Collect(maps.Keys(d.avs)), slices.Collect(maps.Keys(d.cqs))
 	d.mu.Unlock()
 	var errs []error
 	for _, ep := range eps {
@@ -374,14 +376,6 @@ func (d *Domain) Close() error {
 	C.fi_freeinfo(d.info)
 	d.info = nil
 	return errors.Join(errs...)
-}
-
-func keys[K comparable](m map[K]struct{}) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // forget removes a closed child from the domain's sets.

@@ -184,7 +184,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -405,8 +407,8 @@ func (c *Context) Close() error {
 		return nil
 	}
 	c.closed = true
-	pds := keys(c.pds)
-	cqs := keys(c.cqs)
+	pds := slices.Collect(maps.Keys(c.pds))
+	cqs := slices.Collect(maps.Keys(c.cqs))
 	c.mu.Unlock()
 	var errs []error
 	for _, pd := range pds { // QPs and MRs first (PD.Close closes them)
@@ -424,14 +426,6 @@ func (c *Context) Close() error {
 	c.ctx = nil
 	live.contexts.Add(-1)
 	return errors.Join(errs...)
-}
-
-func keys[K comparable](m map[K]struct{}) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // PD is a protection domain (struct ibv_pd); it owns MRs and QPs.
@@ -467,7 +461,7 @@ func (pd *PD) Context() *Context { return pd.c }
 
 func (pd *PD) closeChildren() error {
 	pd.mu.Lock()
-	qps, mrs := keys(pd.qps), keys(pd.mrs)
+	qps, mrs := slices.Collect(maps.Keys(pd.qps)), slices.Collect(maps.Keys(pd.mrs))
 	pd.mu.Unlock()
 	var errs []error
 	for _, qp := range qps {
@@ -759,7 +753,7 @@ func (cq *CQ) Close() error {
 	var errs []error
 	for pd := range cq.c.pdsSnapshot() {
 		pd.mu.Lock()
-		qps := keys(pd.qps)
+		qps := slices.Collect(maps.Keys(pd.qps))
 		pd.mu.Unlock()
 		for _, qp := range qps {
 			if qp.sendCQ == cq || qp.recvCQ == cq {
