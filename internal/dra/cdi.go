@@ -1,0 +1,163 @@
+package dra
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+)
+
+// One CDI spec per prepared claim: kind CDIKind, one CDI device per allocated port
+// named "<claim UID>-<device>" (never reused, as the kubeletplugin helper advises),
+// in the file ClaimSpecPath. The spec's annotations record the claim and its devices,
+// so a restarted driver finds what it prepared without a separate checkpoint.
+
+// CDIKind is the CDI vendor/class of the claim devices.
+const CDIKind = "ringcap.io/claim"
+
+// cdiVersion 0.6.0 is the first with spec annotations.
+const cdiVersion = "0.6.0"
+
+// Spec annotations.
+const (
+	annClaim   = "ringcap.io/claim"   // "<namespace>/<name>"
+	annDevices = "ringcap.io/devices" // "<request>:<device>,..." in allocation order
+)
+
+const specPrefix = "ringcap.io-claim_"
+
+// ClaimSpecPath is the CDI spec file of a claim.
+func ClaimSpecPath(dir string, uid types.UID) string {
+	return filepath.Join(dir, specPrefix+string(uid)+".json")
+}
+
+// cdiDeviceName is the CDI device name of a claim's device.
+func cdiDeviceName(uid types.UID, dev string) string { return string(uid) + "-" + dev }
+
+// CDIDeviceID is the fully qualified CDI device ID the runtime is given.
+func CDIDeviceID(uid types.UID, dev string) string { return CDIKind + "=" + cdiDeviceName(uid, dev) }
+
+// claimSpec builds a claim's spec: every device gets its uverbs node and rdma_cm; the
+// first device of each request also gets the RINGCAP_* environment naming it, with
+// RINGCAP_RDMA_DEVICES listing every RDMA device of that request (as the device
+// plugin does for a container with several devices).
+func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
+	spec := cdispec.Spec{Version: cdiVersion, Kind: CDIKind, Devices: []cdispec.Device{},
+		Annotations: map[string]string{annClaim: c.Namespace + "/" + c.Name, annDevices: c.annotation()}}
+	firstOf := map[string]bool{}
+	ibdevs := map[string][]string{}
+	for _, a := range c.Devices {
+		ibdevs[a.Request] = append(ibdevs[a.Request], devs[a.Device].Dev.Name)
+	}
+	for _, a := range c.Devices {
+		pd := devs[a.Device]
+		var e cdispec.ContainerEdits
+		for _, p := range []string{pd.Dev.UVerbs, pd.Dev.RDMACM} {
+			if p != "" {
+				e.DeviceNodes = append(e.DeviceNodes, &cdispec.DeviceNode{Path: p, Permissions: "rw"})
+			}
+		}
+		if !firstOf[a.Request] {
+			firstOf[a.Request] = true
+			env := map[string]string{}
+			for k, v := range pd.Env {
+				env[k] = v
+			}
+			env["RINGCAP_RDMA_DEVICES"] = strings.Join(ibdevs[a.Request], ",")
+			for k, v := range env {
+				e.Env = append(e.Env, k+"="+v)
+			}
+			sort.Strings(e.Env)
+		}
+		spec.Devices = append(spec.Devices, cdispec.Device{Name: cdiDeviceName(c.UID, a.Device), ContainerEdits: e})
+	}
+	return spec
+}
+
+// writeSpec writes a claim's spec atomically (temporary file, rename).
+func writeSpec(dir string, uid types.UID, spec cdispec.Spec) error {
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode CDI spec: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create CDI directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".ringcap-claim-*")
+	if err != nil {
+		return fmt.Errorf("write CDI spec: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // no-op after the rename
+	if _, err := tmp.Write(b); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write CDI spec: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write CDI spec: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write CDI spec: %w", err)
+	}
+	path := ClaimSpecPath(dir, uid)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("install CDI spec %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeSpec removes a claim's spec; a missing one is not an error.
+func removeSpec(dir string, uid types.UID) error {
+	if err := os.Remove(ClaimSpecPath(dir, uid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove CDI spec of claim %s: %w", uid, err)
+	}
+	return nil
+}
+
+// loadSpecs reads the claims prepared by an earlier run from their specs in dir.
+func loadSpecs(dir string) (map[types.UID]preparedClaim, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, specPrefix+"*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("list CDI specs: %w", err)
+	}
+	out := map[types.UID]preparedClaim{}
+	for _, p := range paths {
+		c, err := readSpec(p)
+		if err != nil {
+			return nil, err
+		}
+		out[c.UID] = c
+	}
+	return out, nil
+}
+
+func readSpec(path string) (preparedClaim, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return preparedClaim{}, fmt.Errorf("read CDI spec: %w", err)
+	}
+	var s cdispec.Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return preparedClaim{}, fmt.Errorf("read CDI spec %s: %w", path, err)
+	}
+	uid := types.UID(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), specPrefix), ".json"))
+	ns, name, ok := strings.Cut(s.Annotations[annClaim], "/")
+	if !ok || s.Kind != CDIKind {
+		return preparedClaim{}, fmt.Errorf("read CDI spec %s: not a ringcap claim spec (kind %q, claim %q)", path, s.Kind, s.Annotations[annClaim])
+	}
+	c := preparedClaim{UID: uid, Namespace: ns, Name: name}
+	for _, rd := range strings.Split(s.Annotations[annDevices], ",") {
+		req, dev, ok := strings.Cut(rd, ":")
+		if !ok {
+			return preparedClaim{}, fmt.Errorf("read CDI spec %s: bad device entry %q", path, rd)
+		}
+		c.Devices = append(c.Devices, allocated{Request: req, Device: dev})
+	}
+	return c, nil
+}

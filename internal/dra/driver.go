@@ -1,0 +1,413 @@
+package dra
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	resourceapply "k8s.io/client-go/applyconfigurations/resource/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/klog/v2"
+
+	"github.com/ringcap/ringcap/internal/plugin"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+// Options configure a Driver.
+type Options struct {
+	Config   *plugin.Config // nil: plugin.DefaultConfig()
+	Roots    rdma.Roots
+	NodeName string // the node's name: the ResourceSlice pool and owner
+	CDIDir   string // claim CDI specs go here ("/var/run/cdi")
+	// Client publishes ResourceSlices and writes claim status; nil: Prepare does not
+	// write claim status (tests without an API server).
+	Client kubernetes.Interface
+	Log    logr.Logger
+	// PluginDir and RegistryDir are the kubelet's plugin directory for this driver
+	// and its plugins_registry; empty: the kubelet's defaults.
+	PluginDir, RegistryDir string
+}
+
+// Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
+type Publisher interface {
+	PublishResources(ctx context.Context, resources resourceslice.DriverResources) error
+}
+
+// allocated is one device of a claim this driver prepared.
+type allocated struct {
+	Request string
+	Device  string
+}
+
+// preparedClaim is what Unprepare and a restarted driver need to know of a claim.
+type preparedClaim struct {
+	UID             types.UID
+	Namespace, Name string
+	Devices         []allocated
+}
+
+func (c preparedClaim) annotation() string {
+	parts := make([]string, len(c.Devices))
+	for i, a := range c.Devices {
+		parts[i] = a.Request + ":" + a.Device
+	}
+	return strings.Join(parts, ",")
+}
+
+// Driver is ringcap's DRA driver: it implements kubeletplugin.DRAPlugin.
+type Driver struct {
+	opts Options
+	log  logr.Logger
+
+	mu        sync.Mutex
+	devices   map[string]PortDevice // by device name, from the last scan
+	left      map[string]bool       // ports left out at the last scan (logged once)
+	published [][]resourceapi.Device
+	prepared  map[types.UID]preparedClaim
+}
+
+// New checks the options, and loads the claims prepared by an earlier run from the
+// CDI directory.
+func New(opts Options) (*Driver, error) {
+	if opts.Config == nil {
+		opts.Config = plugin.DefaultConfig()
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opts.Roots.Sys == "" || opts.Roots.Dev == "" {
+		return nil, errors.New("sysfs and /dev roots must be set")
+	}
+	if opts.CDIDir == "" {
+		return nil, errors.New("no CDI directory")
+	}
+	if opts.NodeName == "" {
+		return nil, errors.New("no node name")
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	prepared, err := loadSpecs(opts.CDIDir)
+	if err != nil {
+		return nil, fmt.Errorf("load prepared claims: %w", err)
+	}
+	return &Driver{opts: opts, log: opts.Log, devices: map[string]PortDevice{}, left: map[string]bool{}, prepared: prepared}, nil
+}
+
+// Prepared returns the UIDs of the claims currently prepared, sorted.
+func (d *Driver) Prepared() []types.UID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]types.UID, 0, len(d.prepared))
+	for uid := range d.prepared {
+		out = append(out, uid)
+	}
+	sortUIDs(out)
+	return out
+}
+
+// Rescan reads sysfs and replaces the device set; it reports whether the published
+// slices would change.
+func (d *Driver) Rescan() (bool, error) {
+	pds, left, skipped, err := scan(d.opts.Config, d.opts.Roots)
+	if err != nil {
+		return false, fmt.Errorf("scan RDMA devices: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := map[string]bool{}
+	for _, l := range left {
+		now[l.String()] = true
+		if !d.left[l.String()] {
+			d.log.Info("Port not published", "device", l.Device, "port", l.Port, "reason", l.Reason)
+		}
+	}
+	for _, s := range skipped {
+		d.log.V(1).Info("Skipped by discovery", "what", s.String())
+	}
+	d.left = now
+	d.devices = map[string]PortDevice{}
+	for _, p := range pds {
+		d.devices[p.Name] = p
+	}
+	return !reflect.DeepEqual(Slices(pds), d.published), nil
+}
+
+// Resources is the node's pool as the slices to publish.
+func (d *Driver) Resources() resourceslice.DriverResources {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{d.opts.NodeName: d.poolLocked()}}
+}
+
+func (d *Driver) poolLocked() resourceslice.Pool {
+	pds := make([]PortDevice, 0, len(d.devices))
+	for _, p := range d.devices {
+		pds = append(pds, p)
+	}
+	sortDevices(pds)
+	var pool resourceslice.Pool
+	for _, s := range Slices(pds) {
+		pool.Slices = append(pool.Slices, resourceslice.Slice{Devices: s})
+	}
+	return pool
+}
+
+// Publish hands the current slices to pub and remembers them as published.
+func (d *Driver) Publish(ctx context.Context, pub Publisher) error {
+	res := d.Resources()
+	if err := pub.PublishResources(ctx, res); err != nil {
+		return fmt.Errorf("publish ResourceSlices: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.published = nil
+	for _, s := range res.Pools[d.opts.NodeName].Slices {
+		d.published = append(d.published, s.Devices)
+	}
+	return nil
+}
+
+// Loop rescans every interval and republishes when the slices change, until ctx is
+// done. Scan errors are logged and retried at the next interval.
+func (d *Driver) Loop(ctx context.Context, pub Publisher, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := d.Rescan()
+		if err != nil {
+			d.log.Error(err, "Rescan")
+			continue
+		}
+		if changed {
+			if err := d.Publish(ctx, pub); err != nil {
+				d.log.Error(err, "Republish")
+			} else {
+				d.log.Info("Republished ResourceSlices", "devices", d.deviceNames())
+			}
+		}
+	}
+}
+
+func (d *Driver) deviceNames() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.devices))
+	for n := range d.devices {
+		out = append(out, n)
+	}
+	sortStrings(out)
+	return out
+}
+
+// Run scans, starts the kubelet plugin (registration and DRA gRPC services),
+// publishes the node's ResourceSlices and keeps them current until ctx is done.
+func (d *Driver) Run(ctx context.Context) error {
+	if d.opts.Client == nil {
+		return errors.New("no API client")
+	}
+	if _, err := d.Rescan(); err != nil {
+		return err
+	}
+	ctx = klog.NewContext(ctx, d.log)
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(DriverName),
+		kubeletplugin.KubeClient(d.opts.Client),
+		kubeletplugin.NodeName(d.opts.NodeName),
+		kubeletplugin.HealthService(false),
+	}
+	if d.opts.PluginDir != "" {
+		opts = append(opts, kubeletplugin.PluginDataDirectoryPath(d.opts.PluginDir))
+	}
+	if d.opts.RegistryDir != "" {
+		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(d.opts.RegistryDir))
+	}
+	h, err := kubeletplugin.Start(ctx, d, opts...)
+	if err != nil {
+		return fmt.Errorf("start kubelet plugin: %w", err)
+	}
+	defer h.Stop()
+	if err := d.Publish(ctx, h); err != nil {
+		return err
+	}
+	d.log.Info("Published ResourceSlices", "node", d.opts.NodeName, "devices", d.deviceNames(), "prepared", len(d.Prepared()))
+	d.Loop(ctx, h, d.opts.Config.RescanInterval.Duration)
+	return nil
+}
+
+// PrepareResourceClaims implements kubeletplugin.DRAPlugin: for each claim, a CDI spec
+// with its devices, and their CDI device IDs. A claim already prepared gets the same
+// answer (the kubelet may ask again); a device that is not published now (port down
+// since allocation) or already prepared for another claim fails that claim.
+func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	out := map[types.UID]kubeletplugin.PrepareResult{}
+	for _, c := range claims {
+		res, pc, err := d.prepare(c)
+		if err != nil {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("prepare claim %s/%s: %w", c.Namespace, c.Name, err)}
+			continue
+		}
+		out[c.UID] = res
+		if d.opts.Client != nil {
+			if err := d.writeStatus(ctx, pc); err != nil {
+				d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", c.Namespace+"/"+c.Name)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareResult, preparedClaim, error) {
+	if c.Status.Allocation == nil {
+		return kubeletplugin.PrepareResult{}, preparedClaim{}, errors.New("not allocated")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if pc, ok := d.prepared[c.UID]; ok {
+		return prepareResult(pc, d.opts.NodeName), pc, nil
+	}
+	pc := preparedClaim{UID: c.UID, Namespace: c.Namespace, Name: c.Name}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Driver != DriverName {
+			continue
+		}
+		if r.Pool != d.opts.NodeName {
+			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is in pool %q, this node's pool is %q", r.Device, r.Pool, d.opts.NodeName)
+		}
+		if _, ok := d.devices[r.Device]; !ok {
+			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is not allocatable on this node now (port down or gone since allocation)", r.Device)
+		}
+		if other, ok := d.holderLocked(r.Device); ok {
+			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is already prepared for claim %s/%s", r.Device, other.Namespace, other.Name)
+		}
+		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device})
+	}
+	if len(pc.Devices) == 0 {
+		return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("no device of driver %s allocated", DriverName)
+	}
+	if err := writeSpec(d.opts.CDIDir, c.UID, claimSpec(pc, d.devices)); err != nil {
+		return kubeletplugin.PrepareResult{}, pc, err
+	}
+	d.prepared[c.UID] = pc
+	return prepareResult(pc, d.opts.NodeName), pc, nil
+}
+
+func (d *Driver) holderLocked(dev string) (preparedClaim, bool) {
+	for _, pc := range d.prepared {
+		for _, a := range pc.Devices {
+			if a.Device == dev {
+				return pc, true
+			}
+		}
+	}
+	return preparedClaim{}, false
+}
+
+func prepareResult(pc preparedClaim, pool string) kubeletplugin.PrepareResult {
+	var res kubeletplugin.PrepareResult
+	for _, a := range pc.Devices {
+		res.Devices = append(res.Devices, kubeletplugin.Device{
+			Requests: []string{a.Request}, PoolName: pool, DeviceName: a.Device,
+			CDIDeviceIDs: []string{CDIDeviceID(pc.UID, a.Device)},
+		})
+	}
+	return res
+}
+
+// UnprepareResourceClaims implements kubeletplugin.DRAPlugin: it removes each claim's
+// CDI spec; a claim that is not prepared is not an error.
+func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	out := map[types.UID]error{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range claims {
+		if err := removeSpec(d.opts.CDIDir, c.UID); err != nil {
+			out[c.UID] = err
+			continue
+		}
+		delete(d.prepared, c.UID)
+		out[c.UID] = nil
+	}
+	return out, nil
+}
+
+// HandleError implements kubeletplugin.DRAPlugin: background errors (publishing
+// slices) are logged; the helper retries them.
+func (d *Driver) HandleError(_ context.Context, err error, msg string) {
+	d.log.Error(err, msg)
+}
+
+// WatchHealthStatus implements kubeletplugin.DRAPlugin; the health service is off
+// (a port that goes down leaves the ResourceSlice instead).
+func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
+// DeviceData is what the driver writes into the claim's status.devices[].data.
+type DeviceData struct {
+	IBDev       string `json:"ibdev"`
+	Port        int    `json:"port"`
+	GIDIndex    *int   `json:"gidIndex,omitempty"`
+	GID         string `json:"gid,omitempty"`
+	Netdev      string `json:"netdev,omitempty"`
+	RoCEVersion string `json:"roceVersion,omitempty"`
+	GIDReason   string `json:"gidReason"`
+}
+
+// deviceData is a device's status data.
+func deviceData(p PortDevice) DeviceData {
+	dd := DeviceData{IBDev: p.Dev.Name, Port: p.Port.Num, Netdev: p.Netdev(), GIDReason: p.GIDReason}
+	if p.GID != nil {
+		dd.GIDIndex = &p.GID.Index
+		dd.GID = p.Env[plugin.EnvGID]
+		dd.RoCEVersion = p.Env[plugin.EnvRoCEVersion]
+	}
+	return dd
+}
+
+// writeStatus applies the claim's status.devices entries of this driver (server-side
+// apply, field manager DriverName): the chosen device, GID and netdev as data, the
+// netdev as network data.
+func (d *Driver) writeStatus(ctx context.Context, pc preparedClaim) error {
+	d.mu.Lock()
+	st := resourceapply.ResourceClaimStatus()
+	for _, a := range pc.Devices {
+		p, ok := d.devices[a.Device]
+		if !ok {
+			continue
+		}
+		raw, err := json.Marshal(deviceData(p))
+		if err != nil {
+			d.mu.Unlock()
+			return fmt.Errorf("encode device data: %w", err)
+		}
+		ds := resourceapply.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(d.opts.NodeName).WithDevice(a.Device).
+			WithData(runtimeRaw(raw))
+		if nd := p.Netdev(); nd != "" {
+			ds.WithNetworkData(resourceapply.NetworkDeviceData().WithInterfaceName(nd))
+		}
+		st.WithDevices(ds)
+	}
+	d.mu.Unlock()
+	ac := resourceapply.ResourceClaim(pc.Name, pc.Namespace).WithStatus(st)
+	if _, err := d.opts.Client.ResourceV1().ResourceClaims(pc.Namespace).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: DriverName, Force: true}); err != nil {
+		return fmt.Errorf("apply status of claim %s/%s: %w", pc.Namespace, pc.Name, err)
+	}
+	return nil
+}
