@@ -5,7 +5,11 @@
 //	plugin --config /etc/ringcap/plugin.yaml --node-name $(NODE_NAME)
 //
 // Without --config it serves the default pool ringcap.io/rdma (every RDMA device,
-// exclusive). With --node-name it publishes node labels and the RDMANode inventory
+// exclusive). With --mode dra it is instead the DRA driver rdma.ringcap.io (see
+// internal/dra): it registers in the kubelet's plugins_registry, publishes the node's
+// ResourceSlice (one device per ACTIVE port, the pools' GID policies applied) and
+// writes a CDI spec per prepared claim into --cdi-dir (default /var/run/cdi); the
+// same binary and config serve both, so the chart's plugin.mode picks one or runs both. With --node-name it publishes node labels and the RDMANode inventory
 // through the in-cluster API credentials (or --kubeconfig). SIGTERM or SIGINT stops it
 // cleanly (sockets removed).
 package main
@@ -20,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -30,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ringcap/ringcap/internal/dra"
 	"github.com/ringcap/ringcap/internal/plugin"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -37,7 +43,14 @@ import (
 // version is set with -ldflags "-X main.version=...".
 var version = "dev"
 
+// Modes.
+const (
+	modeDevicePlugin = "deviceplugin"
+	modeDRA          = "dra"
+)
+
 type flags struct {
+	mode, pluginsDir, registryDir                                                   string
 	config, sysRoot, devRoot, kubeletDir, nodeName, metricsAddr, cdiDir, kubeconfig string
 	verbosity                                                                       int
 	printConfig                                                                     bool
@@ -66,13 +79,16 @@ func newCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&f.mode, "mode", modeDevicePlugin, "deviceplugin (extended resources ringcap.io/<pool>) or dra (DRA driver "+dra.DriverName+")")
+	fl.StringVar(&f.pluginsDir, "kubelet-plugins-dir", "/var/lib/kubelet/plugins/"+dra.DriverName, "dra: the driver's directory under the kubelet's plugins directory (its gRPC socket)")
+	fl.StringVar(&f.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "dra: the kubelet's plugin registration directory")
 	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
 	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "node name for labels and the RDMANode inventory (default $NODE_NAME); empty: not published")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz; empty: off")
-	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off")
+	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off (dra: /var/run/cdi)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
 	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices, then exit")
@@ -91,6 +107,14 @@ func run(ctx context.Context, f flags) error {
 	roots := rdma.Roots{Sys: f.sysRoot, Dev: f.devRoot}
 	if f.printConfig {
 		return printConfig(cfg, roots)
+	}
+
+	switch f.mode {
+	case modeDevicePlugin:
+	case modeDRA:
+		return runDRA(ctx, f, cfg, roots, log)
+	default:
+		return fmt.Errorf("--mode %q: want %s or %s", f.mode, modeDevicePlugin, modeDRA)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -140,7 +164,7 @@ func run(ctx context.Context, f flags) error {
 	return nil
 }
 
-func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
 	if kubeconfig != "" {
@@ -149,9 +173,48 @@ func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
 		rc, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("API client config for publishing the inventory (set --kubeconfig, or drop --node-name): %w", err)
+		return nil, err
 	}
 	rc.UserAgent = "ringcap-plugin/" + version
+	return rc, nil
+}
+
+// runDRA runs the DRA driver until ctx is done.
+func runDRA(ctx context.Context, f flags, cfg *plugin.Config, roots rdma.Roots, log logr.Logger) error {
+	if f.nodeName == "" {
+		return errors.New("--mode dra needs --node-name (or $NODE_NAME): the ResourceSlice belongs to the node")
+	}
+	cdiDir := f.cdiDir
+	if cdiDir == "" {
+		cdiDir = "/var/run/cdi"
+	}
+	rc, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("API client config for the DRA driver (set --kubeconfig): %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	d, err := dra.New(dra.Options{Config: cfg, Roots: roots, NodeName: f.nodeName, CDIDir: cdiDir, Client: cs, Log: log,
+		PluginDir: f.pluginsDir, RegistryDir: f.registryDir})
+	if err != nil {
+		return err
+	}
+	log.Info("Starting DRA driver", "version", version, "driver", dra.DriverName, "node", f.nodeName, "cdiDir", cdiDir,
+		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "prepared", len(d.Prepared()))
+	if err := d.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("Shut down")
+	return nil
+}
+
+func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("API client config for publishing the inventory (set --kubeconfig, or drop --node-name): %w", err)
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -232,12 +233,19 @@ func (d *Driver) Run(ctx context.Context) error {
 		kubeletplugin.NodeName(d.opts.NodeName),
 		kubeletplugin.HealthService(false),
 	}
-	if d.opts.PluginDir != "" {
-		opts = append(opts, kubeletplugin.PluginDataDirectoryPath(d.opts.PluginDir))
+	pluginDir, registryDir := d.opts.PluginDir, d.opts.RegistryDir
+	if pluginDir == "" {
+		pluginDir = kubeletplugin.KubeletPluginsDir + "/" + DriverName
 	}
-	if d.opts.RegistryDir != "" {
-		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(d.opts.RegistryDir))
+	if registryDir == "" {
+		registryDir = kubeletplugin.KubeletRegistryDir
 	}
+	for _, dir := range []string{pluginDir, registryDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create kubelet plugin directory: %w", err)
+		}
+	}
+	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(pluginDir), kubeletplugin.RegistrarDirectoryPath(registryDir))
 	h, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
 		return fmt.Errorf("start kubelet plugin: %w", err)

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -263,4 +267,25 @@ func TestRescanRepublishesOnlyOnChange(t *testing.T) {
 	if a, b := names(rec.got[0]), names(rec.got[1]); !reflect.DeepEqual(a, []string{"mlx5-0-p1", "mlx5-2-p1"}) || !reflect.DeepEqual(b, []string{"mlx5-0-p1", "mlx5-1-p1", "mlx5-2-p1"}) {
 		t.Errorf("published %v then %v", a, b)
 	}
+}
+
+// defaultConfigFast is the default config with a short rescan interval.
+func defaultConfigFast() *plugin.Config {
+	c := plugin.DefaultConfig()
+	c.RescanInterval.Duration = 100 * time.Millisecond
+	return c
+}
+
+// testLogger logs to t.Log until the test ends.
+func testLogger(t *testing.T) logr.Logger {
+	var mu sync.Mutex
+	done := false
+	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{Verbosity: 1})
 }

@@ -28,3 +28,4 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "ringcap.operator.name" -}}{{ include "ringcap.fullname" . }}-operator{{- end -}}
 {{- define "ringcap.plugin.name" -}}{{ include "ringcap.fullname" . }}-plugin{{- end -}}
+{{- define "ringcap.dra.name" -}}{{ include "ringcap.fullname" . }}-dra{{- end -}}
