@@ -1,0 +1,184 @@
+//go:build helm
+
+package charts
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/ringcap/ringcap/internal/dra"
+	"github.com/ringcap/ringcap/internal/plugin"
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+func TestPluginModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode           string
+		plugin, driver bool
+	}{
+		{"", true, false}, // the default
+		{"deviceplugin", true, false},
+		{"dra", false, true},
+		{"both", true, true},
+	} {
+		var set []string
+		if tc.mode != "" {
+			set = append(set, "plugin.mode="+tc.mode)
+		}
+		objs := render(t, "", set...)
+		_, hasPlugin := objs["DaemonSet/rc-ringcap-plugin"]
+		_, hasDriver := objs["DaemonSet/rc-ringcap-dra"]
+		_, hasClass := objs["DeviceClass/rc-ringcap-rdma"]
+		_, hasRole := objs["ClusterRole/rc-ringcap-dra"]
+		if hasPlugin != tc.plugin || hasDriver != tc.driver || hasClass != tc.driver || hasRole != tc.driver {
+			t.Errorf("mode %q: device plugin %v, DRA driver %v (class %v, role %v); want %v, %v", tc.mode, hasPlugin, hasDriver, hasClass, hasRole, tc.plugin, tc.driver)
+		}
+	}
+}
+
+func TestDRADriver(t *testing.T) {
+	objs := render(t, "", "plugin.mode=dra")
+	var ds appsv1.DaemonSet
+	objs.get(t, "DaemonSet/rc-ringcap-dra", &ds)
+	ps := ds.Spec.Template.Spec
+	c := ps.Containers[0]
+	if c.Image != "ringcap/plugin:"+chartVersion(t) || ps.ServiceAccountName != "rc-ringcap-dra" {
+		t.Errorf("image %q, service account %q", c.Image, ps.ServiceAccountName)
+	}
+	for _, a := range []string{"--mode=dra", "--config=/etc/ringcap/config.yaml", "--sys-root=/host/sys", "--node-name=$(NODE_NAME)",
+		"--cdi-dir=/var/run/cdi", "--kubelet-plugins-dir=/var/lib/kubelet/plugins/" + dra.DriverName,
+		"--kubelet-registry-dir=/var/lib/kubelet/plugins_registry"} {
+		if !slices.Contains(c.Args, a) {
+			t.Errorf("driver args %q lack %q", c.Args, a)
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil || (sc.Privileged != nil && *sc.Privileged) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("driver securityContext is not least-privilege: %+v", sc)
+	}
+	hostPaths := map[string]string{}
+	for _, v := range ps.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	wantHP := map[string]string{"plugin-dir": "/var/lib/kubelet/plugins/" + dra.DriverName, "plugins-registry": "/var/lib/kubelet/plugins_registry",
+		"cdi": "/var/run/cdi", "sys": "/sys", "infiniband": "/dev/infiniband"}
+	if !mapsEqual(hostPaths, wantHP) {
+		t.Errorf("driver hostPath volumes %v, want %v", hostPaths, wantHP)
+	}
+	writable := map[string]bool{"plugin-dir": true, "plugins-registry": true, "cdi": true}
+	for _, m := range c.VolumeMounts {
+		if !m.ReadOnly != writable[m.Name] {
+			t.Errorf("driver mount %s readOnly=%v: only the plugin, registry and CDI directories may be writable", m.Name, m.ReadOnly)
+		}
+	}
+
+	var cr rbacv1.ClusterRole
+	objs.get(t, "ClusterRole/rc-ringcap-dra", &cr)
+	for _, v := range []string{"list", "watch", "create", "update", "delete"} {
+		if !grants(cr.Rules, "resource.k8s.io", "resourceslices", v) {
+			t.Errorf("driver role cannot %s resourceslices: %+v", v, cr.Rules)
+		}
+	}
+	if !grants(cr.Rules, "resource.k8s.io", "resourceclaims", "get") || !grants(cr.Rules, "resource.k8s.io", "resourceclaims/status", "patch") || !grants(cr.Rules, "", "nodes", "get") {
+		t.Errorf("driver role cannot read claims, patch their status or read its node: %+v", cr.Rules)
+	}
+	for _, r := range cr.Rules {
+		if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
+			t.Errorf("driver role has a wildcard: %+v", r)
+		}
+	}
+	if grants(cr.Rules, "resource.k8s.io", "resourceclaims", "update") || grants(cr.Rules, "", "secrets", "get") || grants(cr.Rules, "", "nodes", "patch") {
+		t.Errorf("driver role grants more than it needs: %+v", cr.Rules)
+	}
+	checkBinding(t, objs, "ClusterRoleBinding/rc-ringcap-dra", "rc-ringcap-dra")
+}
+
+// TestDRAConfig: the driver takes plugin.config unless plugin.dra.config is set (mode
+// both with disjoint selectors), and either is a valid plugin config.
+func TestDRAConfig(t *testing.T) {
+	cfgOf := func(objs rendered) *plugin.Config {
+		var cm corev1.ConfigMap
+		objs.get(t, "ConfigMap/rc-ringcap-dra", &cm)
+		c, err := plugin.ParseConfig([]byte(cm.Data["config.yaml"]))
+		if err != nil {
+			t.Fatalf("driver config: %v\n%s", err, cm.Data["config.yaml"])
+		}
+		return c
+	}
+	if c := cfgOf(render(t, "", "plugin.mode=dra")); len(c.Pools) != 1 || c.Pools[0].Name != "rdma" {
+		t.Errorf("default driver config pools %+v", c.Pools)
+	}
+	c := cfgOf(render(t, `plugin:
+  mode: both
+  config: {version: v1, pools: [{name: rdma, selector: {drivers: [mlx5_core]}}]}
+  dra:
+    config: {version: v1, pools: [{name: soft, selector: {drivers: [rdma_rxe]}}]}
+`))
+	if len(c.Pools) != 1 || c.Pools[0].Name != "soft" || !slices.Equal(c.Pools[0].Selector.Drivers, []string{"rdma_rxe"}) {
+		t.Errorf("dra.config not used: %+v", c.Pools)
+	}
+	if out, err := helm(t, "template", "rc", chartDir, "--set", "plugin.mode=dra", "--set", "plugin.dra.cdiDir=relative"); err == nil {
+		t.Errorf("a relative CDI directory was accepted:\n%s", out[:min(len(out), 200)])
+	}
+}
+
+// TestDeviceClassesSelect evaluates the chart's DeviceClass CEL selectors (with DRA's
+// own CEL compiler) against the devices the driver publishes for the testdata trees.
+func TestDeviceClassesSelect(t *testing.T) {
+	objs := render(t, "", "plugin.mode=dra")
+	var devs []dra.PortDevice
+	for _, tree := range []string{"pci", "rxe-vm"} {
+		roots := rdma.Roots{Sys: "../pkg/rdma/testdata/" + tree + "/sys", Dev: "../pkg/rdma/testdata/" + tree + "/dev"}
+		found, _, err := rdma.Discover(roots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pds, _, err := dra.PortDevices(plugin.DefaultConfig(), found, dra.PCIeRoots(roots.Sys, found))
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs = append(devs, pds...)
+	}
+	for class, want := range map[string][]string{
+		"rc-ringcap-rdma":    {"mlx5-0-p1", "mlx5-2-p1", "rxe0-p1", "rxe1-p1"},
+		"rc-ringcap-roce-v2": {"mlx5-0-p1", "rxe0-p1", "rxe1-p1"}, // not the InfiniBand port
+	} {
+		var dc resourceapi.DeviceClass
+		objs.get(t, "DeviceClass/"+class, &dc)
+		if len(dc.Spec.Selectors) != 1 || dc.Spec.Selectors[0].CEL == nil {
+			t.Fatalf("%s: selectors %+v", class, dc.Spec.Selectors)
+		}
+		expr := dc.Spec.Selectors[0].CEL.Expression
+		prog := cel.GetCompiler(cel.Features{}).CompileCELExpression(expr, cel.Options{})
+		if prog.Error != nil {
+			t.Fatalf("%s: %q does not compile: %v", class, expr, prog.Error)
+		}
+		var got []string
+		for _, d := range devs {
+			ok, _, err := prog.DeviceMatches(context.Background(), cel.Device{Driver: dra.DriverName, Attributes: d.Attributes()})
+			if err != nil {
+				t.Errorf("%s on %s: %v", class, d.Name, err)
+			}
+			if ok {
+				got = append(got, d.Name)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (%s) selects %v, want %v", class, strings.Join(strings.Fields(expr), " "), got, want)
+		}
+	}
+	if _, ok := render(t, "", "plugin.mode=dra", "plugin.dra.deviceClasses=false")["DeviceClass/rc-ringcap-rdma"]; ok {
+		t.Error("plugin.dra.deviceClasses=false still renders the DeviceClasses")
+	}
+}
