@@ -87,7 +87,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
 	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "node name for labels and the RDMANode inventory (default $NODE_NAME); empty: not published")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz; empty: off")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz (deviceplugin mode); empty: off")
 	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off (dra: /var/run/cdi)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")

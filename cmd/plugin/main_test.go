@@ -112,3 +112,20 @@ func TestBadConfigRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestModeFlag: an unknown --mode and --mode dra without a node name are refused
+// before anything starts.
+func TestModeFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"--mode=x":                `--mode "x": want deviceplugin or dra`,
+		"--mode=dra --node-name=": "--mode dra needs --node-name",
+		"--mode=dra --node-name=n --cdi-dir=/nonexistent/x --kubeconfig=/nonexistent/kubeconfig": "API client config for the DRA driver",
+	} {
+		cmd := newCmd()
+		cmd.SetArgs(append(strings.Fields(args), "--sys-root="+testdata+"/sys", "--dev-root="+testdata+"/dev", "--metrics-addr="))
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("plugin %s: %v, want an error containing %q", args, err, want)
+		}
+	}
+}

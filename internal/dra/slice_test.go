@@ -241,3 +241,27 @@ func TestSlicesSplitAtTheLimit(t *testing.T) {
 		t.Errorf("no devices: %v, want one empty slice", e)
 	}
 }
+
+// TestPortDevicesWithoutGID: a device whose port has no GID table (EFA-like) is
+// published without GID attributes, and its claim environment says why.
+func TestPortDevicesWithoutGID(t *testing.T) {
+	efa := rdma.Device{Name: "efa_0", Driver: "efa", PCIAddress: "0000:00:06.0", NUMANode: -1, UVerbs: "/dev/infiniband/uverbs0",
+		RDMACM: "/dev/infiniband/rdma_cm", Ports: []rdma.Port{{Num: 1, State: "ACTIVE", PhysState: "LinkUp", LinkLayer: "Unspecified"}}}
+	pds, left, err := PortDevices(plugin.DefaultConfig(), []rdma.Device{efa}, map[string]string{"efa_0": "pci0000:00"})
+	if err != nil || len(pds) != 1 || len(left) != 0 {
+		t.Fatalf("PortDevices = %v, %v, %v", pds, left, err)
+	}
+	want := map[string]string{
+		"ringcap.io/ibdev": "efa_0", "ringcap.io/driver": "efa", "ringcap.io/port": "int:1", "ringcap.io/linkLayer": "Unspecified",
+		"ringcap.io/state": "ACTIVE", "ringcap.io/pool": "rdma",
+		"resource.kubernetes.io/pcieRoot": "pci0000:00", "resource.kubernetes.io/pciBusID": "0000:00:06.0",
+	}
+	if got := flat(pds[0].Attributes()); !reflect.DeepEqual(got, want) {
+		t.Errorf("attributes\n got %v\nwant %v", got, want)
+	}
+	env := pds[0].Env
+	if _, ok := env[plugin.EnvGID]; ok || env[plugin.EnvGIDReason] == "" || env[plugin.EnvDevice] != "efa_0" {
+		t.Errorf("env %v: want the device, no GID and the reason", env)
+	}
+	checkLimits(t, pds)
+}
