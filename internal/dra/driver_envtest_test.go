@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -24,6 +26,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ringcap/ringcap/internal/testenv"
@@ -109,8 +113,10 @@ func shortDir(t *testing.T) string {
 
 // TestDriverOnAPIServer runs the driver (kubeletplugin helper, PCI testdata tree) as
 // the chart's service account against a real kube-apiserver: its ResourceSlice is
-// accepted and follows port changes, it reads and prepares an allocated claim and
-// writes the claim's status.devices, and the chart's role allows nothing obviously more.
+// accepted and follows port changes; called over its sockets as the kubelet calls it
+// (registration, NodePrepareResources, NodeUnprepareResources) it reads and prepares
+// an allocated claim, writes the claim's status.devices and removes the CDI spec; the
+// chart's role allows nothing obviously more.
 func TestDriverOnAPIServer(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
@@ -184,13 +190,25 @@ func TestDriverOnAPIServer(t *testing.T) {
 	if _, err := admin.ResourceV1().ResourceClaims("work").UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cs.ResourceV1().ResourceClaims("work").Get(ctx, "c1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the driver cannot read a claim: %v", err)
+	// As the kubelet: registration, then NodePrepareResources over the driver's socket
+	// (the helper reads the claim with the driver's credentials).
+	info := registration(t, filepath.Join(dir, "r", DriverName+"-reg.sock"))
+	if info.Name != DriverName || info.Endpoint != filepath.Join(dir, "p", "dra.sock") {
+		t.Errorf("registration info %+v", info)
 	}
-	res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{got})
-	if err != nil || res[got.UID].Err != nil {
-		t.Fatalf("prepare: %v %v", err, res[got.UID].Err)
+	kubelet := drapb.NewDRAPluginClient(dial(t, info.Endpoint))
+	pbClaim := &drapb.Claim{Namespace: "work", Name: "c1", Uid: string(c.UID)}
+	prep, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: []*drapb.Claim{pbClaim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := prep.Claims[string(c.UID)]
+	if pr == nil || pr.Error != "" || len(pr.Devices) != 1 || pr.Devices[0].DeviceName != "mlx5-2-p1" ||
+		!slices.Equal(pr.Devices[0].CdiDeviceIds, []string{CDIDeviceID(c.UID, "mlx5-2-p1")}) {
+		t.Fatalf("NodePrepareResources: %+v", pr)
+	}
+	if _, err := os.Stat(ClaimSpecPath(filepath.Join(dir, "cdi"), c.UID)); err != nil {
+		t.Errorf("no CDI spec after prepare: %v", err)
 	}
 	st, err := admin.ResourceV1().ResourceClaims("work").Get(ctx, "c1", metav1.GetOptions{})
 	if err != nil {
@@ -206,12 +224,20 @@ func TestDriverOnAPIServer(t *testing.T) {
 		t.Errorf("claim status device %+v data %s", sd, sd.Data.Raw)
 	}
 
+	unprep, err := kubelet.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: []*drapb.Claim{pbClaim}})
+	if err != nil || unprep.Claims[string(c.UID)] == nil || unprep.Claims[string(c.UID)].Error != "" {
+		t.Fatalf("NodeUnprepareResources: %+v %v", unprep, err)
+	}
+	if _, err := os.Stat(ClaimSpecPath(filepath.Join(dir, "cdi"), c.UID)); !os.IsNotExist(err) {
+		t.Errorf("CDI spec still there after unprepare (%v)", err)
+	}
+
 	// Nothing obviously more: no secrets, pods, claim specs, nodes, device classes.
 	forbidden := map[string]error{}
 	_, forbidden["list secrets"] = cs.CoreV1().Secrets("work").List(ctx, metav1.ListOptions{})
 	_, forbidden["create pod"] = cs.CoreV1().Pods("work").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, metav1.CreateOptions{})
-	_, forbidden["update claim"] = cs.ResourceV1().ResourceClaims("work").Update(ctx, got, metav1.UpdateOptions{})
+	_, forbidden["update claim"] = cs.ResourceV1().ResourceClaims("work").Update(ctx, st, metav1.UpdateOptions{})
 	_, forbidden["list claims"] = cs.ResourceV1().ResourceClaims("work").List(ctx, metav1.ListOptions{})
 	forbidden["delete node"] = cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
 	_, forbidden["create device class"] = cs.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
@@ -220,6 +246,31 @@ func TestDriverOnAPIServer(t *testing.T) {
 			t.Errorf("%s as the driver: %v, want Forbidden", what, err)
 		}
 	}
+}
+
+func dial(t *testing.T, sock string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// registration asks the driver's registration socket for its info, as the kubelet's
+// plugin watcher does, and reports success back.
+func registration(t *testing.T, sock string) *registerapi.PluginInfo {
+	t.Helper()
+	rc := registerapi.NewRegistrationClient(dial(t, sock))
+	info, err := rc.GetInfo(context.Background(), &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatalf("GetInfo: %v", err)
+	}
+	if _, err := rc.NotifyRegistrationStatus(context.Background(), &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatalf("NotifyRegistrationStatus: %v", err)
+	}
+	return info
 }
 
 // waitSlice waits until the node's ResourceSlice of the driver lists exactly names.
