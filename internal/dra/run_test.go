@@ -1,0 +1,66 @@
+package dra
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestRunStops runs the driver with an in-memory API (client-go's fake clientset;
+// the real API server is the envtest tier's) until its slice is written, then cancels
+// it: Run returns nil, its sockets are gone and no goroutine is left behind.
+func TestRunStops(t *testing.T) {
+	hostOnly(t)
+	base := goleak.IgnoreCurrent()
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}})
+	dir, err := os.MkdirTemp("", "rdra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	d, err := New(Options{Config: defaultConfigFast(), Roots: treeRoots(rxeTree), NodeName: node, CDIDir: filepath.Join(dir, "cdi"),
+		Client: cs, Log: testLogger(t), PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	w, err := cs.ResourceV1().ResourceSlices().Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		t.Logf("slice %s", ev.Type)
+	case err := <-done:
+		t.Fatalf("Run returned before publishing: %v", err)
+	}
+	w.Stop()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, s := range []string{filepath.Join(dir, "p", "dra.sock"), filepath.Join(dir, "r", DriverName+"-reg.sock")} {
+		if _, err := os.Stat(s); !os.IsNotExist(err) {
+			t.Errorf("socket %s left behind (%v)", s, err)
+		}
+	}
+	if err := goleak.Find(base); err != nil { // Find waits a little for exiting goroutines
+		t.Error(err)
+	}
+}
+
+func hostOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("RINGCAP_VM") == "1" {
+		t.Skip("testdata-tree test: runs on the host (make test)")
+	}
+}
