@@ -363,6 +363,8 @@ func TestNotesAndSample(t *testing.T) {
 		{"crds.install=true", []string{"kubectl get rdmanodes", "charts/ringcap/examples/ringcapture.yaml", "kubectl get rcap",
 			"rollout status daemonset/rc-ringcap-plugin", "ringcap send --connect"}},
 		{"crds.install=false", []string{"CRDs were NOT installed", "config/crd/bases"}},
+		{"plugin.mode=dra", []string{"daemonset/rc-ringcap-dra", "spec.driver=rdma.ringcap.io", "DeviceClass rc-ringcap-rdma or rc-ringcap-roce-v2",
+			"use plugin.mode=both to run captures"}},
 	} {
 		notes := renderNotes(t, tc.set)
 		for _, want := range tc.want {
@@ -370,6 +372,9 @@ func TestNotesAndSample(t *testing.T) {
 				t.Errorf("--set %s: NOTES lack %q:\n%s", tc.set, want, notes)
 			}
 		}
+	}
+	if notes := renderNotes(t, "plugin.mode=deviceplugin"); strings.Contains(notes, "rdma.ringcap.io") {
+		t.Errorf("NOTES mention the DRA driver in mode deviceplugin:\n%s", notes)
 	}
 	b, err := os.ReadFile(filepath.Join(chartDir, "examples/ringcapture.yaml"))
 	if err != nil {
