@@ -73,7 +73,7 @@ type Driver struct {
 
 	mu        sync.Mutex
 	devices   map[string]PortDevice // by device name, from the last scan
-	left      map[string]bool       // ports left out at the last scan (logged once)
+	left      map[string]bool       // ports left out and entries skipped at the last scan (each logged once)
 	published [][]resourceapi.Device
 	prepared  map[types.UID]preparedClaim
 }
@@ -135,7 +135,10 @@ func (d *Driver) Rescan() (bool, error) {
 		}
 	}
 	for _, s := range skipped {
-		d.log.V(1).Info("Skipped by discovery", "what", s.String())
+		now[s.String()] = true
+		if !d.left[s.String()] {
+			d.log.Info("Skipped by discovery", "what", s.String())
+		}
 	}
 	d.left = now
 	d.devices = map[string]PortDevice{}

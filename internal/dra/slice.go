@@ -175,8 +175,8 @@ func deviceName(ibdev string, port int, used map[string]bool) string {
 	}
 	sum := sha256.Sum256([]byte(ibdev))
 	h := "-" + hex.EncodeToString(sum[:4])
-	if max := validation.DNS1123LabelMaxLength - len(h) - len(suffix); len(base) > max {
-		base = strings.TrimRight(base[:max], "-")
+	if limit := validation.DNS1123LabelMaxLength - len(h) - len(suffix); len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-")
 	}
 	if base == "" {
 		base = "rdma"
