@@ -10,7 +10,8 @@ RUNTIME_BASE=localhost/ringcap-base/debian:bookworm-slim
 PODMAN=(podman --root "$PODMAN_DIR/storage" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp")
 # `podman run` on these hosts: runc's default rlimits are above what the host lets a process
 # raise (no CAP_SYS_RESOURCE), so every run sets nofile and nproc to values it may set.
-PODMAN_RUN=("${PODMAN[@]}" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+PODMAN_RUN_OPTS=(--rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+PODMAN_RUN=("${PODMAN[@]}" run "${PODMAN_RUN_OPTS[@]}")
 need_podman() {
   command -v podman >/dev/null ||
     { echo "podman not found: apt-get install podman buildah (or make setup)" >&2; exit 1; }
