@@ -13,3 +13,5 @@ images-podman-check:
 ## images-podman-clean: remove the project's podman storage, cached bases and archives ($RINGCAP_CACHE/podman)
 images-podman-clean:
 	hack/images/podman/clean.sh
+
+TEST_ALL += images-podman-check

@@ -43,8 +43,10 @@ func TestDockerfileMatchesMakeImages(t *testing.T) {
 	dfDir, mkDir, tag := mustEnv(t, envDockerfile), mustEnv(t, envMake), mustEnv(t, envTag)
 	runOpts := strings.Fields(mustEnv(t, envRunOpts))
 	pairs := []*pair{
-		{name: "plugin", static: true, versionArgs: []string{"--version"}},
-		{name: "operator", static: true, versionArgs: []string{"--version"}},
+		{name: "plugin", static: true, versionArgs: []string{"--version"},
+			extraEntrypoint: [][]string{{"/plugin", "--help"}}},
+		{name: "operator", static: true, versionArgs: []string{"--version"},
+			extraEntrypoint: [][]string{{"/operator", "--help"}}},
 		{name: "ringcap", versionArgs: []string{"--version"}, extraEntrypoint: [][]string{
 			{"/usr/bin/ringcap", "--help"},
 			{"/usr/bin/fi_info", "--version"},
@@ -189,17 +191,29 @@ func (p *podman) load(archive string) string {
 	return id
 }
 
-// run runs the image (with another entrypoint when entrypoint is set) and returns its output.
+// run runs the image (with another entrypoint when entrypoint is set) and returns its output,
+// standard error after standard output.
 func (p *podman) run(ref, entrypoint string, args []string) string {
 	p.t.Helper()
 	a := append([]string{"run"}, p.runOpts...)
 	if entrypoint != "" {
 		a = append(a, "--entrypoint", entrypoint)
 	}
-	return p.cmd(append(append(a, ref), args...)...)
+	out, errOut := p.output(append(append(a, ref), args...)...)
+	if errOut != "" {
+		out += "(stderr)\n" + errOut
+	}
+	return out
 }
 
 func (p *podman) cmd(args ...string) string {
+	p.t.Helper()
+	out, _ := p.output(args...)
+	return out
+}
+
+// output runs podman and returns its standard output and error; a failure is fatal.
+func (p *podman) output(args ...string) (string, string) {
 	p.t.Helper()
 	var stdout, stderr bytes.Buffer
 	c := exec.Command("podman", append(p.global, args...)...)
@@ -207,5 +221,5 @@ func (p *podman) cmd(args ...string) string {
 	if err := c.Run(); err != nil {
 		p.t.Fatalf("podman %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), stderr.String()
 }
