@@ -20,6 +20,7 @@ export TMPDIR=$PODMAN_DIR/tmp # buildah keeps the Dockerfile's cache mounts (Go 
 MODCACHE=$(go env GOMODCACHE)/cache/download
 go mod download # the host's cache holds every module the build needs
 "$HERE/bases.sh"
+start=$(date +%s)
 for t in plugin operator ringcap; do
   echo "images-podman: podman build --target $t" >&2
   # --network host: the build and runtime stages fetch Debian packages from the mirror; the Go
@@ -32,6 +33,8 @@ for t in plugin operator ringcap; do
   rm -f "$OUT/$t.tar"
   "${PODMAN[@]}" save -q --format docker-archive -o "$OUT/$t.tar" "ringcap/$t:$TAG"
 done
+# the layers of earlier builds that this one did not reuse (each changed tree leaves a build stage)
+"${PODMAN[@]}" image prune -f --filter "until=$start" >/dev/null
 echo "$TAG" > "$OUT/TAG"
 ls -la "$OUT"/*.tar >&2
 echo "$TAG"
