@@ -5,9 +5,10 @@
 #   registry.k8s.io/pause:3.10.1  hack/images/pause, the test cluster's sandbox image
 #   ringcap/plugin:TAG    static device plugin, FROM scratch
 #   ringcap/operator:TAG  static operator, FROM scratch, user 65532
-#   ringcap/ringcap:TAG   data plane: bin/ringcap (cgo) + the shared libraries it and ibv_devinfo
-#                         need + every rdma-core provider (mlx5, rxe, ...) and /etc/libibverbs.d,
-#                         taken from this host's Debian packages, + busybox for a shell
+#   ringcap/ringcap:TAG   data plane: bin/ringcap (cgo) + the shared libraries it, ibv_devinfo and
+#                         fi_info need + every rdma-core provider (mlx5, rxe, ...) and
+#                         /etc/libibverbs.d + libfabric.so.1 (its providers built in), taken from
+#                         this host's Debian packages, + busybox for a shell
 #
 # The contents match the Dockerfile's targets (which users with Docker build instead).
 #   hack/images/build.sh                 # -> $RINGCAP_CACHE/images/{plugin,operator,ringcap}.tar
@@ -52,13 +53,19 @@ copy_with_libs() { # FILE [DEST]: the file plus every shared library ldd resolve
   done
 }
 copy_with_libs "$OUT/bin/ringcap" /usr/bin/ringcap
-for b in /usr/bin/ibv_devinfo /usr/bin/ibv_devices; do
-  [ -x "$b" ] || { echo "build-images: $b missing (apt-get install ibverbs-utils)" >&2; exit 1; }
-  copy_with_libs "$b"
+for b in /usr/bin/ibv_devinfo:ibverbs-utils /usr/bin/ibv_devices:ibverbs-utils /usr/bin/fi_info:libfabric-bin; do
+  [ -x "${b%%:*}" ] || { echo "build-images: ${b%%:*} missing (apt-get install ${b#*:})" >&2; exit 1; }
+  copy_with_libs "${b%%:*}"
 done
 provdir=/usr/lib/$MULTIARCH/libibverbs
 ls "$provdir"/lib*-rdmav*.so >/dev/null 2>&1 || { echo "build-images: no rdma-core providers in $provdir (apt-get install ibverbs-providers)" >&2; exit 1; }
 for p in "$provdir"/lib*-rdmav*.so; do copy_with_libs "$p"; done
+# libfabric with its providers (Debian builds verbs, efa, psm2, tcp, ... into libfabric.so.1; any
+# provider shipped as a plugin lives in libfabric/), whether or not bin/ringcap links it
+fabric=/lib/$MULTIARCH/libfabric.so.1 # the path ldd reports for a binary linking it
+[ -e "$fabric" ] || { echo "build-images: $fabric missing (apt-get install libfabric1)" >&2; exit 1; }
+copy_with_libs "$fabric"
+for p in /usr/lib/"$MULTIARCH"/libfabric/*.so; do if [ -e "$p" ]; then copy_with_libs "$p"; fi; done
 # glibc dlopens libgcc_s for pthread_exit/cancel
 install -D -m 0755 "$(readlink -f "/lib/$MULTIARCH/libgcc_s.so.1")" "$R/lib/$MULTIARCH/libgcc_s.so.1"
 cp /etc/libibverbs.d/*.driver "$R/etc/libibverbs.d/"
