@@ -683,6 +683,14 @@ type RunningStatus struct {
 	// "listen-subnet" (the subnet of the address it listens on) or CIDRs.
 	// +optional
 	AllowedSenders string `json:"allowedSenders,omitempty"`
+	// deviceClaimTemplate is the ResourceClaimTemplate the pod claims its RDMA device
+	// from; empty when the device is the device plugin's extended resource.
+	// +optional
+	DeviceClaimTemplate string `json:"deviceClaimTemplate,omitempty"`
+	// deviceClaim is the ResourceClaim the pod's RDMA device came through (from the
+	// pod's status.resourceClaimStatuses, once the claim exists).
+	// +optional
+	DeviceClaim string `json:"deviceClaim,omitempty"`
 }
 
 // RunSummary is what a finished run left.

@@ -3,6 +3,7 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,4 +128,42 @@ func podClaimTemplate(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// ClaimObservation is what the operator read about a pending pod's device claim.
+type ClaimObservation struct {
+	// TemplateMissing: the pod's claim has not been created and its
+	// ResourceClaimTemplate does not exist.
+	TemplateMissing bool
+	// Claim is the pod's ResourceClaim, nil when it was not read (the pod is scheduled,
+	// claims nothing, or the claim does not exist yet).
+	Claim *resourcev1.ResourceClaim
+}
+
+// explainClaim says, for a pod that waits for the scheduler, what its device claim
+// waits for: the claim's creation from its template (or the template, when it does not
+// exist), its allocation, or no node having a device that satisfies it.
+func explainClaim(v *verdict, pod *corev1.Pod, obs ClaimObservation) {
+	name, claims := podDeviceClaim(pod)
+	if !claims || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		return
+	}
+	tpl := podClaimTemplate(pod)
+	switch {
+	case name == "" && obs.TemplateMissing:
+		v.scheduledReason = ringcapv1.ReasonClaimTemplateNotFound
+		v.schedMsg = fmt.Sprintf("ResourceClaimTemplate %s does not exist in namespace %s: the pod's device claim cannot be created (create the template or change receiver.resourceClaimTemplateName)", tpl, pod.Namespace)
+	case name == "":
+		v.scheduledReason = ringcapv1.ReasonClaimPending
+		v.schedMsg = fmt.Sprintf("waiting for the pod's device claim to be created from ResourceClaimTemplate %s (by kube-controller-manager's resource claim controller)", tpl)
+	case obs.Claim == nil || obs.Claim.Status.Allocation != nil:
+		// Not read, or allocated: the scheduler's own words stand.
+	case v.scheduledReason == ringcapv1.ReasonUnschedulable:
+		v.scheduledReason = ringcapv1.ReasonClaimNotAllocatable
+		v.schedMsg = fmt.Sprintf("no node has a free device that satisfies ResourceClaim %s (from ResourceClaimTemplate %s: its DeviceClass and selector): %s",
+			name, tpl, strings.TrimPrefix(v.schedMsg, "no node can run the capture pod: "))
+	default:
+		v.scheduledReason = ringcapv1.ReasonClaimPending
+		v.schedMsg = fmt.Sprintf("waiting for the scheduler to allocate a device to ResourceClaim %s (from ResourceClaimTemplate %s)", name, tpl)
+	}
 }

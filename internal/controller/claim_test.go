@@ -7,7 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 )
 
 func TestBuildPodWithDeviceClass(t *testing.T) {
@@ -121,5 +124,63 @@ func TestPodDeviceClaim(t *testing.T) {
 	}
 	if name, claims := podDeviceClaim(nil); name != "" || claims {
 		t.Errorf("no pod: %q %v", name, claims)
+	}
+}
+
+func TestClaimStatus(t *testing.T) {
+	byClass := func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.DeviceClassName = "ringcap-rdma" }
+	named := func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.ResourceClaimTemplateName = "rdma-port" }
+	withClaim := func(p *corev1.Pod) {
+		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "rdma", ResourceClaimName: ptr("c-capture-rdma-x7k2p")}}
+	}
+	unschedulable := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 cannot allocate all claims."}}
+	}
+	unallocated := &resourcev1.ResourceClaim{}
+	allocated := &resourcev1.ResourceClaim{Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{}}}
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		obs     ClaimObservation
+		want    string // Scheduled condition: Status/Reason
+		msg     string
+		running string // status.running.deviceClaim
+	}{
+		{"claim not created yet", testPodOf(3, byClass, nil), ClaimObservation{},
+			"False/ClaimPending", "created from ResourceClaimTemplate c-rdma", ""},
+		{"named template missing", testPodOf(3, named, nil), ClaimObservation{TemplateMissing: true},
+			"False/ClaimTemplateNotFound", "ResourceClaimTemplate rdma-port does not exist in namespace obs", ""},
+		{"claim waits for allocation", testPodOf(3, byClass, withClaim), ClaimObservation{Claim: unallocated},
+			"False/ClaimPending", "allocate a device to ResourceClaim c-capture-rdma-x7k2p", "c-capture-rdma-x7k2p"},
+		{"claim cannot be allocated", testPodOf(3, byClass, chain(withClaim, unschedulable)), ClaimObservation{Claim: unallocated},
+			"False/ClaimNotAllocatable", "no node has a free device that satisfies ResourceClaim c-capture-rdma-x7k2p (from ResourceClaimTemplate c-rdma: its DeviceClass and selector): 0/1 nodes are available: 1 cannot allocate all claims.", "c-capture-rdma-x7k2p"},
+		{"allocated claim, unschedulable for another reason", testPodOf(3, byClass, chain(withClaim, unschedulable)), ClaimObservation{Claim: allocated},
+			"False/Unschedulable", "no node can run the capture pod", "c-capture-rdma-x7k2p"},
+		{"extended resource pod unschedulable", testPod(unschedulable), ClaimObservation{},
+			"False/Unschedulable", "no node can run the capture pod", ""},
+		{"scheduled with its claim", testPodOf(3, byClass, chain(withClaim, running)), ClaimObservation{},
+			"True/Scheduled", "on node node-a, its RDMA device through ResourceClaim c-capture-rdma-x7k2p", "c-capture-rdma-x7k2p"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := defaulted("c")
+			rc.Generation = 3
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Claim: tc.obs, Now: t0})
+			c := apimeta.FindStatusCondition(st.Conditions, ringcapv1.ConditionScheduled)
+			if got := string(c.Status) + "/" + c.Reason; got != tc.want || !strings.Contains(c.Message, tc.msg) {
+				t.Errorf("Scheduled = %s %q, want %s with %q", got, c.Message, tc.want, tc.msg)
+			}
+			if st.Phase != ringcapv1.PhasePending && tc.want != "True/Scheduled" {
+				t.Errorf("phase %s, want Pending", st.Phase)
+			}
+			if st.Running.DeviceClaim != tc.running {
+				t.Errorf("running.deviceClaim %q, want %q", st.Running.DeviceClaim, tc.running)
+			}
+			wantTpl := podClaimTemplate(tc.pod)
+			if st.Running.DeviceClaimTemplate != wantTpl {
+				t.Errorf("running.deviceClaimTemplate %q, want %q", st.Running.DeviceClaimTemplate, wantTpl)
+			}
+		})
 	}
 }

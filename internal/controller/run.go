@@ -32,6 +32,8 @@ func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStat
 		}
 	}
 	run := configFromArgs(podGeneration(pod), args)
+	run.DeviceClaimTemplate = podClaimTemplate(pod)
+	run.DeviceClaim, _ = podDeviceClaim(pod)
 	if rs != nil {
 		if rs.QueuePairs > 0 {
 			run.QueuePairs = apiInt32(rs.QueuePairs)
