@@ -76,6 +76,9 @@ func TestDeviceThroughClaim(t *testing.T) {
 	if m := condition(got, ringcapv1.ConditionScheduled).Message; !strings.Contains(m, claim.Name) || !strings.Contains(m, "cannot allocate all claims") {
 		t.Errorf("ClaimNotAllocatable message %q, want the claim and the scheduler's words", m)
 	}
+	if e := waitEvent(t, ns, "by-class", ringcapv1.ReasonClaimNotAllocatable, corev1.EventTypeWarning); !strings.Contains(e.Note, claim.Name) {
+		t.Errorf("ClaimNotAllocatable event %q, want the claim", e.Note)
+	}
 	if got.Status.Phase != ringcapv1.PhasePending {
 		t.Errorf("phase %s, want Pending", got.Status.Phase)
 	}
@@ -122,6 +125,7 @@ func TestNamedClaimTemplate(t *testing.T) {
 	if m := condition(rc, ringcapv1.ConditionScheduled).Message; !strings.Contains(m, "ResourceClaimTemplate rdma-port does not exist") {
 		t.Errorf("message %q", m)
 	}
+	waitEvent(t, ns, "named", ringcapv1.ReasonClaimTemplateNotFound, corev1.EventTypeWarning)
 	list := &resourcev1.ResourceClaimTemplateList{}
 	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
 		t.Errorf("templates in %s: %d (%v), want none: the capture names its own", ns, len(list.Items), err)

@@ -344,8 +344,8 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, pre
 	}
 	if c := changed(ringcapv1.ConditionScheduled); c != nil {
 		switch c.Reason {
-		case ringcapv1.ReasonUnschedulable:
-			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonUnschedulable, "Schedule", "%s", c.Message)
+		case ringcapv1.ReasonUnschedulable, ringcapv1.ReasonClaimNotAllocatable, ringcapv1.ReasonClaimTemplateNotFound:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, c.Reason, "Schedule", "%s", c.Message)
 		case ringcapv1.ReasonScheduled:
 			r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonScheduled, "Schedule", "Capture pod %s %s", next.Pod, c.Message)
 		}
