@@ -152,3 +152,64 @@ func TestClaimTemplateRefused(t *testing.T) {
 		t.Errorf("pod of a capture whose template was refused: %v, want none", err)
 	}
 }
+
+// The template follows the spec from run to run: a changed selector replaces it (its
+// spec is immutable), and a spec back on the extended resource removes it.
+func TestClaimTemplateAcrossRuns(t *testing.T) {
+	startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "claims-runs")
+	newCapture(t, ns, "runs", func(rc *ringcapv1.RingCapture) {
+		rc.Spec.Receiver.DeviceClassName = "ringcap-rdma"
+		rc.Spec.Receiver.Selector = `device.attributes["ringcap.io"].ibdev == "rxe0"`
+	})
+	key := client.ObjectKey{Namespace: ns, Name: "runs-rdma"}
+	first := &resourcev1.ResourceClaimTemplate{}
+	pod := waitPod(t, ns, "runs")
+	if err := env.Client.Get(ctx, key, first); err != nil {
+		t.Fatalf("template of the first run: %v", err)
+	}
+	// finish runs the current pod to Succeeded, applies change to the spec and returns
+	// the next run's pod.
+	finish := func(pod *corev1.Pod, change func(rc *ringcapv1.RingCapture)) *corev1.Pod {
+		t.Helper()
+		bindPod(t, pod, "node-a")
+		pod = runPod(t, pod, "10.88.0.14")
+		terminateContainers(t, pod, corev1.PodSucceeded, map[string]int32{"receiver": 0}, nil)
+		waitCapture(t, ns, "runs", "Succeeded", func(rc *ringcapv1.RingCapture) bool { return rc.Status.Phase == ringcapv1.PhaseSucceeded })
+		rc := getCapture(t, ns, "runs")
+		base := rc.DeepCopy()
+		change(rc)
+		if err := env.Client.Patch(ctx, rc, client.MergeFrom(base)); err != nil {
+			t.Fatalf("change the capture: %v", err)
+		}
+		var next corev1.Pod
+		if err := waitFor(waitTimeout, func() (bool, string) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &next)
+			return err == nil && next.UID != pod.UID, fmt.Sprint(err)
+		}); err != nil {
+			t.Fatalf("no new pod: %v", err)
+		}
+		return &next
+	}
+
+	pod = finish(pod, func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Selector = `device.attributes["ringcap.io"].ibdev == "rxe1"` })
+	second := &resourcev1.ResourceClaimTemplate{}
+	if err := env.Client.Get(ctx, key, second); err != nil {
+		t.Fatalf("template of the second run: %v", err)
+	}
+	if second.UID == first.UID || second.Spec.Spec.Devices.Requests[0].Exactly.Selectors[0].CEL.Expression != `device.attributes["ringcap.io"].ibdev == "rxe1"` {
+		t.Errorf("second run's template %s %+v, want a new one with the new selector", second.UID, second.Spec.Spec.Devices.Requests[0].Exactly.Selectors)
+	}
+	if len(pod.Spec.ResourceClaims) != 1 {
+		t.Errorf("second pod claims %+v", pod.Spec.ResourceClaims)
+	}
+
+	pod = finish(pod, func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.DeviceClassName, rc.Spec.Receiver.Selector = "", "" })
+	if len(pod.Spec.ResourceClaims) != 0 || pod.Spec.Containers[0].Resources.Limits.Name(ringcapv1.DefaultResourceName, "").Value() != 1 {
+		t.Errorf("third pod claims %+v limits %v, want ringcap.io/rdma and no claim", pod.Spec.ResourceClaims, pod.Spec.Containers[0].Resources.Limits)
+	}
+	if err := env.Client.Get(ctx, key, &resourcev1.ResourceClaimTemplate{}); !apierrors.IsNotFound(err) {
+		t.Errorf("template after the spec left claims: %v, want it deleted", err)
+	}
+}

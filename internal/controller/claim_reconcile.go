@@ -34,7 +34,7 @@ func (p *claimProblem) Error() string { return p.msg }
 func (r *RingCaptureReconciler) ensureClaimTemplate(ctx context.Context, rc *ringcapv1.RingCapture) error {
 	want := BuildClaimTemplate(rc)
 	if want == nil {
-		return nil
+		return r.removeClaimTemplate(ctx, rc)
 	}
 	if err := controllerutil.SetControllerReference(rc, want, r.Scheme); err != nil {
 		return fmt.Errorf("set controller reference on ResourceClaimTemplate %s: %w", want.Name, err)
@@ -63,6 +63,31 @@ func (r *RingCaptureReconciler) ensureClaimTemplate(ctx context.Context, rc *rin
 		return fmt.Errorf("create ResourceClaimTemplate %s: %w", want.Name, err)
 	}
 	log.FromContext(ctx).Info("Created ResourceClaimTemplate", "template", want.Name, "deviceClass", want.Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName)
+	return nil
+}
+
+// removeClaimTemplate deletes the template an earlier run of the capture claimed from
+// (status.running says so) when the new spec no longer asks for one; the earlier pod
+// has its claim already. Nothing is read for a capture that never used one.
+func (r *RingCaptureReconciler) removeClaimTemplate(ctx context.Context, rc *ringcapv1.RingCapture) error {
+	name := ClaimTemplateName(rc.Name)
+	if rc.Status.Running == nil || rc.Status.Running.DeviceClaimTemplate != name {
+		return nil
+	}
+	have := &resourcev1.ResourceClaimTemplate{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rc.Namespace, Name: name}, have)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get ResourceClaimTemplate %s: %w", name, err)
+	case !metav1.IsControlledBy(have, rc):
+		return nil
+	}
+	if err := r.Delete(ctx, have, client.Preconditions{UID: &have.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ResourceClaimTemplate %s no longer used: %w", name, err)
+	}
+	log.FromContext(ctx).Info("Deleted the ResourceClaimTemplate the spec no longer uses", "template", name)
 	return nil
 }
 
