@@ -193,7 +193,9 @@ func TestClaimTemplateAcrossRuns(t *testing.T) {
 		return &next
 	}
 
-	pod = finish(pod, func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Selector = `device.attributes["ringcap.io"].ibdev == "rxe1"` })
+	pod = finish(pod, func(rc *ringcapv1.RingCapture) {
+		rc.Spec.Receiver.Selector = `device.attributes["ringcap.io"].ibdev == "rxe1"`
+	})
 	second := &resourcev1.ResourceClaimTemplate{}
 	if err := env.Client.Get(ctx, key, second); err != nil {
 		t.Fatalf("template of the second run: %v", err)
