@@ -215,3 +215,30 @@ func TestClaimTemplateAcrossRuns(t *testing.T) {
 		t.Errorf("template after the spec left claims: %v, want it deleted", err)
 	}
 }
+
+// A template of the capture's name that is not the capture's is left alone, and the
+// capture says so instead of claiming from it.
+func TestClaimTemplateNameTaken(t *testing.T) {
+	startOperator(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "claims-taken")
+	other := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken-rdma"}}
+	other.Spec.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatalf("create the other template: %v", err)
+	}
+	newCapture(t, ns, "taken", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.DeviceClassName = "ringcap-rdma" })
+	rc := waitCapture(t, ns, "taken", "ClaimTemplateConflict", func(rc *ringcapv1.RingCapture) bool {
+		return conditionIs(rc, ringcapv1.ConditionScheduled, metav1.ConditionFalse, ringcapv1.ReasonClaimTemplateConflict)
+	})
+	if m := condition(rc, ringcapv1.ConditionScheduled).Message; !strings.Contains(m, "taken-rdma exists and is not controlled by this RingCapture") {
+		t.Errorf("message %q", m)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.PodName("taken")}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod of a capture whose template name is taken: %v, want none", err)
+	}
+	got := &resourcev1.ResourceClaimTemplate{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), got); err != nil || got.UID != other.UID {
+		t.Errorf("the other template: %v (uid %s, want %s untouched)", err, got.UID, other.UID)
+	}
+}
