@@ -364,7 +364,7 @@ func TestNotesAndSample(t *testing.T) {
 			"rollout status daemonset/rc-ringcap-plugin", "ringcap send --connect"}},
 		{"crds.install=false", []string{"CRDs were NOT installed", "config/crd/bases"}},
 		{"plugin.mode=dra", []string{"daemonset/rc-ringcap-dra", "spec.driver=rdma.ringcap.io", "DeviceClass rc-ringcap-rdma or rc-ringcap-roce-v2",
-			"use plugin.mode=both to run captures"}},
+			"spec.receiver.deviceClassName: rc-ringcap-rdma to take its", "or use plugin.mode=both"}},
 	} {
 		notes := renderNotes(t, tc.set)
 		for _, want := range tc.want {

@@ -10,6 +10,13 @@ const (
 	ReasonPodPending      = "PodPending"
 	ReasonUnschedulable   = "Unschedulable"
 	ReasonScheduled       = "Scheduled"
+	// The receiver's device through a DRA claim (receiver.deviceClassName or
+	// receiver.resourceClaimTemplateName).
+	ReasonClaimTemplateConflict = "ClaimTemplateConflict"
+	ReasonClaimTemplateRefused  = "ClaimTemplateRefused"
+	ReasonClaimTemplateNotFound = "ClaimTemplateNotFound"
+	ReasonClaimPending          = "ClaimPending"
+	ReasonClaimNotAllocatable   = "ClaimNotAllocatable"
 
 	// RingReady and ReceiverReady.
 	ReasonRingCreated      = "RingCreated"

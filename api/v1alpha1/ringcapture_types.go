@@ -264,6 +264,10 @@ const (
 // ReceiverSpec configures `ringcap recv`.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.metricsPort) || self.port != self.metricsPort",message="receiver.metricsPort must differ from receiver.port (they default to 9100 and 18515): the handshake and /metrics cannot share a TCP port",fieldPath=".metricsPort"
+// +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) && has(self.resourceClaimTemplateName))",message="receiver: set at most one of deviceClassName and resourceClaimTemplateName (the template names its own device class)",fieldPath=".resourceClaimTemplateName"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || has(self.deviceClassName)",message="receiver.selector needs receiver.deviceClassName (a named resourceClaimTemplateName carries its own selectors)",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) || has(self.resourceClaimTemplateName)) || !has(self.resourceName) || self.resourceName == 'ringcap.io/rdma'",message="receiver.resourceName is the device plugin's extended resource: leave it unset when the device comes through a claim (deviceClassName or resourceClaimTemplateName)",fieldPath=".resourceName"
+// +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) || has(self.resourceClaimTemplateName)) || !has(self.resources) || ((!has(self.resources.requests) || !('ringcap.io/rdma' in self.resources.requests)) && (!has(self.resources.limits) || !('ringcap.io/rdma' in self.resources.limits)))",message="receiver.resources must not request ringcap.io/rdma when the device comes through a claim (deviceClassName or resourceClaimTemplateName): the pod would need a device from both",fieldPath=".resources"
 type ReceiverSpec struct {
 	// queuePairs is the number of RC queue pairs (connections) the receiver accepts.
 	// +kubebuilder:default=4
@@ -326,12 +330,43 @@ type ReceiverSpec struct {
 	BusyPoll bool `json:"busyPoll,omitempty"`
 
 	// resourceName is the extended resource of the device plugin the pod requests one
-	// unit of.
+	// unit of; not used (and only its default allowed) when the device comes through a
+	// claim (deviceClassName or resourceClaimTemplateName).
 	// +kubebuilder:default="ringcap.io/rdma"
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="receiver.resourceName must be a domain-prefixed resource name such as ringcap.io/rdma"
 	// +optional
 	ResourceName string `json:"resourceName,omitempty"`
+
+	// deviceClassName requests the receiver's RDMA device through Dynamic Resource
+	// Allocation instead of the extended resource resourceName: the operator creates a
+	// ResourceClaimTemplate (named after the capture, owned by it) with one request of
+	// this DeviceClass, for example ringcap-rdma or ringcap-roce-v2 from ringcap's
+	// chart in plugin.mode dra, and the pod claims from it. The receiver takes device,
+	// port and GID from the claim's RINGCAP_* environment as from the device plugin's.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	DeviceClassName string `json:"deviceClassName,omitempty"`
+
+	// selector is a CEL expression the claimed device must satisfy, added to the
+	// DeviceClass's own selectors, for example
+	// device.attributes["ringcap.io"].netdev == "eth1". Only with deviceClassName; the
+	// API server of resource.k8s.io checks the expression when the template is created.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10240
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// resourceClaimTemplateName names an existing ResourceClaimTemplate in the
+	// capture's namespace the pod claims its device from, instead of the extended
+	// resource resourceName. The receiver uses the template's first device; the
+	// template must give one ringcap device (class ringcap-rdma or ringcap-roce-v2)
+	// for it to find its port.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ResourceClaimTemplateName string `json:"resourceClaimTemplateName,omitempty"`
 
 	// stop is when the receiver stops: never (the default), after a number of bytes,
 	// after a duration or after a number of observations.
@@ -648,6 +683,14 @@ type RunningStatus struct {
 	// "listen-subnet" (the subnet of the address it listens on) or CIDRs.
 	// +optional
 	AllowedSenders string `json:"allowedSenders,omitempty"`
+	// deviceClaimTemplate is the ResourceClaimTemplate the pod claims its RDMA device
+	// from; empty when the device is the device plugin's extended resource.
+	// +optional
+	DeviceClaimTemplate string `json:"deviceClaimTemplate,omitempty"`
+	// deviceClaim is the ResourceClaim the pod's RDMA device came through (from the
+	// pod's status.resourceClaimStatuses, once the claim exists).
+	// +optional
+	DeviceClaim string `json:"deviceClaim,omitempty"`
 }
 
 // RunSummary is what a finished run left.

@@ -158,10 +158,15 @@ func TestChangePendingCondition(t *testing.T) {
 	rc.Generation = 4
 	current := RunningConfig(testPodOf(4, nil, running), nil)
 	older := RunningConfig(testPodOf(3, func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks++ }, running), nil)
+	byClaim := rc.DeepCopy()
+	byClaim.Generation = 5
+	byClaim.Spec.Receiver.DeviceClassName = "ringcap-rdma"
 	checkConds(t, []condCase{
 		{"no pod has run", changePendingCondition(rc, ringcapv1.RingCaptureStatus{}), typ, "False/NoChangePending", "no capture pod has run yet"},
 		{"runs the current spec", changePendingCondition(rc, ringcapv1.RingCaptureStatus{Running: current}), typ, "False/NoChangePending", "runs the current spec"},
 		{"runs an older spec", changePendingCondition(rc, ringcapv1.RingCaptureStatus{Running: older}), typ, "True/SpecChangePending", "blocks"},
+		{"device through a claim now", changePendingCondition(byClaim, ringcapv1.RingCaptureStatus{Running: current}), typ, "True/SpecChangePending",
+			"receiver device the device plugin's extended resource -> a claim from ResourceClaimTemplate c-rdma"},
 		{"older run ended", changePendingCondition(rc, ringcapv1.RingCaptureStatus{Running: older, Phase: ringcapv1.PhaseSucceeded}), typ, "True/SpecChangePending",
 			"spec generation 4 is applied in a new pod (the run of generation 3 ended)"},
 	})

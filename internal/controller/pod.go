@@ -164,7 +164,7 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 
 // receiverResources returns the receiver's resources: the user's (or the default
 // process memory), plus the ring's bytes in memory or hugepages-2Mi, plus one unit of
-// the RDMA resource. Requests equal limits for memory, huge pages and the RDMA resource
+// the RDMA resource unless the device comes through a claim. Requests equal limits for memory, huge pages and the RDMA resource
 // (required for huge pages and extended resources, and it keeps a capture from being
 // the first evicted under memory pressure).
 func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.ResourceRequirements {
@@ -191,6 +191,9 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 	res.Requests[corev1.ResourceMemory] = mem
 	res.Limits[corev1.ResourceMemory] = mem.DeepCopy()
 
+	if usesClaim(rc.Spec.Receiver) {
+		return res // the device comes through the pod's resource claim
+	}
 	rdma := corev1.ResourceName(rc.Spec.Receiver.ResourceName)
 	if rdma == "" {
 		rdma = ringcapv1.DefaultResourceName
@@ -250,6 +253,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		},
 	}
 	applyNetwork(rc, pod)
+	applyClaim(rc, pod)
 	return pod
 }
 
@@ -424,6 +428,9 @@ func describeResources(pod *corev1.Pod) string {
 			q := c.Resources.Requests[corev1.ResourceName(n)]
 			parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
 		}
+	}
+	if t := podClaimTemplate(pod); t != "" {
+		parts = append(parts, "and an RDMA device claimed from ResourceClaimTemplate "+t)
 	}
 	return strings.Join(parts, " ")
 }

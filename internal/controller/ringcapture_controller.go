@@ -106,17 +106,26 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	pod, err := r.reconcilePod(ctx, rc)
-	podProblem := ""
+	podProblem, problemReason := "", ""
+	var cp *claimProblem
 	switch {
 	case errors.Is(err, ErrPodConflict):
 		podProblem = err.Error() // shown in the status, checked again after conflictRecheck
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodNameConflict, "CreatePod",
 			"Pod %s exists and is not controlled by this RingCapture", PodName(rc.Name))
+	case errors.As(err, &cp):
+		podProblem, problemReason = cp.msg, cp.reason
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, cp.reason, "CreateClaimTemplate", "%s", cp.msg)
 	case err != nil:
 		return ctrl.Result{}, err
 	}
+	claim, err := r.observeClaim(ctx, pod)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
-	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, Now: metav1.NewTime(r.now())})
+	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, ProblemReason: problemReason,
+		Claim: claim, Now: metav1.NewTime(r.now())})
 	prev := rc.Status.DeepCopy()
 	written, err := r.updateStatus(ctx, rc, status)
 	if err != nil {
@@ -182,6 +191,9 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 }
 
 func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.RingCapture) (*corev1.Pod, error) {
+	if err := r.ensureClaimTemplate(ctx, rc); err != nil {
+		return nil, err
+	}
 	pod := BuildPod(rc, r.Pods)
 	if err := controllerutil.SetControllerReference(rc, pod, r.Scheme); err != nil {
 		return nil, fmt.Errorf("set controller reference on pod %s: %w", pod.Name, err)
@@ -332,8 +344,8 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, pre
 	}
 	if c := changed(ringcapv1.ConditionScheduled); c != nil {
 		switch c.Reason {
-		case ringcapv1.ReasonUnschedulable:
-			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonUnschedulable, "Schedule", "%s", c.Message)
+		case ringcapv1.ReasonUnschedulable, ringcapv1.ReasonClaimNotAllocatable, ringcapv1.ReasonClaimTemplateNotFound:
+			r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, c.Reason, "Schedule", "%s", c.Message)
 		case ringcapv1.ReasonScheduled:
 			r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonScheduled, "Schedule", "Capture pod %s %s", next.Pod, c.Message)
 		}

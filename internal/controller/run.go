@@ -32,6 +32,8 @@ func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStat
 		}
 	}
 	run := configFromArgs(podGeneration(pod), args)
+	run.DeviceClaimTemplate = podClaimTemplate(pod)
+	run.DeviceClaim, _ = podDeviceClaim(pod)
 	if rs != nil {
 		if rs.QueuePairs > 0 {
 			run.QueuePairs = apiInt32(rs.QueuePairs)
@@ -108,6 +110,7 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 	add("receiver stop", run.Stop, want.Stop)
 	add("network", run.Network, want.Network)
 	add("network allowedSenders", run.AllowedSenders, want.AllowedSenders)
+	add("receiver device", deviceSource(run.DeviceClaimTemplate), deviceSource(podTemplateName(rc)))
 	what := "changes"
 	if len(diffs) > 0 {
 		what = "changes " + strings.Join(diffs, ", ")
@@ -155,4 +158,12 @@ func runSummary(st ringcapv1.RingCaptureStatus) *ringcapv1.RunSummary {
 		s.Message = fmt.Sprintf("received %s in %d observations", HumanBytes(st.BytesReceived), st.Observations)
 	}
 	return s
+}
+
+// deviceSource names where a pod's RDMA device comes from, for the ChangePending message.
+func deviceSource(claimTemplate string) string {
+	if claimTemplate == "" {
+		return "the device plugin's extended resource"
+	}
+	return "a claim from ResourceClaimTemplate " + claimTemplate
 }

@@ -24,6 +24,11 @@ type Observed struct {
 	ReceiverError string
 	// PodProblem says why there is no pod (for example its name is taken), "" if none.
 	PodProblem string
+	// ProblemReason is the Scheduled condition's reason for PodProblem
+	// (PodNameConflict when "").
+	ProblemReason string
+	// Claim is what was read about a pending pod's device claim.
+	Claim ClaimObservation
 	// Now is the time of the observation.
 	Now metav1.Time
 }
@@ -84,8 +89,12 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 func judgeRun(in Observed) (verdict, *statusdoc.Status) {
 	v := judge(in.Pod)
 	explainHostPorts(&v, in.Pod)
+	explainClaim(&v, in.Pod, in.Claim)
 	if in.Pod == nil && in.PodProblem != "" {
 		v.scheduledReason, v.schedMsg = ringcapv1.ReasonPodNameConflict, in.PodProblem
+		if in.ProblemReason != "" {
+			v.scheduledReason = in.ProblemReason
+		}
 	}
 	rs := in.Receiver
 	if rs == nil {
@@ -334,6 +343,9 @@ func judgeScheduling(pod *corev1.Pod) (verdict, bool) {
 	}
 	v.phase = ringcapv1.PhaseScheduled
 	v.scheduled, v.scheduledReason, v.schedMsg = metav1.ConditionTrue, ringcapv1.ReasonScheduled, "on node "+pod.Spec.NodeName
+	if claim, _ := podDeviceClaim(pod); claim != "" {
+		v.schedMsg += ", its RDMA device through ResourceClaim " + claim
+	}
 	return v, true
 }
 
