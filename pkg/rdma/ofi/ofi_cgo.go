@@ -22,7 +22,7 @@ package ofi
 
 static int ofi_getinfo(const char *prov, const char *dom, const char *node, const char *service,
                        int source, uint64_t caps, uint64_t mode, int mr_mode, uint64_t tx_op_flags,
-                       struct fi_info **out) {
+                       uint64_t msg_order, struct fi_info **out) {
 	struct fi_info *h = fi_allocinfo();
 	if (!h) return -FI_ENOMEM;
 	h->caps = caps;
@@ -30,6 +30,8 @@ static int ofi_getinfo(const char *prov, const char *dom, const char *node, cons
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->mr_mode = mr_mode;
 	h->tx_attr->op_flags = tx_op_flags;
+	h->tx_attr->msg_order = msg_order;
+	h->rx_attr->msg_order = msg_order;
 	if (prov) h->fabric_attr->prov_name = strdup(prov);
 	if (dom) h->domain_attr->name = strdup(dom);
 	int rc = fi_getinfo(OFI_API, node, service, source ? FI_SOURCE : 0, h, out);
@@ -214,7 +216,7 @@ func getinfo(h Hints) (*C.struct_fi_info, error) {
 	}
 	var list *C.struct_fi_info
 	rc := C.ofi_getinfo(prov, dom, node, svc, source, C.uint64_t(h.Caps), C.uint64_t(SupportedModes),
-		C.int(SupportedMRModes), C.uint64_t(txOpFlags(h)), &list)
+		C.int(SupportedMRModes), C.uint64_t(txOpFlags(h)), C.uint64_t(h.MsgOrder), &list)
 	if rc == -C.FI_ENODATA {
 		return nil, fmt.Errorf("discover libfabric providers (%s): no provider matches (the binding honours mode bits %v and MR modes %v): %w",
 			describeHints(h), SupportedModes, SupportedMRModes, callErr("fi_getinfo", rc))
@@ -233,7 +235,7 @@ func txOpFlags(h Hints) uint64 {
 }
 
 func describeHints(h Hints) string {
-	s := fmt.Sprintf("provider %q domain %q caps %v endpoint FI_EP_RDM delivery-complete %v", h.Provider, h.Domain, h.Caps, h.DeliveryComplete)
+	s := fmt.Sprintf("provider %q domain %q caps %v endpoint FI_EP_RDM delivery-complete %v msg_order %v", h.Provider, h.Domain, h.Caps, h.DeliveryComplete, h.MsgOrder)
 	if h.Node != "" || h.Service != "" {
 		s += fmt.Sprintf(" node %q service %q source %v", h.Node, h.Service, h.Source)
 	}
@@ -270,6 +272,8 @@ func infoOf(i *C.struct_fi_info) Info {
 		TxSize:       int(i.tx_attr.size),
 		RxSize:       int(i.rx_attr.size),
 		DataProgress: Progress(i.domain_attr.data_progress),
+		TxMsgOrder:   Order(i.tx_attr.msg_order),
+		RxMsgOrder:   Order(i.rx_attr.msg_order),
 	}
 }
 
@@ -896,6 +900,10 @@ const (
 	_ uint64 = 0 - (uint64(C.FI_MR_RMA_EVENT) ^ uint64(MRRMAEvent))
 	_ uint64 = 0 - (uint64(C.FI_MR_ENDPOINT) ^ uint64(MREndpoint))
 	_ uint64 = 0 - (uint64(C.FI_MR_HMEM) ^ uint64(MRHMem))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_WAW) ^ uint64(OrderWAW))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_WAS) ^ uint64(OrderWAS))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_SAW) ^ uint64(OrderSAW))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_SAS) ^ uint64(OrderSAS))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_AUTO) ^ uint64(ProgressAuto))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_MANUAL) ^ uint64(ProgressManual))
 	_ uint64 = 0 - (uint64(C.FI_EAGAIN) ^ eagain)
