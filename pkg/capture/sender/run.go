@@ -3,8 +3,8 @@ package sender
 import (
 	"cmp"
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
