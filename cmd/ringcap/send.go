@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
-	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -41,6 +41,7 @@ type sendOpts struct {
 	ackTimeout uint8
 	rateGbps   float64
 	dev        devFlags
+	fabric     transportFlags
 	progress   time.Duration
 	quiet      bool
 	headerFile string
@@ -88,6 +89,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.headerFile, "header-file", "", "PSRDADA ASCII header whose keywords go into this observation's header (SOURCE, UTC_START, FREQ, ...)")
 	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* stay the receiver's; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
 	o.dev.add(c)
+	o.fabric.add(c, os.Getenv)
 	return c
 }
 
@@ -145,13 +147,20 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		return err
 	}
 	defer closeSource()
-	dev, err := o.dev.request().WithEnv(os.Getenv)
+	fb, err := o.fabric.parse()
 	if err != nil {
 		return err
 	}
+	var dev endpoint.Request
+	if fb.Transport != wire.TransportOFI {
+		if dev, err = o.dev.request().WithEnv(os.Getenv); err != nil {
+			return err
+		}
+	}
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
-		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Open: openVerbsSender,
+		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Fabric: fb, Domain: o.fabric.domain,
+		Open: openSenderFabric(fb, o.connect),
 		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
 			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)
 		},
@@ -342,9 +351,4 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// openVerbsSender opens the sender's fabric over libibverbs.
-func openVerbsSender(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error) {
-	return verbsfabric.NewSender(dev, bufBytes)
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
-// OpenFabric opens the fabric a stream goes over on the chosen device, with
-// send buffers of bufBytes (see SendBufferBytes).
-type OpenFabric func(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error)
+// OpenFabric opens the fabric a stream goes over on the chosen device, for
+// the transfer mode, with send buffers of bufBytes (see SendBufferBytes).
+type OpenFabric func(dev fabric.DeviceConfig, mode wire.Mode, bufBytes uint64) (fabric.SenderFabric, error)
 
 // Stream is everything one sender run needs besides its command line: the
 // receiver to connect to, the stream, the device request and the fabric.
@@ -70,7 +70,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 		}
 	}
 	devCfg := dev.cfg
-	fab, err := s.Open(devCfg, SendBufferBytes(cfg))
+	fab, err := s.Open(devCfg, cfg.Mode, SendBufferBytes(cfg))
 	if err != nil {
 		return Result{}, err
 	}
