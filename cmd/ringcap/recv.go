@@ -78,7 +78,8 @@ func newRecvCmd() *cobra.Command {
 			"with end-of-data on the exact byte count. Status is served as JSON on /status and as\n" +
 			"Prometheus metrics on /metrics (--metrics-addr).",
 		Example: "  ringcap recv -k dada --create -b 1048576 -n 8 --qps 4 --mode write --listen 198.18.0.2:18515\n" +
-			"  ringcap recv -k dada --mode send --stop-observations 1 --summary-file /tmp/summary.json",
+			"  ringcap recv -k dada --mode send --stop-observations 1 --summary-file /tmp/summary.json\n" +
+			"  ringcap recv -k dada --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo --listen 127.0.0.1:18515",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecv(cmd.Context(), cmd.ErrOrStderr(), o)

@@ -58,10 +58,11 @@ func newSendCmd() *cobra.Command {
 			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
 			"Progress lines say when the receiver's ring readers hold it back (no ring block free) and for how long.\n" +
 			"The last line is a summary (held_back_seconds: the time the receiver was held back, as it reports):\n" +
-			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true",
+			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true transport=T [provider=P]",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
-			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw",
+			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw\n" +
+			"  ringcap send --connect 127.0.0.1:18515 --transport ofi --ofi-domain lo --bytes 1G --seed 7",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSend(cmd, o)
@@ -175,8 +176,8 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if res.Mode != 0 {
 		modeName = res.Mode.String()
 	}
-	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
-		res.Bytes, res.Seconds, res.Gbps, res.QPs, modeName, mr, res.HeldBackSeconds, res.Complete && err == nil)
+	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v%s\n",
+		res.Bytes, res.Seconds, res.Gbps, res.QPs, modeName, mr, res.HeldBackSeconds, res.Complete && err == nil, fabricWords(res.Fabric))
 	return err
 }
 

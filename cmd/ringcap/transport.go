@@ -100,3 +100,15 @@ func localHost(addr string) string {
 	defer func() { _ = c.Close() }()
 	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
+
+// fabricWords ends the send summary: the transport and, for ofi, the
+// provider (nothing when the fabric was never opened).
+func fabricWords(f wire.Fabric) string {
+	switch f.Transport {
+	case 0:
+		return ""
+	case wire.TransportOFI:
+		return fmt.Sprintf(" transport=ofi provider=%s", f.Provider)
+	}
+	return " transport=" + f.Transport.String()
+}

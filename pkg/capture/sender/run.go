@@ -79,6 +79,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	if res.QPs == 0 { // it failed before the stream: say what was agreed
 		res.QPs, res.Mode = cfg.QPs, cfg.Mode
 	}
+	res.Fabric = fab.Fabric()
 	return res, err
 }
 
