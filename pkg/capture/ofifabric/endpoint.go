@@ -26,7 +26,9 @@ type qp struct {
 // endpoint is N RDM endpoints. A mutex serialises every call into
 // libfabric (PostSend may come from several goroutines, one per queue pair).
 type endpoint struct {
-	recv bool // receiver side: every completion is a receive
+	d    *ofi.Domain
+	recv bool    // receiver side: every completion is a receive
+	w    *waiter // receiver: sleeps until a completion may be there (nil: poll)
 	// wideData: remote CQ data has 8 bytes, and a write's length rides in
 	// its upper half (see writeData).
 	wideData bool
@@ -48,7 +50,7 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (ep *endpo
 	if cfg.QPs < 1 || cfg.QPs > wire.MaxQPs {
 		return nil, fmt.Errorf("open %d endpoints: want 1..%d", cfg.QPs, wire.MaxQPs)
 	}
-	ep = &endpoint{recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
+	ep = &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
 	defer func() {
 		if err != nil {
 			_ = ep.Close()
@@ -61,7 +63,7 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (ep *endpo
 		if q.av, err = d.OpenAV(1); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
-		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size}); err != nil {
+		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: recv}); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
 		if q.ep, err = d.OpenEndpoint(ofi.EndpointConfig{AV: q.av, TxCQ: q.cq, RxCQ: q.cq}); err != nil {
@@ -74,7 +76,47 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (ep *endpo
 			return nil, fmt.Errorf("endpoint %d: its %d-byte address exceeds the handshake's %d bytes", i, len(q.name), wire.MaxAddrBytes)
 		}
 	}
+	if recv {
+		cqs := make([]*ofi.CQ, len(ep.qps))
+		for i, q := range ep.qps {
+			cqs[i] = q.cq
+		}
+		ep.w, _ = newWaiter(cqs) // without one the receive loop polls
+	}
 	return ep, nil
+}
+
+// Arm implements fabric.Notifier: after fi_trywait says nothing is ready,
+// the next Events value comes when a completion queue's wait fd wakes;
+// when something is ready, at once.
+func (ep *endpoint) Arm() error {
+	if ep.w == nil {
+		return errors.New("arm: the completion queues have no wait fds")
+	}
+	ep.mu.Lock()
+	cqs := make([]*ofi.CQ, len(ep.qps))
+	for i, q := range ep.qps {
+		cqs[i] = q.cq
+	}
+	err := ep.d.TryWait(cqs)
+	ep.mu.Unlock()
+	switch {
+	case errors.Is(err, ofi.ErrAgain):
+		ep.w.notify()
+	case err != nil:
+		return err
+	default:
+		ep.w.sleep()
+	}
+	return nil
+}
+
+// Events implements fabric.Notifier.
+func (ep *endpoint) Events() <-chan struct{} {
+	if ep.w == nil {
+		return nil
+	}
+	return ep.w.events
 }
 
 // Local implements fabric.Endpoint: each endpoint's address.
@@ -291,6 +333,9 @@ func (ep *endpoint) Close() error {
 		return nil
 	}
 	ep.closed = true
+	if ep.w != nil {
+		ep.w.close() // before the completion queues whose fds it polls
+	}
 	var errs []error
 	for _, q := range ep.qps {
 		errs = append(errs, q.ep.Close())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -129,6 +130,94 @@ func TestOpenRefusesWhatItCannotOpen(t *testing.T) {
 		t.Errorf("sender: %d-byte buffer, %v", len(s.Buffer()), s.Fabric())
 	}
 	if err := errors.Join(s.Close(), s.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ofi.Live(); got != before {
+		t.Fatalf("after Close: %+v, before %+v", got, before)
+	}
+}
+
+// The receiver's endpoint sleeps until a completion may be there
+// (fabric.Notifier): an armed endpoint's event comes once the sender's write
+// lands, and the completion is then there to poll; everything, the waiter
+// included, is gone after Close.
+func TestReceiverSleepsUntilACompletion(t *testing.T) {
+	before := ofi.Live()
+	ring := newRing(t, 2, 8192)
+	cfg := tcp
+	cfg.Mode = wire.ModeWrite
+	r, err := NewReceiver(cfg, ring, fabric.MRAuto, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	s, err := NewSender(cfg, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	rep, err := r.Open(context.Background(), fabric.EndpointConfig{QPs: 2, SendDepth: 1, RecvDepth: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sep, err := s.Open(context.Background(), fabric.EndpointConfig{QPs: 2, SendDepth: 4, RecvDepth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(rep.Connect(sep.Local()), sep.Connect(rep.Local())); err != nil {
+		t.Fatal(err)
+	}
+	n, ok := rep.(fabric.Notifier)
+	if !ok {
+		t.Fatal("the receiver's endpoint is not a fabric.Notifier")
+	}
+	if err := n.Arm(); err != nil {
+		t.Fatal(err)
+	}
+	_, regions, _ := r.Registration()
+	copy(s.Buffer(), "landed")
+	sent := make(chan []fabric.Completion, 1)
+	go func() { // the sender posts, and progresses its side by polling
+		wr := fabric.SendWR{ID: 7, Op: fabric.OpWriteImm, Length: 6, Imm: 42, Signaled: true, RemoteAddr: regions[0].Addr + 8192, RKey: regions[0].RKey}
+		if err := sep.PostSend(1, []fabric.SendWR{wr}); err != nil {
+			t.Error(err)
+		}
+		wcs := make([]fabric.Completion, 4)
+		var got []fabric.Completion
+		guard := time.Now().Add(time.Minute) // a hang guard, not a speed check
+		for len(got) == 0 && time.Now().Before(guard) {
+			k, _ := sep.Poll(wcs)
+			got = append(got, wcs[:k]...)
+		}
+		sent <- got
+	}()
+	wcs := make([]fabric.Completion, 4)
+	var got []fabric.Completion
+	guard := time.After(time.Minute) // a hang guard, not a speed check
+	for len(got) == 0 {
+		select {
+		case <-n.Events():
+		case <-guard:
+			t.Fatal("no event for the write within a minute")
+		}
+		k, err := rep.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, wcs[:k]...)
+		if len(got) == 0 {
+			if err := n.Arm(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if c := got[0]; len(got) != 1 || !c.Recv || c.QP != 1 || c.Imm != 42 || c.Bytes != 6 || c.Err != nil || string(ring.Block(1)[:6]) != "landed" {
+		t.Errorf("receiver completions %+v, block 1 %q", got, ring.Block(1)[:6])
+	}
+	if sc := <-sent; len(sc) != 1 || sc[0].ID != 7 || sc[0].QP != 1 || sc[0].Err != nil {
+		t.Errorf("sender completions %+v", sc)
+	}
+	if err := errors.Join(rep.Close(), sep.Close(), s.Close(), r.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if got := ofi.Live(); got != before {

@@ -69,8 +69,18 @@ static int ofi_cq_open(struct fid_domain *d, size_t size, int wait, struct fid_c
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.format = FI_CQ_FORMAT_DATA;
-	a.wait_obj = wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
+	a.wait_obj = wait == 2 ? FI_WAIT_FD : wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
 	return fi_cq_open(d, &a, cq, NULL);
+}
+
+static int ofi_cq_waitfd(struct fid_cq *cq, int *fd) { return fi_control(&cq->fid, FI_GETWAIT, fd); }
+
+// fi_trywait over up to 64 completion queues: 0 when the caller may block on their wait fds.
+static int ofi_trywait(struct fid_fabric *f, struct fid_cq **cqs, int n) {
+	struct fid *fids[64];
+	if (n > 64) n = 64;
+	for (int i = 0; i < n; i++) fids[i] = &cqs[i]->fid;
+	return fi_trywait(f, fids, n);
 }
 
 struct ofi_cqe {
@@ -456,6 +466,7 @@ func (a *AV) Close() error {
 type CQ struct {
 	d       *Domain
 	cq      *C.struct_fid_cq
+	fd      int // FI_WAIT_FD's file descriptor (-1: none)
 	canWait bool
 	noWait  string // why there is no wait object, when asked for
 }
@@ -466,8 +477,23 @@ func (d *Domain) OpenCQ(cfg CQConfig) (*CQ, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	q := &CQ{d: d}
-	if cfg.Wait {
+	q := &CQ{d: d, fd: -1}
+	if cfg.WaitFD {
+		rc := C.ofi_cq_open(d.domain, C.size_t(cfg.Size), 2, &q.cq)
+		if rc == 0 {
+			var fd C.int
+			if rc = C.ofi_cq_waitfd(q.cq, &fd); rc == 0 {
+				q.canWait, q.fd = true, int(fd)
+			} else {
+				q.noWait = callErr("fi_control FI_GETWAIT", rc).Error()
+				_ = C.ofi_close(C.ofi_fid_cq(q.cq))
+				q.cq = nil
+			}
+		} else {
+			q.noWait = callErr("fi_cq_open with FI_WAIT_FD", rc).Error()
+		}
+	}
+	if cfg.Wait && q.cq == nil {
 		rc := C.ofi_cq_open(d.domain, C.size_t(cfg.Size), 1, &q.cq)
 		q.canWait = rc == 0
 		if rc != 0 {
@@ -484,6 +510,40 @@ func (d *Domain) OpenCQ(cfg CQConfig) (*CQ, error) {
 	d.cqs[q] = struct{}{}
 	d.mu.Unlock()
 	return q, nil
+}
+
+// WaitFD is the file descriptor of a CQ opened with CQConfig.WaitFD (fi_control
+// FI_GETWAIT): it polls readable when the CQ may have completions. Call TryWait before
+// blocking on it. ok is false for a CQ without one.
+func (q *CQ) WaitFD() (fd int, ok bool) {
+	if q == nil || q.cq == nil || q.fd < 0 || !q.canWait {
+		return -1, false
+	}
+	return q.fd, true
+}
+
+// TryWait runs fi_trywait over cqs (at most 64, all of this domain, opened with WaitFD):
+// nil when the caller may block on their wait fds, an error matching ErrAgain when it
+// must read them first.
+func (d *Domain) TryWait(cqs []*CQ) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if len(cqs) == 0 || len(cqs) > 64 {
+		return fmt.Errorf("fi_trywait over %d completion queues: want 1..64", len(cqs))
+	}
+	ptrs := (*[64]*C.struct_fid_cq)(C.malloc(C.size_t(64) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(ptrs))
+	for i, q := range cqs {
+		if q == nil || q.cq == nil {
+			return fmt.Errorf("fi_trywait: completion queue %d: %w", i, ErrClosed)
+		}
+		ptrs[i] = q.cq
+	}
+	if rc := C.ofi_trywait(d.fabric, &ptrs[0], C.int(len(cqs))); rc != 0 {
+		return callErr("fi_trywait", rc)
+	}
+	return nil
 }
 
 // CanWait reports whether ReadWait can sleep; when not, why (the provider's refusal, or

@@ -309,6 +309,9 @@ type CQConfig struct {
 	// Wait asks for a wait object so ReadWait can sleep; where the provider has none the CQ
 	// is opened without and CQ.CanWait reports false.
 	Wait bool
+	// WaitFD asks for a file-descriptor wait object (FI_WAIT_FD) a caller can poll with
+	// others (CQ.WaitFD, Domain.TryWait); where the provider refuses one, Wait decides.
+	WaitFD bool
 }
 
 // EndpointConfig binds an endpoint's address vector and completion queues.
