@@ -33,7 +33,7 @@ iperf3_gbps() {
   local port; port=$(freeport)
   iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 & pids+=($!)
   sleep 0.3
-  iperf3 -c 127.0.0.1 -p "$port" -t "$DUR" -J | jq -r '.end.sum_received.bits_per_second / 1e9'
+  iperf3 -c 127.0.0.1 -p "$port" -t "$DUR" -J | jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000'
   wait
 }
 
