@@ -204,4 +204,14 @@ func TestTransportFlags(t *testing.T) {
 	if err != nil || fb.Transport.String() != "ofi" || fb.Provider != "efa" || f.domain != "rdmap0s6-rdm" {
 		t.Errorf("defaults from the environment: %+v %q %v", fb, f.domain, err)
 	}
+	// A verbs run in a pod of an EFA pool: the environment's ofi defaults do not apply.
+	var v transportFlags
+	c = &cobra.Command{Use: "recv"}
+	v.add(c, func(k string) string { return env[k] })
+	if err := c.Flags().Parse([]string{"--transport", "verbs"}); err != nil {
+		t.Fatal(err)
+	}
+	if fb, err := v.parse(); err != nil || fb.Transport.String() != "verbs" || fb.Provider != "" {
+		t.Errorf("--transport verbs under the EFA environment: %+v %v", fb, err)
+	}
 }

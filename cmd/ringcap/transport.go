@@ -26,13 +26,17 @@ const (
 // recv and send.
 type transportFlags struct {
 	transport, provider, domain string
+	// envProvider and envDomain are the environment's defaults: they apply
+	// with the ofi transport only, so a verbs run in an EFA pool ignores them.
+	envProvider, envDomain string
 }
 
 func (f *transportFlags) add(c *cobra.Command, getenv func(string) string) {
 	fs := c.Flags()
 	fs.StringVar(&f.transport, "transport", cmp.Or(getenv(EnvTransport), "verbs"), "fabric: verbs (RC queue pairs over libibverbs) or ofi (reliable-datagram endpoints over libfabric) (default from $"+EnvTransport+")")
-	fs.StringVar(&f.provider, "ofi-provider", getenv(EnvOFIProvider), "with --transport ofi: the libfabric provider, e.g. efa, verbs;ofi_rxm, tcp;ofi_rxm, shm (default: $"+EnvOFIProvider+", else the first fi_getinfo offers; a sender takes the receiver's)")
-	fs.StringVar(&f.domain, "ofi-domain", getenv(EnvOFIDomain), "with --transport ofi: the libfabric domain, e.g. lo (tcp on loopback), rxe0, rdmap0s6-rdm (default: $"+EnvOFIDomain+", else the provider's first)")
+	f.envProvider, f.envDomain = getenv(EnvOFIProvider), getenv(EnvOFIDomain)
+	fs.StringVar(&f.provider, "ofi-provider", "", "with --transport ofi: the libfabric provider, e.g. efa, verbs;ofi_rxm, tcp;ofi_rxm, shm (default: $"+EnvOFIProvider+", else the first fi_getinfo offers; a sender takes the receiver's)")
+	fs.StringVar(&f.domain, "ofi-domain", "", "with --transport ofi: the libfabric domain, e.g. lo (tcp on loopback), rxe0, rdmap0s6-rdm (default: $"+EnvOFIDomain+", else the provider's first)")
 }
 
 // parse checks the flags: the transport, and the ofi flags only with ofi.
@@ -43,10 +47,11 @@ func (f *transportFlags) parse() (wire.Fabric, error) {
 	}
 	if t != wire.TransportOFI {
 		if f.provider != "" || f.domain != "" {
-			return wire.Fabric{}, fmt.Errorf("--ofi-provider %q / --ofi-domain %q apply only with --transport ofi (check $%s and $%s)", f.provider, f.domain, EnvOFIProvider, EnvOFIDomain)
+			return wire.Fabric{}, fmt.Errorf("--ofi-provider %q / --ofi-domain %q apply only with --transport ofi", f.provider, f.domain)
 		}
 		return wire.Fabric{Transport: t}, nil
 	}
+	f.provider, f.domain = cmp.Or(f.provider, f.envProvider), cmp.Or(f.domain, f.envDomain)
 	fb := wire.Fabric{Transport: t, Provider: f.provider}
 	if f.provider != "" {
 		if err := fb.Validate(); err != nil {
