@@ -11,12 +11,12 @@ cd "$(dirname "$0")/.."
 if [ -z "${SKIP_APT:-}" ]; then
   export DEBIAN_FRONTEND=noninteractive
   # Packages: RDMA userspace for cgo builds and the Soft-RoCE VM (rdma-core; libfabric with its
-  # providers and fi_info for pkg/rdma/ofi), qemu + busybox for the VM,
+  # providers and fi_info for pkg/rdma/ofi; iperf3, bench-ofi's TCP anchor), qemu + busybox for the VM,
   # etcd for envtest, containerd/runc/CNI for the local cluster, podman/buildah for the Dockerfile.
   pkgs=(
     build-essential git curl ca-certificates jq openssl
     libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest rdmacm-utils
-    libfabric-dev libfabric-bin
+    libfabric-dev libfabric-bin iperf3
     qemu-system-x86 busybox-static kmod cpio iproute2 debootstrap podman buildah
     etcd-server containerd runc containernetworking-plugins iptables conntrack socat ethtool ebtables
   )

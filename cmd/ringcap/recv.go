@@ -13,7 +13,6 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
-	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -38,6 +37,7 @@ type recvOpts struct {
 	busyPoll    bool
 	window      int
 	dev         devFlags
+	fabric      transportFlags
 	headerFile  string
 	headers     []string
 	newStyle    bool
@@ -78,7 +78,8 @@ func newRecvCmd() *cobra.Command {
 			"with end-of-data on the exact byte count. Status is served as JSON on /status and as\n" +
 			"Prometheus metrics on /metrics (--metrics-addr).",
 		Example: "  ringcap recv -k dada --create -b 1048576 -n 8 --qps 4 --mode write --listen 198.18.0.2:18515\n" +
-			"  ringcap recv -k dada --mode send --stop-observations 1 --summary-file /tmp/summary.json",
+			"  ringcap recv -k dada --mode send --stop-observations 1 --summary-file /tmp/summary.json\n" +
+			"  ringcap recv -k dada --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo --listen 127.0.0.1:18515",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecv(cmd.Context(), cmd.ErrOrStderr(), o)
@@ -107,6 +108,7 @@ func newRecvCmd() *cobra.Command {
 	fs.BoolVar(&o.busyPoll, "busy-poll", false, "poll for completions instead of sleeping until one arrives (keeps a CPU busy, as perftest does; on software RDMA such as rxe it takes CPU from the data path)")
 	fs.IntVar(&o.window, "window", 0, "ring blocks held open for incoming data (0: automatic)")
 	o.dev.add(c)
+	o.fabric.add(c, os.Getenv)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
 	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; a sender's --header keywords override these)")
 	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style; the default old style suits every PSRDADA reader)")
@@ -132,6 +134,10 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	if err != nil {
 		return err
 	}
+	fb, err := o.fabric.parse()
+	if err != nil {
+		return err
+	}
 	return capture.Run(ctx, capture.Capture{
 		Ring: o.ring, Create: o.create, Wait: o.wait, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
 		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: rdma.DefaultRoots,
@@ -141,9 +147,8 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 			StopBytes: o.stopBytes, StopDuration: o.stopDur, StopObservations: o.stopObs, Log: log,
 			Header: capture.ObservationHeaders{Template: []byte(tmpl.String())},
 		},
-		Open: func(dev fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
-			return verbsfabric.NewReceiver(dev, ring, mrMode, func(line string) { log.Info(line) })
-		},
+		Transport:   fb.Transport,
+		Open:        openReceiverFabric(fb, o.fabric.domain, o.listen, mode, mrMode, func(line string) { log.Info(line) }),
 		MetricsAddr: o.metricsAddr, SummaryFile: o.summaryFile,
 	})
 }

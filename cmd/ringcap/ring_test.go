@@ -248,6 +248,10 @@ func removeStaleTestRings() {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("RINGCAP_TEST_RUN_CLI") != "" { // a command in a process of its own (TestOFIKilledSender)
+		main()
+		os.Exit(0)
+	}
 	ipctest.Isolate() // a SysV IPC namespace of its own: the leak check sees only its rings
 	removeStaleTestRings()
 	code := m.Run()

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
-	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -41,6 +41,7 @@ type sendOpts struct {
 	ackTimeout uint8
 	rateGbps   float64
 	dev        devFlags
+	fabric     transportFlags
 	progress   time.Duration
 	quiet      bool
 	headerFile string
@@ -57,10 +58,11 @@ func newSendCmd() *cobra.Command {
 			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
 			"Progress lines say when the receiver's ring readers hold it back (no ring block free) and for how long.\n" +
 			"The last line is a summary (held_back_seconds: the time the receiver was held back, as it reports):\n" +
-			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true",
+			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true transport=T [provider=P]",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
-			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw",
+			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw\n" +
+			"  ringcap send --connect 127.0.0.1:18515 --transport ofi --ofi-domain lo --bytes 1G --seed 7",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSend(cmd, o)
@@ -88,6 +90,7 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.headerFile, "header-file", "", "PSRDADA ASCII header whose keywords go into this observation's header (SOURCE, UTC_START, FREQ, ...)")
 	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* stay the receiver's; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
 	o.dev.add(c)
+	o.fabric.add(c, os.Getenv)
 	return c
 }
 
@@ -145,13 +148,20 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 		return err
 	}
 	defer closeSource()
-	dev, err := o.dev.request().WithEnv(os.Getenv)
+	fb, err := o.fabric.parse()
 	if err != nil {
 		return err
 	}
+	var dev endpoint.Request
+	if fb.Transport != wire.TransportOFI {
+		if dev, err = o.dev.request().WithEnv(os.Getenv); err != nil {
+			return err
+		}
+	}
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
-		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Open: openVerbsSender,
+		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Fabric: fb, Domain: o.fabric.domain,
+		Open: openSenderFabric(fb, o.connect),
 		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
 			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)
 		},
@@ -166,8 +176,8 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if res.Mode != 0 {
 		modeName = res.Mode.String()
 	}
-	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v\n",
-		res.Bytes, res.Seconds, res.Gbps, res.QPs, modeName, mr, res.HeldBackSeconds, res.Complete && err == nil)
+	outf(cmd.OutOrStdout(), "send: bytes=%d seconds=%.3f gbps=%.3f qps=%d mode=%s mr=%s held_back_seconds=%.3f complete=%v%s\n",
+		res.Bytes, res.Seconds, res.Gbps, res.QPs, modeName, mr, res.HeldBackSeconds, res.Complete && err == nil, fabricWords(res.Fabric))
 	return err
 }
 
@@ -342,9 +352,4 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// openVerbsSender opens the sender's fabric over libibverbs.
-func openVerbsSender(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error) {
-	return verbsfabric.NewSender(dev, bufBytes)
 }

@@ -1,15 +1,20 @@
 # ringcap recv/send (issue 4): host tests run with `make test`; the Soft-RoCE end-to-end tests
 # run in `make test-vm` (pkg/capture is listed in test/vm/packages.txt).
-.PHONY: bench-rdma fuzz-capture bench-headroom
+.PHONY: bench-rdma fuzz-capture bench-headroom bench-ofi
 
 ## bench-rdma: ringcap send/write vs ib_send_bw/ib_write_bw and PerBlock vs WholeRing, in the VM
 bench-rdma: vm-image
 	hack/capture/bench-rdma.sh
 
-## fuzz-capture: fuzz the handshake decoder for FUZZTIME (default 60s); new finds land in the corpus
+## bench-ofi: ringcap over libfabric's tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (the host half: ratio ofi-tcp/iperf3)
+bench-ofi:
+	hack/capture/bench-ofi-host.sh
+
+## fuzz-capture: fuzz the handshake decoder (framed, and each message type) for FUZZTIME (default 60s); new finds land in the corpus
 FUZZTIME ?= 60s
 fuzz-capture:
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 
 ## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link, and the ring handoff beside its semop floor; host only
 # Pinned to HEADROOM_CPU, once with each GOMAXPROCS of HEADROOM_PROCS: the engine, the ring's reader and the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Soft-RoCE VM's whole root filesystem as one small initramfs:
-# busybox-static, plus bash, rdma-core, perftest, iproute2 and util-linux binaries copied from
+# busybox-static, plus bash, rdma-core, perftest, libfabric, iproute2 and util-linux binaries copied from
 # the host (Debian bookworm, the guest's userspace too) with their shared-library closure
 # (ldd), the librxe provider, the kernel modules rxe/veth/9p/virtio need (closure from
 # modules.dep), and hack/vm/guest-init.sh as /init.
@@ -25,6 +25,8 @@ BINS=(
   /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/ib_read_lat
   /usr/bin/rping /usr/bin/rdma /usr/sbin/ip
   /usr/bin/ipcs /usr/bin/ipcrm /usr/bin/prlimit /usr/bin/setpriv /usr/bin/timeout
+  # fi_info brings libfabric and its closure: ringcap and the capture tests link libfabric.
+  /usr/bin/fi_info
 )
 PROVIDERS=(/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so)
 # glibc dlopens libgcc_s (pthread_exit/cancel); the rest are commonly linked by test programs.

@@ -237,7 +237,7 @@ type pendingConn struct {
 // timeout for its turn.
 // settings is what the receiver tells each sender first.
 func (r *Receiver) settings() wire.Settings {
-	return wire.Settings{Mode: r.cfg.Mode, QPs: uint16(r.cfg.QPs), MsgBytes: uint32(r.cfg.MsgBytes)}
+	return wire.Settings{Mode: r.cfg.Mode, QPs: uint16(r.cfg.QPs), MsgBytes: uint32(r.cfg.MsgBytes), Fabric: r.fab.Fabric()}
 }
 
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
@@ -272,15 +272,8 @@ func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendin
 		reject(fmt.Sprintf("expected a hello message, got %T", m))
 		return
 	}
-	switch {
-	case len(hello.QPs) != r.cfg.QPs:
-		reject(fmt.Sprintf("sender asked for %d queue pairs, this receiver uses %d (--qps)", len(hello.QPs), r.cfg.QPs))
-		return
-	case hello.Mode != r.cfg.Mode:
-		reject(fmt.Sprintf("sender asked for %s mode, this receiver runs %s mode (--mode)", hello.Mode, r.cfg.Mode))
-		return
-	case uint64(hello.MsgBytes) != r.cfg.MsgBytes:
-		reject(fmt.Sprintf("sender uses %d-byte messages, this receiver %d (--msg-bytes)", hello.MsgBytes, r.cfg.MsgBytes))
+	if msg := r.mismatch(hello); msg != "" {
+		reject(msg)
 		return
 	}
 	t := time.NewTimer(r.cfg.HandshakeTimeout)
@@ -292,6 +285,22 @@ func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendin
 	case <-ctx.Done():
 		reject("receiver is shutting down")
 	}
+}
+
+// mismatch says how a sender's hello differs from what this receiver runs
+// ("" when it does not), naming both sides.
+func (r *Receiver) mismatch(hello wire.Hello) string {
+	switch own := r.fab.Fabric(); {
+	case hello.Fabric != own:
+		return fmt.Sprintf("sender uses %v, this receiver uses %v (--transport, --ofi-provider)", hello.Fabric, own)
+	case len(hello.QPs) != r.cfg.QPs:
+		return fmt.Sprintf("sender asked for %d queue pairs, this receiver uses %d (--qps)", len(hello.QPs), r.cfg.QPs)
+	case hello.Mode != r.cfg.Mode:
+		return fmt.Sprintf("sender asked for %s mode, this receiver runs %s mode (--mode)", hello.Mode, r.cfg.Mode)
+	case uint64(hello.MsgBytes) != r.cfg.MsgBytes:
+		return fmt.Sprintf("sender uses %d-byte messages, this receiver %d (--msg-bytes)", hello.MsgBytes, r.cfg.MsgBytes)
+	}
+	return ""
 }
 
 func (r *Receiver) stopReached() bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -44,7 +45,10 @@ type Capture struct {
 	Roots rdma.Roots
 	// Receiver configures the engine; Run fills in the header ring's size.
 	Receiver ReceiverConfig
-	Open     OpenFabric
+	// Transport is the fabric Open opens (zero: verbs): with ofi no RDMA
+	// device is chosen, the fabric opens its libfabric domain.
+	Transport wire.Transport
+	Open      OpenFabric
 	// MetricsAddr serves /status and /metrics (empty: off); SummaryFile gets
 	// the final status JSON (empty: none).
 	MetricsAddr, SummaryFile string
@@ -94,7 +98,9 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	ch, err := endpoint.ChooseListen(c.Roots, c.Listen, c.Device, getenv, log)
+	l := c.Listen
+	l.NoDevice = c.Transport == wire.TransportOFI
+	ch, err := endpoint.ChooseListen(c.Roots, l, c.Device, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -105,7 +111,10 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	}
 	defer func() { _ = fab.Close() }()
 	_, _, mri := fab.Registration()
-	t.Update(func(s *statusdoc.Status) { s.MemoryRegistration = mri })
+	fb := fab.Fabric()
+	t.Update(func(s *statusdoc.Status) {
+		s.MemoryRegistration, s.Transport, s.Provider = mri, fb.Transport.String(), fb.Provider
+	})
 	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: c.NewStyleHeader})
 	if err != nil {
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)

@@ -376,7 +376,7 @@ func connectRaw(t *testing.T, hs *harness, mode wire.Mode, qps, depth int, msg u
 	t.Helper()
 	ep := hs.net.Open(fabric.EndpointConfig{QPs: qps, SendDepth: depth, RecvDepth: 1}, make([]byte, uint64(depth)*msg))
 	t.Cleanup(func() { _ = ep.Close() })
-	rs, m := dialRaw(t, hs, wire.Preamble(), wire.Hello{Mode: mode, MsgBytes: uint32(msg), QPs: ep.Local()})
+	rs, m := dialRaw(t, hs, wire.Preamble(), wire.Hello{Mode: mode, MsgBytes: uint32(msg), Fabric: wire.Fabric{Transport: wire.TransportVerbs}, QPs: ep.Local()})
 	acc, ok := m.(wire.Accept)
 	if !ok {
 		t.Fatalf("answer %+v", m)
@@ -439,7 +439,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 	good := func(n int) wire.Hello {
 		ep := hs.net.Open(fabric.EndpointConfig{QPs: n, SendDepth: 1, RecvDepth: 1}, nil)
 		t.Cleanup(func() { _ = ep.Close() })
-		return wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, QPs: ep.Local()}
+		return wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, Fabric: wire.Fabric{Transport: wire.TransportVerbs}, QPs: ep.Local()}
 	}
 	pre := wire.Preamble()
 	cases := []struct {
@@ -449,7 +449,10 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 		want     string
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), nil, "not a ringcap sender"},
-		{"version", []byte("RCAP\x00\x07"), nil, "handshake version 7 is not supported"},
+		{"version", []byte("RCAP\x00\x06"), nil, "handshake version 6 is not supported (this side speaks version 7)"},
+		{"transport", pre, wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, Fabric: wire.Fabric{Transport: wire.TransportOFI, Provider: "tcp;ofi_rxm"},
+			QPs: []wire.QPInfo{{Addr: []byte{1}}, {Addr: []byte{2}}, {Addr: []byte{3}}, {Addr: []byte{4}}}},
+			`sender uses transport ofi, provider "tcp;ofi_rxm", this receiver uses transport verbs (--transport, --ofi-provider)`},
 		{"qps", pre, good(8), "sender asked for 8 queue pairs, this receiver uses 4"},
 		{"mode", pre, func() wire.Hello { m := good(4); m.Mode = wire.ModeWrite; return m }(), "sender asked for write mode"},
 		{"msg", pre, func() wire.Hello { m := good(4); m.MsgBytes = 4096; return m }(), "4096-byte messages"},

@@ -103,7 +103,7 @@ func (s *session) begin(ctx context.Context) *ending {
 	}
 	mode, regions, _ := r.fab.Registration()
 	acc := wire.Accept{Mode: r.cfg.Mode, MsgBytes: uint32(r.cfg.MsgBytes), NBufs: uint32(r.ring.NBufs), BufSize: uint64(r.ring.BufSize),
-		MRMode: mode, QPs: s.ep.Local()}
+		MRMode: mode, Fabric: r.fab.Fabric(), QPs: s.ep.Local()}
 	if r.cfg.Mode == wire.ModeWrite {
 		acc.Regions = regions
 	}

@@ -73,6 +73,9 @@ func (f *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryR
 // Close does nothing.
 func (f *Receiver) Close() error { return nil }
 
+// Fabric is the verbs transport, which the benchmark fabric stands in for.
+func (f *Receiver) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }
+
 // recvQueue is one queue pair's posted receive work requests, oldest first.
 type recvQueue struct {
 	wrs  []fabric.RecvWR
@@ -209,6 +212,9 @@ func (f *Sender) Buffer() []byte { return f.buf }
 
 // Close does nothing.
 func (f *Sender) Close() error { return nil }
+
+// Fabric is the verbs transport, which the benchmark fabric stands in for.
+func (f *Sender) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }
 
 // SendEndpoint is the sender's endpoint. PostSend may run on several
 // goroutines (the sender's posting threads), as on a verbs endpoint.

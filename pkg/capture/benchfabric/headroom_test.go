@@ -224,7 +224,7 @@ func (rig *rxRig) observe(b *testing.B) {
 	if err := k.WritePreamble(); err != nil {
 		die(b, err)
 	}
-	if err := k.Send(wire.Hello{Mode: rig.mode, MsgBytes: uint32(rig.msg), TotalBytes: total, QPs: qps}); err != nil {
+	if err := k.Send(wire.Hello{Mode: rig.mode, MsgBytes: uint32(rig.msg), TotalBytes: total, Fabric: wire.Fabric{Transport: wire.TransportVerbs}, QPs: qps}); err != nil {
 		die(b, err)
 	}
 	if err := awaitAccept(k); err != nil {

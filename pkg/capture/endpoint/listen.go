@@ -248,6 +248,9 @@ func senderFilter(spec string, l listenResult) (*SenderFilter, error) {
 // --listen-interface and --allowed-senders (any, listen-subnet or CIDRs).
 type Listen struct {
 	Addr, On, Interface, Allowed string
+	// NoDevice skips choosing an RDMA device: the transport (ofi) opens
+	// its own domain, so listen-on rdma is refused.
+	NoDevice bool
 }
 
 // Choice is where a receiver listens, on which RDMA device, port and GID,
@@ -274,15 +277,22 @@ func ChooseListen(roots rdma.Roots, l Listen, req Request, getenv func(string) s
 	if err != nil {
 		return Choice{}, err
 	}
-	if req, err = req.withEnv(getenv, strings.HasPrefix(plan.on, ListenAttachment)); err != nil {
-		return Choice{}, err
+	var devCfg fabric.DeviceConfig
+	var ep statusdoc.Endpoint
+	if l.NoDevice {
+		if plan.on == ListenRDMA {
+			return Choice{}, fmt.Errorf("--listen-on %s needs the verbs transport (its RoCE v2 GID's address)", ListenRDMA)
+		}
+	} else {
+		if req, err = req.withEnv(getenv, strings.HasPrefix(plan.on, ListenAttachment)); err != nil {
+			return Choice{}, err
+		}
+		req.IP, req.LocalIPs = res.ip, localIPs()
+		if devCfg, ep, _, err = Find(roots, req); err != nil {
+			return Choice{}, err
+		}
+		log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	}
-	req.IP, req.LocalIPs = res.ip, localIPs()
-	devCfg, ep, _, err := Find(roots, req)
-	if err != nil {
-		return Choice{}, err
-	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
 	if plan.on == ListenRDMA {
 		if res, err = rdmaAddress(ep); err != nil {
 			return Choice{}, err

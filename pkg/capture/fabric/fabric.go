@@ -42,7 +42,7 @@ type SendWR struct {
 	// flushed) WR always completes.
 	Signaled   bool
 	RemoteAddr uint64 // OpWriteImm and OpWrite only
-	RKey       uint32 // OpWriteImm and OpWrite only
+	RKey       uint64 // OpWriteImm and OpWrite only (a verbs rkey is 32-bit)
 }
 
 // Completion is one work completion.
@@ -57,11 +57,15 @@ type Completion struct {
 	Err error
 }
 
-// DeviceConfig names the RDMA device, port and GID index an adapter opens.
+// DeviceConfig names what an adapter opens: the RDMA device, port and GID
+// index (verbs), or the libfabric provider and domain (ofi; empty: the
+// first fi_getinfo offers).
 type DeviceConfig struct {
 	Device   string
 	Port     int
 	GIDIndex int
+	Provider string
+	Domain   string
 }
 
 // EndpointConfig sizes one connection's queue pairs.
@@ -108,6 +112,8 @@ type ReceiverFabric interface {
 	// Registration is how the ring was registered: the write-mode table (one
 	// region for WholeRing, one per block for PerBlock), plus a description.
 	Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration)
+	// Fabric is the transport and provider, which a sender must share.
+	Fabric() wire.Fabric
 	Close() error
 }
 
@@ -116,6 +122,8 @@ type SenderFabric interface {
 	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
 	// Buffer is the registered memory SendWR offsets refer to.
 	Buffer() []byte
+	// Fabric is the transport and provider, told to the receiver.
+	Fabric() wire.Fabric
 	Close() error
 }
 

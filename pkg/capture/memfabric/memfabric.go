@@ -69,7 +69,7 @@ func (e *Endpoint) Events() <-chan struct{} { return e.events }
 
 type memoryTarget interface {
 	block(i int) []byte
-	resolve(addr uint64, rkey uint32, n uint64) ([][]byte, error)
+	resolve(addr uint64, rkey uint64, n uint64) ([][]byte, error)
 }
 
 type memQP struct {
@@ -321,16 +321,19 @@ func (f *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryR
 	}
 	regs := make([]wire.Region, len(f.blocks))
 	for i := range regs {
-		regs[i] = wire.Region{Addr: memBlockBase + uint64(i)*f.blockStride(), Len: bs, RKey: uint32(100 + i)}
+		regs[i] = wire.Region{Addr: memBlockBase + uint64(i)*f.blockStride(), Len: bs, RKey: uint64(100 + i)}
 	}
 	return wire.MRPerBlock, regs, statusdoc.MemoryRegistration{Mode: "PerBlock", Regions: len(regs), Bytes: bs * uint64(len(regs)), Reason: "in-memory test fabric"}
 }
+
+// Fabric is the verbs transport: the in-memory fabric stands in for it.
+func (f *Receiver) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }
 
 func (f *Receiver) Close() error { return nil }
 
 func (f *Receiver) block(i int) []byte { return f.blocks[i] }
 
-func (f *Receiver) resolve(addr uint64, rkey uint32, n uint64) ([][]byte, error) {
+func (f *Receiver) resolve(addr uint64, rkey uint64, n uint64) ([][]byte, error) {
 	bs := uint64(len(f.blocks[0]))
 	if f.mode == wire.MRWholeRing {
 		if rkey != 7 || addr < memWholeBase || addr+n > memWholeBase+bs*uint64(len(f.blocks)) {
@@ -350,7 +353,7 @@ func (f *Receiver) resolve(addr uint64, rkey uint32, n uint64) ([][]byte, error)
 		return nil, errors.New("below the table")
 	}
 	i, o := (addr-memBlockBase)/f.blockStride(), (addr-memBlockBase)%f.blockStride()
-	if i >= uint64(len(f.blocks)) || rkey != uint32(100+i) || o+n > bs {
+	if i >= uint64(len(f.blocks)) || rkey != 100+i || o+n > bs {
 		return nil, errors.New("outside block")
 	}
 	return [][]byte{f.blocks[i][o : o+n]}, nil
@@ -370,3 +373,6 @@ func (f *Sender) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endp
 }
 func (f *Sender) Buffer() []byte { return f.buf }
 func (f *Sender) Close() error   { return nil }
+
+// Fabric is the verbs transport: the in-memory fabric stands in for it.
+func (f *Sender) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }

@@ -109,6 +109,7 @@ type Result struct {
 	QPs     int
 	Mode    wire.Mode
 	MRMode  wire.MRMode
+	Fabric  wire.Fabric // the transport and provider the stream went over
 	// HeldBackSeconds is the time the receiver was held back by its ring's
 	// readers during the stream, as it reports.
 	HeldBackSeconds float64

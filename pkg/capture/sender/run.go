@@ -1,18 +1,21 @@
 package sender
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
-// OpenFabric opens the fabric a stream goes over on the chosen device, with
-// send buffers of bufBytes (see SendBufferBytes).
-type OpenFabric func(dev fabric.DeviceConfig, bufBytes uint64) (fabric.SenderFabric, error)
+// OpenFabric opens the fabric a stream goes over on the chosen device, for
+// the transfer mode, with send buffers of bufBytes (see SendBufferBytes).
+type OpenFabric func(dev fabric.DeviceConfig, mode wire.Mode, bufBytes uint64) (fabric.SenderFabric, error)
 
 // Stream is everything one sender run needs besides its command line: the
 // receiver to connect to, the stream, the device request and the fabric.
@@ -25,6 +28,11 @@ type Stream struct {
 	Device endpoint.Request
 	// Roots is where the RDMA devices are discovered (rdma.DefaultRoots).
 	Roots rdma.Roots
+	// Fabric is the transport (zero: verbs). With ofi no RDMA device is
+	// chosen: the fabric opens Fabric.Provider (empty: the receiver's, as
+	// its Settings say) on Domain (empty: the first fi_getinfo offers).
+	Fabric wire.Fabric
+	Domain string
 	// Open opens the fabric, e.g. verbsfabric.NewSender.
 	Open OpenFabric
 	// Posting, when set, chooses Config.Pin and Config.PostCPUs once the
@@ -43,13 +51,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	if err := given.validateGiven(); err != nil {
 		return Result{}, err
 	}
-	local, err := localAddrFor(s.Connect)
-	if err != nil {
-		return Result{}, err
-	}
-	req := s.Device
-	req.IP = local
-	devCfg, ep, devs, err := endpoint.Find(s.Roots, req)
+	dev, err := s.chooseDevice(given.Log)
 	if err != nil {
 		return Result{}, err
 	}
@@ -58,13 +60,17 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 		return Result{}, err
 	}
 	defer func() { _ = l.Close() }()
-	cfg.Log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	if s.Fabric.Transport == wire.TransportOFI {
+		dev.cfg.Provider = cmp.Or(s.Fabric.Provider, l.Settings.Fabric.Provider)
+		cfg.Log.Info("Chose the libfabric provider", "provider", cmp.Or(dev.cfg.Provider, "(the first fi_getinfo offers)"), "domain", dev.cfg.Domain, "receiver", l.Settings.Fabric)
+	}
 	if s.Posting != nil {
-		if cfg.Pin, cfg.PostCPUs, err = s.Posting(driverOf(devs, ep.Device), cfg.QPs); err != nil {
+		if cfg.Pin, cfg.PostCPUs, err = s.Posting(dev.driver, cfg.QPs); err != nil {
 			return Result{}, err
 		}
 	}
-	fab, err := s.Open(devCfg, SendBufferBytes(cfg))
+	devCfg := dev.cfg
+	fab, err := s.Open(devCfg, cfg.Mode, SendBufferBytes(cfg))
 	if err != nil {
 		return Result{}, err
 	}
@@ -73,7 +79,56 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	if res.QPs == 0 { // it failed before the stream: say what was agreed
 		res.QPs, res.Mode = cfg.QPs, cfg.Mode
 	}
+	res.Fabric = fab.Fabric()
 	return res, err
+}
+
+// device is what the fabric opens: an RDMA device toward the receiver
+// (verbs), or a libfabric domain.
+type device struct {
+	cfg    fabric.DeviceConfig
+	driver string // the RDMA device's kernel driver ("" for ofi)
+}
+
+// chooseDevice finds the RDMA device toward the receiver (verbs) or takes
+// the libfabric domain (ofi).
+func (s Stream) chooseDevice(log *slog.Logger) (device, error) {
+	if err := s.checkFabric(); err != nil {
+		return device{}, err
+	}
+	if s.Fabric.Transport == wire.TransportOFI {
+		return device{cfg: fabric.DeviceConfig{Provider: s.Fabric.Provider, Domain: s.Domain}}, nil
+	}
+	local, err := localAddrFor(s.Connect)
+	if err != nil {
+		return device{}, err
+	}
+	req := s.Device
+	req.IP = local
+	devCfg, ep, devs, err := endpoint.Find(s.Roots, req)
+	if err != nil {
+		return device{}, err
+	}
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	return device{cfg: devCfg, driver: driverOf(devs, ep.Device)}, nil
+}
+
+// checkFabric refuses an unknown transport, and a provider or domain with
+// verbs.
+func (s Stream) checkFabric() error {
+	switch s.Fabric.Transport {
+	case 0, wire.TransportVerbs:
+		if s.Fabric.Provider != "" || s.Domain != "" {
+			return fmt.Errorf("a libfabric provider (%q) or domain (%q) with the verbs transport: give --transport ofi", s.Fabric.Provider, s.Domain)
+		}
+	case wire.TransportOFI:
+		if s.Fabric.Provider != "" {
+			return (wire.Fabric{Transport: wire.TransportOFI, Provider: s.Fabric.Provider}).Validate()
+		}
+	default:
+		return fmt.Errorf("unknown transport %v", s.Fabric.Transport)
+	}
+	return nil
 }
 
 // driverOf is the kernel driver of the device named name.

@@ -98,7 +98,7 @@ func (l *Link) Stream(ctx context.Context, cfg Config, fab fabric.SenderFabric) 
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
 	defer func() { _ = ep.Close() }()
-	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, QPs: ep.Local(), Header: cfg.Header}
+	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, Fabric: fab.Fabric(), QPs: ep.Local(), Header: cfg.Header}
 	if err := k.Send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
@@ -106,8 +106,8 @@ func (l *Link) Stream(ctx context.Context, cfg Config, fab fabric.SenderFabric) 
 	if err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
-	if len(acc.QPs) != cfg.QPs || acc.Mode != cfg.Mode || uint64(acc.MsgBytes) != cfg.MsgBytes {
-		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages", addr, wire.ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes)
+	if len(acc.QPs) != cfg.QPs || acc.Mode != cfg.Mode || uint64(acc.MsgBytes) != cfg.MsgBytes || acc.Fabric != hello.Fabric {
+		return Result{}, fmt.Errorf("handshake with %s: %w: receiver answered %d queue pairs, %s mode, %d-byte messages, %v", addr, wire.ErrProtocol, len(acc.QPs), acc.Mode, acc.MsgBytes, acc.Fabric)
 	}
 	if err := ep.Connect(acc.QPs); err != nil {
 		return Result{}, fmt.Errorf("connect queue pairs to %s: %w", addr, err)

@@ -54,7 +54,7 @@ type sendSession struct {
 type tailWrite struct {
 	slice uint64
 	addr  uint64
-	rkey  uint32
+	rkey  uint64
 	set   bool
 }
 

@@ -86,13 +86,17 @@ type Status struct {
 	Ring               Ring               `json:"ring"`
 	Endpoint           Endpoint           `json:"endpoint"`
 	MemoryRegistration MemoryRegistration `json:"memoryRegistration"`
-	QueuePairs         int                `json:"queuePairs"`
-	TransferMode       string             `json:"transferMode"`
-	BusyPoll           bool               `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
-	BytesReceived      uint64             `json:"bytesReceived"`
-	BlocksFilled       uint64             `json:"blocksFilled"`
-	Observations       int                `json:"observations"`
-	RateBytesPerSecond float64            `json:"rateBytesPerSecond"`
+	// Transport is the fabric in use (verbs or ofi) and Provider the
+	// libfabric provider (ofi only).
+	Transport          string  `json:"transport,omitempty"`
+	Provider           string  `json:"provider,omitempty"`
+	QueuePairs         int     `json:"queuePairs"`
+	TransferMode       string  `json:"transferMode"`
+	BusyPoll           bool    `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
+	BytesReceived      uint64  `json:"bytesReceived"`
+	BlocksFilled       uint64  `json:"blocksFilled"`
+	Observations       int     `json:"observations"`
+	RateBytesPerSecond float64 `json:"rateBytesPerSecond"`
 	// HeldBackSeconds is the time the receiver has been held back by its
 	// ring's readers (no block free for the stream), the hold going on now
 	// included.

@@ -6,55 +6,28 @@ import (
 	"log"
 	"math"
 	"os"
-	"strings"
 	"syscall"
 
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
-// MRMode says how a ring is registered: the choice is the engine's (ringcap recv --mr, the
-// RingCapture's memoryRegistration), the regions are plain verbs memory regions.
-type MRMode int
+// MRMode is the shared registration choice (fabric.MRMode), under the
+// names this package has always used.
+type MRMode = fabric.MRMode
 
-// Registration modes.
+// Registration modes (see fabric.MRMode).
 const (
-	// Auto registers one MR over the whole ring when its blocks are mapped back to back,
-	// else one MR per block.
-	Auto MRMode = iota
-	// WholeRing registers one MR over the whole ring, or fails saying why it cannot.
-	WholeRing
-	// PerBlock registers one MR per block.
-	PerBlock
+	Auto      = fabric.MRAuto
+	WholeRing = fabric.MRWholeRing
+	PerBlock  = fabric.MRPerBlock
 )
 
-func (m MRMode) String() string {
-	switch m {
-	case Auto:
-		return "Auto"
-	case WholeRing:
-		return "WholeRing"
-	case PerBlock:
-		return "PerBlock"
-	}
-	return fmt.Sprintf("MRMode(%d)", int(m))
-}
+// ParseMRMode parses "auto", "wholering" or "perblock" (fabric.ParseMRMode).
+func ParseMRMode(s string) (MRMode, error) { return fabric.ParseMRMode(s) }
 
-// ParseMRMode parses "auto", "wholering" or "perblock" (any case), as ringcap recv --mr.
-func ParseMRMode(s string) (MRMode, error) {
-	switch strings.ToLower(s) {
-	case "auto":
-		return Auto, nil
-	case "wholering", "whole-ring":
-		return WholeRing, nil
-	case "perblock", "per-block":
-		return PerBlock, nil
-	}
-	return 0, fmt.Errorf("memory registration mode %q: want auto, wholering or perblock", s)
-}
-
-// ErrNotContiguous is returned by WholeRing registration of a ring whose blocks are not
-// mapped back to back.
-var ErrNotContiguous = errors.New("ring blocks are not mapped contiguously")
+// ErrNotContiguous is fabric.ErrNotContiguous.
+var ErrNotContiguous = fabric.ErrNotContiguous
 
 // ErrMemlock is returned when the memory to register exceeds RLIMIT_MEMLOCK and the process
 // lacks CAP_IPC_LOCK.
@@ -71,19 +44,8 @@ type RegisterOptions struct {
 	Name string
 }
 
-// Ring is the memory Register registers: equal blocks attached in this process,
-// possibly back to back (pkg/dada's Ring is one).
-type Ring interface {
-	NBufs() int
-	BufSize() int
-	// PageSize is the size of the pages backing the blocks.
-	PageSize() int
-	Block(i int) []byte
-	BlockAddr(i int) uintptr
-	// Contiguous returns the blocks as one region when they are mapped back to
-	// back; otherwise ok is false and reason says why.
-	Contiguous() (region []byte, ok bool, reason string)
-}
+// Ring is the memory Register registers (fabric.Ring).
+type Ring = fabric.Ring
 
 // BlockMR is what a work request targeting one ring block needs.
 type BlockMR struct {
@@ -133,7 +95,7 @@ func Register(pd *verbs.PD, ring Ring, mode MRMode, opts RegisterOptions) (*Regi
 	r := &Registration{ring: ring, name: name, bytes: uint64(n) * uint64(bs)}
 	region, contiguous, why := ring.Contiguous()
 	var err error
-	if r.mode, r.reason, err = chooseMode(mode, contiguous, why); err != nil {
+	if r.mode, r.reason, err = fabric.ChooseMRMode(mode, contiguous, why); err != nil {
 		return nil, fmt.Errorf("register ring %s: %w", name, err)
 	}
 
@@ -168,26 +130,6 @@ func Register(pd *verbs.PD, ring Ring, mode MRMode, opts RegisterOptions) (*Regi
 		log.Print(r.Summary())
 	}
 	return r, nil
-}
-
-// chooseMode resolves the requested mode for a ring whose blocks are mapped back to back or
-// not (why says why not): the mode to register in (WholeRing or PerBlock) and the reason.
-func chooseMode(mode MRMode, contiguous bool, why string) (MRMode, string, error) {
-	switch mode {
-	case Auto:
-		if contiguous {
-			return WholeRing, "blocks contiguous", nil
-		}
-		return PerBlock, why, nil
-	case WholeRing:
-		if !contiguous {
-			return 0, "", fmt.Errorf("mode=WholeRing: %w: %s (use mode Auto or PerBlock)", ErrNotContiguous, why)
-		}
-		return WholeRing, "blocks contiguous", nil
-	case PerBlock:
-		return PerBlock, "per-block registration requested", nil
-	}
-	return 0, "", fmt.Errorf("unknown mode %v", mode)
 }
 
 // pinnedBytes is what the kernel charges against RLIMIT_MEMLOCK: whole pages per MR.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
@@ -109,10 +110,13 @@ func (v *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryR
 	}
 	var regions []wire.Region
 	for _, r := range v.reg.RegionTable() {
-		regions = append(regions, wire.Region{Addr: r.Addr, Len: r.Len, RKey: r.RKey})
+		regions = append(regions, wire.Region{Addr: r.Addr, Len: r.Len, RKey: uint64(r.RKey)})
 	}
 	return mode, regions, statusdoc.MemoryRegistration{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
 }
+
+// Fabric implements fabric.ReceiverFabric: the verbs transport.
+func (v *Receiver) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }
 
 // Close deregisters the ring and closes the device; idempotent.
 func (v *Receiver) Close() error {
@@ -158,6 +162,9 @@ func (v *Sender) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endp
 
 // Buffer implements SenderFabric.
 func (v *Sender) Buffer() []byte { return v.buf }
+
+// Fabric implements SenderFabric: the verbs transport.
+func (v *Sender) Fabric() wire.Fabric { return wire.Fabric{Transport: wire.TransportVerbs} }
 
 // Close implements SenderFabric; idempotent.
 func (v *Sender) Close() error {
@@ -348,13 +355,16 @@ func (ep *verbsEndpoint) sendWRs(q int, wrs []fabric.SendWR) ([]verbs.SendWR, er
 	base := uint64(ep.sendMR.Addr())
 	for _, w := range wrs {
 		v := verbs.SendWR{ID: w.ID, Addr: base + w.Offset, Length: uint32(w.Length), LKey: ep.sendMR.LKey(), Imm: w.Imm, Signaled: w.Signaled}
+		if w.RKey > math.MaxUint32 {
+			return nil, fmt.Errorf("post send: key %#x exceeds a 32-bit verbs rkey", w.RKey)
+		}
 		switch w.Op {
 		case fabric.OpSendImm:
 			v.Opcode = verbs.OpSendWithImm
 		case fabric.OpWriteImm:
-			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWriteWithImm, w.RemoteAddr, w.RKey
+			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWriteWithImm, w.RemoteAddr, uint32(w.RKey)
 		case fabric.OpWrite:
-			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWrite, w.RemoteAddr, w.RKey
+			v.Opcode, v.RemoteAddr, v.RKey = verbs.OpRDMAWrite, w.RemoteAddr, uint32(w.RKey)
 		default:
 			return nil, fmt.Errorf("post send: unknown op %d", w.Op)
 		}

@@ -2,10 +2,12 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"unicode/utf8"
@@ -22,8 +24,11 @@ import (
 // receiver tells the sender while readers hold it back (Held). Version 6: the
 // receiver speaks first after the sender's preamble, with its Settings (mode,
 // queue pairs, message size), so that a sender can take them instead of
-// being told them.
-const ProtocolVersion = 6
+// being told them. Version 7: the Settings, Hello and Accept name the
+// transport (verbs or ofi) and, for ofi, the libfabric provider; an ofi
+// queue pair is described by its endpoint address (fi_getname, opaque
+// bytes) instead of QPN/PSN/LID/GID/MTU; region keys are 64 bits.
+const ProtocolVersion = 7
 
 // HeaderField is one keyword of an observation's PSRDADA header, as a sender
 // sends it in its Hello.
@@ -41,6 +46,80 @@ const Magic = "RCAP"
 
 // MaxQPs is the largest number of queue pairs one connection may use.
 const MaxQPs = 64
+
+// MaxAddrBytes is the longest libfabric endpoint address a queue pair may
+// have (EFA's is 32 bytes, tcp's a sockaddr of 16 or 28).
+const MaxAddrBytes = 256
+
+// MaxProviderBytes is the longest libfabric provider name ("tcp;ofi_rxm").
+const MaxProviderBytes = 64
+
+// Transport is the fabric a connection's queue pairs use.
+type Transport uint8
+
+// Transports.
+const (
+	TransportVerbs Transport = 1 // RC queue pairs over libibverbs
+	TransportOFI   Transport = 2 // reliable-datagram endpoints over libfabric
+)
+
+func (t Transport) String() string {
+	switch t {
+	case TransportVerbs:
+		return "verbs"
+	case TransportOFI:
+		return "ofi"
+	}
+	return fmt.Sprintf("transport(%d)", uint8(t))
+}
+
+// ParseTransport parses "verbs" or "ofi".
+func ParseTransport(s string) (Transport, error) {
+	switch strings.ToLower(s) {
+	case "verbs":
+		return TransportVerbs, nil
+	case "ofi", "libfabric":
+		return TransportOFI, nil
+	}
+	return 0, fmt.Errorf("unknown transport %q (want verbs or ofi)", s)
+}
+
+// Fabric names a transport and, for ofi, its libfabric provider: what both
+// ends of a connection must share.
+type Fabric struct {
+	Transport Transport
+	Provider  string // ofi only, e.g. "tcp;ofi_rxm", "efa"; empty for verbs
+}
+
+func (f Fabric) String() string {
+	if f.Transport == TransportOFI {
+		return fmt.Sprintf("transport ofi, provider %q", f.Provider)
+	}
+	return "transport " + f.Transport.String()
+}
+
+// Validate checks that the transport is known and that the provider is
+// given exactly for ofi, as a short printable name.
+func (f Fabric) Validate() error {
+	switch f.Transport {
+	case TransportVerbs:
+		if f.Provider != "" {
+			return fmt.Errorf("%w: provider %q with the verbs transport", ErrProtocol, f.Provider)
+		}
+		return nil
+	case TransportOFI:
+		if f.Provider == "" || len(f.Provider) > MaxProviderBytes {
+			return fmt.Errorf("%w: ofi provider name of %d bytes (want 1..%d)", ErrProtocol, len(f.Provider), MaxProviderBytes)
+		}
+		for _, c := range []byte(f.Provider) {
+			if c <= ' ' || c > '~' {
+				return fmt.Errorf("%w: ofi provider name %q has a character that is not printable ASCII", ErrProtocol, f.Provider)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unknown transport %d", ErrProtocol, f.Transport)
+}
 
 // Limits the decoder enforces before allocating anything.
 const (
@@ -109,20 +188,29 @@ func (m MRMode) String() string {
 	return fmt.Sprintf("mrmode(%d)", uint8(m))
 }
 
-// QPInfo is what one side tells the other about one of its queue pairs.
+// QPInfo is what one side tells the other about one of its queue pairs: a
+// verbs RC queue pair's QPN, PSN, LID, GID and MTU, or an ofi endpoint's
+// address (Addr) and nothing else.
 type QPInfo struct {
 	QPN uint32   // queue pair number (24 bits)
 	PSN uint32   // initial packet sequence number (24 bits)
 	LID uint16   // port LID (0 on RoCE)
 	GID [16]byte // the GID chosen for the connection
 	MTU uint32   // active path MTU in bytes (256..4096)
+	// Addr is an ofi endpoint's address (fi_getname): 1..MaxAddrBytes
+	// opaque bytes for the peer's fi_av_insert.
+	Addr []byte
 }
 
-// Region is one entry of the write-mode table: remote address, length and rkey.
+// Region is one entry of the write-mode table: remote address, length and
+// key. The address is what the sender writes to for the region's byte 0: a
+// virtual address, or an offset into the region where the ofi provider
+// addresses regions by offset. Keys are 64-bit (libfabric); a verbs rkey
+// is 32-bit.
 type Region struct {
 	Addr uint64
 	Len  uint64
-	RKey uint32
+	RKey uint64
 }
 
 // Hello is the sender's first message (after the preamble).
@@ -133,7 +221,10 @@ type Hello struct {
 	// (--bytes, a file); 0 when it does not (--duration). The End message
 	// always carries the exact count.
 	TotalBytes uint64
-	QPs        []QPInfo // 1..MaxQPs
+	// Fabric is the sender's transport and provider: the receiver refuses
+	// a sender whose Fabric differs from its own.
+	Fabric Fabric
+	QPs    []QPInfo // 1..MaxQPs
 	// Header holds keywords for this observation's header, merged over the
 	// receiver's template (ObservationHeaders); at most MaxHeaderFields.
 	Header []HeaderField
@@ -146,6 +237,7 @@ type Accept struct {
 	NBufs    uint32 // ring blocks
 	BufSize  uint64 // bytes per block
 	MRMode   MRMode
+	Fabric   Fabric   // the receiver's, the same as the Hello's
 	QPs      []QPInfo // same count as the Hello's
 	// Regions is the write-mode table: empty in send mode, one entry covering
 	// NBufs*BufSize bytes for MRWholeRing, NBufs entries for MRPerBlock.
@@ -197,13 +289,14 @@ type Settings struct {
 	Mode     Mode
 	QPs      uint16
 	MsgBytes uint32
+	Fabric   Fabric
 }
 
 func (m Settings) validate() error {
 	if err := ValidateLink(m.Mode, int(m.QPs), uint64(m.MsgBytes)); err != nil {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	return nil
+	return m.Fabric.Validate()
 }
 
 // Message is any protocol message.
@@ -310,7 +403,8 @@ func encode(m Message) ([]byte, error) {
 		b = append(b, byte(m.Mode))
 		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
 		b = binary.BigEndian.AppendUint64(b, m.TotalBytes)
-		b = appendQPs(b, m.QPs)
+		b = appendFabric(b, m.Fabric)
+		b = appendQPs(b, m.Fabric.Transport, m.QPs)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Header)))
 		for _, f := range m.Header {
 			b = appendText(appendText(b, f.Key), f.Value)
@@ -323,12 +417,13 @@ func encode(m Message) ([]byte, error) {
 		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
 		b = binary.BigEndian.AppendUint32(b, m.NBufs)
 		b = binary.BigEndian.AppendUint64(b, m.BufSize)
-		b = appendQPs(b, m.QPs)
+		b = appendFabric(b, m.Fabric)
+		b = appendQPs(b, m.Fabric.Transport, m.QPs)
 		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Regions)))
 		for _, r := range m.Regions {
 			b = binary.BigEndian.AppendUint64(b, r.Addr)
 			b = binary.BigEndian.AppendUint64(b, r.Len)
-			b = binary.BigEndian.AppendUint32(b, r.RKey)
+			b = binary.BigEndian.AppendUint64(b, r.RKey)
 		}
 	case Reject:
 		b = appendText(b, m.Message)
@@ -354,6 +449,7 @@ func encode(m Message) ([]byte, error) {
 		b = append(b, byte(m.Mode))
 		b = binary.BigEndian.AppendUint16(b, m.QPs)
 		b = binary.BigEndian.AppendUint32(b, m.MsgBytes)
+		b = appendFabric(b, m.Fabric)
 	default:
 		return nil, fmt.Errorf("encode %T: unknown message", m)
 	}
@@ -371,8 +467,21 @@ func boolByte(v bool) byte {
 	return 0
 }
 
-func appendQPs(b []byte, qps []QPInfo) []byte {
+func appendFabric(b []byte, f Fabric) []byte {
+	return appendText(append(b, byte(f.Transport)), f.Provider)
+}
+
+// appendQPs encodes the queue-pair table: a count, then per queue pair its
+// verbs fields or (ofi) its address with a 16-bit length.
+func appendQPs(b []byte, t Transport, qps []QPInfo) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(qps)))
+	if t == TransportOFI {
+		for _, q := range qps {
+			b = binary.BigEndian.AppendUint16(b, uint16(len(q.Addr)))
+			b = append(b, q.Addr...)
+		}
+		return b
+	}
 	for _, q := range qps {
 		b = binary.BigEndian.AppendUint32(b, q.QPN)
 		b = binary.BigEndian.AppendUint32(b, q.PSN)
@@ -466,13 +575,25 @@ func (d *dec) text() string {
 	return string(v)
 }
 
-func (d *dec) qps() []QPInfo {
+func (d *dec) fabric() Fabric {
+	return Fabric{Transport: Transport(d.u8()), Provider: d.text()}
+}
+
+func (d *dec) qps(t Transport) []QPInfo {
 	n := int(d.u16())
 	if d.err != nil {
 		return nil
 	}
 	if n < 1 || n > MaxQPs {
 		d.fail("%d queue pairs (want 1..%d)", n, MaxQPs)
+		return nil
+	}
+	switch t {
+	case TransportOFI:
+		return d.addrs(n)
+	case TransportVerbs:
+	default:
+		d.fail("queue-pair table of unknown transport %d", t)
 		return nil
 	}
 	if len(d.p) < n*30 {
@@ -487,6 +608,24 @@ func (d *dec) qps() []QPInfo {
 		q.LID = d.u16()
 		copy(q.GID[:], d.take(16))
 		q.MTU = d.u32()
+	}
+	return qps
+}
+
+// addrs decodes n ofi endpoint addresses.
+func (d *dec) addrs(n int) []QPInfo {
+	qps := make([]QPInfo, n)
+	for i := range qps {
+		l := int(d.u16())
+		if d.err == nil && (l < 1 || l > MaxAddrBytes) {
+			d.fail("queue pair %d: endpoint address of %d bytes (want 1..%d)", i, l, MaxAddrBytes)
+		}
+		if v := d.take(l); d.err == nil {
+			qps[i].Addr = bytes.Clone(v)
+		}
+	}
+	if d.err != nil {
+		return nil
 	}
 	return qps
 }
@@ -532,7 +671,8 @@ func Decode(typ byte, p []byte) (Message, error) {
 		m.Mode = Mode(d.u8())
 		m.MsgBytes = d.u32()
 		m.TotalBytes = d.u64()
-		m.QPs = d.qps()
+		m.Fabric = d.fabric()
+		m.QPs = d.qps(m.Fabric.Transport)
 		m.Header = d.header()
 		if err := d.end("hello"); err != nil {
 			return nil, err
@@ -548,15 +688,16 @@ func Decode(typ byte, p []byte) (Message, error) {
 		m.MsgBytes = d.u32()
 		m.NBufs = d.u32()
 		m.BufSize = d.u64()
-		m.QPs = d.qps()
+		m.Fabric = d.fabric()
+		m.QPs = d.qps(m.Fabric.Transport)
 		n := d.u32()
-		if d.err == nil && (n > maxRegions || uint64(len(d.p)) < uint64(n)*20) {
+		if d.err == nil && (n > maxRegions || uint64(len(d.p)) < uint64(n)*24) {
 			d.fail("region table of %d entries does not fit the message", n)
 		}
 		if d.err == nil && n > 0 {
 			m.Regions = make([]Region, n)
 			for i := range m.Regions {
-				m.Regions[i] = Region{Addr: d.u64(), Len: d.u64(), RKey: d.u32()}
+				m.Regions[i] = Region{Addr: d.u64(), Len: d.u64(), RKey: d.u64()}
 			}
 		}
 		if err := d.end("accept"); err != nil {
@@ -582,7 +723,7 @@ func Decode(typ byte, p []byte) (Message, error) {
 		m := Held{Holding: d.boolean(), Nanos: d.u64(), HoldNanos: d.u64()}
 		return m, d.end("held")
 	case typeSettings:
-		m := Settings{Mode: Mode(d.u8()), QPs: d.u16(), MsgBytes: d.u32()}
+		m := Settings{Mode: Mode(d.u8()), QPs: d.u16(), MsgBytes: d.u32(), Fabric: d.fabric()}
 		if err := d.end("settings"); err != nil {
 			return nil, err
 		}
@@ -598,11 +739,20 @@ func validMTU(m uint32) bool {
 	return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096
 }
 
-func validateQPs(qps []QPInfo) error {
+func validateQPs(f Fabric, qps []QPInfo) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
 	if len(qps) < 1 || len(qps) > MaxQPs {
 		return fmt.Errorf("%w: %d queue pairs (want 1..%d)", ErrProtocol, len(qps), MaxQPs)
 	}
+	if f.Transport == TransportOFI {
+		return validateAddrs(qps)
+	}
 	for i, q := range qps {
+		if len(q.Addr) != 0 {
+			return fmt.Errorf("%w: queue pair %d: an endpoint address on the verbs transport", ErrProtocol, i)
+		}
 		if q.QPN == 0 || q.QPN >= 1<<24 {
 			return fmt.Errorf("%w: queue pair %d: QPN %d out of range", ErrProtocol, i, q.QPN)
 		}
@@ -611,6 +761,19 @@ func validateQPs(qps []QPInfo) error {
 		}
 		if !validMTU(q.MTU) {
 			return fmt.Errorf("%w: queue pair %d: MTU %d is not an IB MTU", ErrProtocol, i, q.MTU)
+		}
+	}
+	return nil
+}
+
+// validateAddrs checks ofi queue pairs: an address each and no verbs fields.
+func validateAddrs(qps []QPInfo) error {
+	for i, q := range qps {
+		if len(q.Addr) < 1 || len(q.Addr) > MaxAddrBytes {
+			return fmt.Errorf("%w: queue pair %d: endpoint address of %d bytes (want 1..%d)", ErrProtocol, i, len(q.Addr), MaxAddrBytes)
+		}
+		if q.QPN != 0 || q.PSN != 0 || q.LID != 0 || q.GID != [16]byte{} || q.MTU != 0 {
+			return fmt.Errorf("%w: queue pair %d: verbs fields on the ofi transport", ErrProtocol, i)
 		}
 	}
 	return nil
@@ -631,7 +794,7 @@ func (m Hello) validate() error {
 			return fmt.Errorf("%w: header keyword %.40q: empty, or key or value longer than %d bytes", ErrProtocol, f.Key, maxText)
 		}
 	}
-	return validateQPs(m.QPs)
+	return validateQPs(m.Fabric, m.QPs)
 }
 
 func (m Accept) validate() error {
@@ -647,7 +810,10 @@ func (m Accept) validate() error {
 	if m.BufSize > 1<<48 || uint64(m.NBufs) > 1<<32/2 {
 		return fmt.Errorf("%w: ring geometry %d x %d out of range", ErrProtocol, m.NBufs, m.BufSize)
 	}
-	if err := validateQPs(m.QPs); err != nil {
+	if err := validateQPs(m.Fabric, m.QPs); err != nil {
+		return err
+	}
+	if err := m.validateKeys(); err != nil {
 		return err
 	}
 	switch {
@@ -670,9 +836,22 @@ func (m Accept) validate() error {
 	return nil
 }
 
+// validateKeys refuses a verbs region key beyond the 32 bits of an rkey.
+func (m Accept) validateKeys() error {
+	if m.Fabric.Transport != TransportVerbs {
+		return nil
+	}
+	for i, r := range m.Regions {
+		if r.RKey > math.MaxUint32 {
+			return fmt.Errorf("%w: region %d: key %#x exceeds a 32-bit verbs rkey", ErrProtocol, i, r.RKey)
+		}
+	}
+	return nil
+}
+
 // BlockTarget returns the remote address and rkey of byte 0 of ring block
 // index in an Accept's write-mode table.
-func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint32, err error) {
+func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint64, err error) {
 	if index >= m.NBufs {
 		return 0, 0, fmt.Errorf("%w: block index %d outside a ring of %d blocks", ErrProtocol, index, m.NBufs)
 	}

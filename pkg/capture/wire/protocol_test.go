@@ -17,15 +17,34 @@ func qps(n int) []QPInfo {
 	return out
 }
 
+var verbs = Fabric{Transport: TransportVerbs}
+
+// ofiTCP is an ofi fabric; ofiQPs are its endpoints' addresses (a tcp
+// sockaddr_in, an EFA-sized 32 bytes and the longest allowed).
+var ofiTCP = Fabric{Transport: TransportOFI, Provider: "tcp;ofi_rxm"}
+
+func ofiQPs(n int) []QPInfo {
+	out := make([]QPInfo, n)
+	for i := range out {
+		out[i].Addr = bytes.Repeat([]byte{byte(i + 1)}, []int{16, 32, MaxAddrBytes}[i%3])
+	}
+	return out
+}
+
 func sampleMessages() []Message {
 	return []Message{
-		Hello{Mode: ModeSend, MsgBytes: 65536, TotalBytes: 1 << 30, QPs: qps(4)},
-		Hello{Mode: ModeWrite, MsgBytes: 1, QPs: qps(64)},
-		Hello{Mode: ModeWrite, MsgBytes: 4096, QPs: qps(2), Header: []HeaderField{{"SOURCE", "J0437-4715"}, {"UTC_START", "2026-11-25-10:00:00"}}},
-		Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 65536, NBufs: 8, BufSize: 1 << 20, QPs: qps(4)},
-		Accept{Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 4096, NBufs: 8, BufSize: 1 << 20, QPs: qps(1),
+		Hello{Mode: ModeWrite, MsgBytes: 65536, Fabric: ofiTCP, QPs: ofiQPs(3)},
+		Hello{Mode: ModeSend, MsgBytes: 4096, Fabric: Fabric{Transport: TransportOFI, Provider: "efa"}, QPs: ofiQPs(MaxQPs)},
+		Accept{Mode: ModeWrite, MRMode: MRPerBlock, MsgBytes: 4096, NBufs: 2, BufSize: 8192, Fabric: ofiTCP, QPs: ofiQPs(4),
+			Regions: []Region{{Addr: 0, Len: 8192, RKey: 1 << 63}, {Addr: 0, Len: 8192, RKey: 0xfedcba9876543210}}},
+		Settings{Mode: ModeWrite, QPs: 16, MsgBytes: 65536, Fabric: ofiTCP},
+		Hello{Mode: ModeSend, MsgBytes: 65536, Fabric: verbs, TotalBytes: 1 << 30, QPs: qps(4)},
+		Hello{Mode: ModeWrite, MsgBytes: 1, Fabric: verbs, QPs: qps(64)},
+		Hello{Mode: ModeWrite, MsgBytes: 4096, Fabric: verbs, QPs: qps(2), Header: []HeaderField{{"SOURCE", "J0437-4715"}, {"UTC_START", "2026-11-25-10:00:00"}}},
+		Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 65536, NBufs: 8, BufSize: 1 << 20, Fabric: verbs, QPs: qps(4)},
+		Accept{Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 4096, NBufs: 8, BufSize: 1 << 20, Fabric: verbs, QPs: qps(1),
 			Regions: []Region{{Addr: 0x7f0000000000, Len: 8 << 20, RKey: 0x1234}}},
-		Accept{Mode: ModeWrite, MRMode: MRPerBlock, MsgBytes: 4096, NBufs: 2, BufSize: 413184, QPs: qps(2),
+		Accept{Mode: ModeWrite, MRMode: MRPerBlock, MsgBytes: 4096, NBufs: 2, BufSize: 413184, Fabric: verbs, QPs: qps(2),
 			Regions: []Region{{Addr: 0x7f0000000000, Len: 413184, RKey: 1}, {Addr: 0x7e0000000000, Len: 413184, RKey: 2}}},
 		Reject{Message: "sender asked for 8 queue pairs, this receiver uses 4"},
 		Credit{Seq: 1 << 40, Index: 7},
@@ -35,8 +54,8 @@ func sampleMessages() []Message {
 		Done{Message: "incomplete: sender disconnected"},
 		Held{Holding: true, Nanos: 3e9, HoldNanos: 1e9},
 		Held{Nanos: 1 << 62},
-		Settings{Mode: ModeWrite, QPs: 4, MsgBytes: 65536},
-		Settings{Mode: ModeSend, QPs: MaxQPs, MsgBytes: 1},
+		Settings{Mode: ModeWrite, QPs: 4, MsgBytes: 65536, Fabric: verbs},
+		Settings{Mode: ModeSend, QPs: MaxQPs, MsgBytes: 1, Fabric: verbs},
 	}
 }
 
@@ -92,19 +111,22 @@ func TestDecodeRejects(t *testing.T) {
 		}
 		return b
 	}
-	hello := enc(Hello{Mode: ModeSend, MsgBytes: 8, QPs: qps(1)})
+	hello := enc(Hello{Mode: ModeSend, MsgBytes: 8, Fabric: verbs, QPs: qps(1)})
 	cases := map[string][]byte{
 		"huge frame":      {typeHello, 0xff, 0xff, 0xff, 0xff},
 		"unknown type":    {9, 0, 0, 0, 0},
 		"truncated":       hello[:len(hello)-1],
 		"bad mode":        append([]byte{typeHello, 0, 0, 0, 15, 3}, hello[6:20]...),
-		"zero qps":        {typeHello, 0, 0, 0, 15, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-		"65 qps":          {typeHello, 0, 0, 0, 15, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 65},
+		"zero qps":        {typeHello, 0, 0, 0, 18, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
+		"65 qps":          {typeHello, 0, 0, 0, 18, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 65},
+		"no transport":    {typeHello, 0, 0, 0, 18, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+		"ofi empty addr":  {typeHello, 0, 0, 0, 21, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 'x', 0, 1, 0, 0},
+		"ofi long addr":   {typeHello, 0, 0, 0, 21, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 'x', 0, 1, 1, 1},
 		"bad bool":        {typeEnd, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 2},
 		"trailing":        {typeCredit, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"bad utf8":        {typeReject, 0, 0, 0, 3, 0, 1, 0xff},
 		"257 keywords":    append(bytes.Clone(hello[:len(hello)-2]), 0x01, 0x01),
-		"table too large": append(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1)})[:len(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1)}))-4], 0xff, 0xff, 0xff, 0xff),
+		"table too large": append(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: verbs, QPs: qps(1)})[:len(enc(Accept{Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: verbs, QPs: qps(1)}))-4], 0xff, 0xff, 0xff, 0xff),
 	}
 	for name, b := range cases {
 		if _, err := ReadMessage(bytes.NewReader(b)); err == nil {
@@ -115,10 +137,19 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	// Semantic checks on Accept.
 	for name, m := range map[string]Accept{
-		"send with table":      {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1), Regions: []Region{{Len: 1}}},
-		"whole ring too short": {Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 2, BufSize: 8, QPs: qps(1), Regions: []Region{{Len: 8}}},
-		"per block count":      {Mode: ModeWrite, MRMode: MRPerBlock, MsgBytes: 1, NBufs: 2, BufSize: 8, QPs: qps(1), Regions: []Region{{Len: 8}}},
-		"bad mtu":              {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: []QPInfo{{QPN: 1, MTU: 1500}}},
+		"send with table":      {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: verbs, QPs: qps(1), Regions: []Region{{Len: 1}}},
+		"whole ring too short": {Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 2, BufSize: 8, Fabric: verbs, QPs: qps(1), Regions: []Region{{Len: 8}}},
+		"per block count":      {Mode: ModeWrite, MRMode: MRPerBlock, MsgBytes: 1, NBufs: 2, BufSize: 8, Fabric: verbs, QPs: qps(1), Regions: []Region{{Len: 8}}},
+		"bad mtu":              {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: verbs, QPs: []QPInfo{{QPN: 1, MTU: 1500}}},
+		"verbs 64-bit key": {Mode: ModeWrite, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 8, Fabric: verbs, QPs: qps(1),
+			Regions: []Region{{Len: 8, RKey: 1 << 32}}},
+		"verbs with an address": {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: verbs,
+			QPs: []QPInfo{{QPN: 1, MTU: 4096, Addr: []byte{1}}}},
+		"ofi with a QPN":         {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: ofiTCP, QPs: []QPInfo{{QPN: 1, Addr: []byte{1}}}},
+		"ofi without an address": {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: ofiTCP, QPs: []QPInfo{{}}},
+		"ofi address too long": {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, Fabric: ofiTCP,
+			QPs: []QPInfo{{Addr: make([]byte, MaxAddrBytes+1)}}},
+		"no transport": {Mode: ModeSend, MRMode: MRWholeRing, MsgBytes: 1, NBufs: 1, BufSize: 1, QPs: qps(1)},
 	} {
 		if _, err := encode(m); !errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: %v", name, err)
@@ -186,7 +217,7 @@ func TestSettingsRefusesWhatNoLinkCanUse(t *testing.T) {
 		if _, err := encode(m); !errors.Is(err, ErrProtocol) {
 			t.Errorf("encode %+v: %v, want a protocol error", m, err)
 		}
-		good, _ := encode(Settings{Mode: ModeSend, QPs: 1, MsgBytes: 1})
+		good, _ := encode(Settings{Mode: ModeSend, QPs: 1, MsgBytes: 1, Fabric: verbs})
 		b := append([]byte{}, good...)
 		b[5], b[6], b[7] = byte(m.Mode), byte(m.QPs>>8), byte(m.QPs)
 		b[8], b[9], b[10], b[11] = byte(m.MsgBytes>>24), byte(m.MsgBytes>>16), byte(m.MsgBytes>>8), byte(m.MsgBytes)
@@ -194,4 +225,71 @@ func TestSettingsRefusesWhatNoLinkCanUse(t *testing.T) {
 			t.Errorf("decode %+v: %v, want a protocol error", m, err)
 		}
 	}
+}
+
+// A Fabric names a known transport, and a provider exactly for ofi: a short
+// printable name.
+func TestFabricValidate(t *testing.T) {
+	for _, tc := range []struct {
+		f  Fabric
+		ok bool
+	}{
+		{verbs, true},
+		{ofiTCP, true},
+		{Fabric{Transport: TransportOFI, Provider: "efa"}, true},
+		{Fabric{}, false},
+		{Fabric{Transport: 3, Provider: "x"}, false},
+		{Fabric{Transport: TransportVerbs, Provider: "efa"}, false},
+		{Fabric{Transport: TransportOFI}, false},
+		{Fabric{Transport: TransportOFI, Provider: "tcp ofi_rxm"}, false},
+		{Fabric{Transport: TransportOFI, Provider: string(bytes.Repeat([]byte("x"), MaxProviderBytes+1))}, false},
+	} {
+		if err := tc.f.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok %v", tc.f, err, tc.ok)
+		} else if err != nil && !errors.Is(err, ErrProtocol) {
+			t.Errorf("%+v: %v does not wrap ErrProtocol", tc.f, err)
+		}
+	}
+	if _, err := encode(Settings{Mode: ModeSend, QPs: 1, MsgBytes: 1, Fabric: Fabric{Transport: TransportOFI}}); !errors.Is(err, ErrProtocol) {
+		t.Errorf("settings without a provider: %v", err)
+	}
+	for s, want := range map[string]Transport{"verbs": TransportVerbs, "OFI": TransportOFI, "libfabric": TransportOFI} {
+		if got, err := ParseTransport(s); err != nil || got != want {
+			t.Errorf("ParseTransport(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseTransport("tcp"); err == nil {
+		t.Error("ParseTransport(tcp) accepted")
+	}
+}
+
+// FuzzDecode feeds arbitrary payloads of every message type to the decoder,
+// version 7's transport-dependent queue-pair tables and 64-bit keys
+// included: it must never panic, and whatever it accepts must survive a
+// re-encode/decode round trip unchanged. Corpus: testdata/fuzz/FuzzDecode.
+func FuzzDecode(f *testing.F) {
+	for _, m := range sampleMessages() {
+		b, err := encode(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[0], b[5:])
+	}
+	f.Fuzz(func(t *testing.T, typ byte, payload []byte) {
+		m, err := Decode(typ, payload)
+		if err != nil {
+			return
+		}
+		b, err := encode(m)
+		if err != nil {
+			t.Fatalf("re-encode accepted %+v: %v", m, err)
+		}
+		m2, err := Decode(b[0], b[5:])
+		if err != nil {
+			t.Fatalf("decode re-encoded %+v: %v", m, err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed %+v into %+v", m, m2)
+		}
+	})
 }

@@ -21,6 +21,10 @@
 // Constructors clean up after a partial failure. Live counts open objects so tests fail on
 // leaks.
 //
+// A CQ opened with CQConfig.WaitFD has a file-descriptor wait object (CQ.WaitFD) that a
+// caller can poll together with others after Domain.TryWait (fi_trywait) says nothing is
+// ready.
+//
 // Operations carry a 64-bit ID that libfabric hands back as the completion's context (an
 // integer, never a Go pointer). Endpoint.Send, Recv, Write and WriteData post one
 // operation; Endpoint.Post posts a batch (sends, receives, writes, with remote CQ data) in

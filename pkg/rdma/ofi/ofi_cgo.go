@@ -22,7 +22,7 @@ package ofi
 
 static int ofi_getinfo(const char *prov, const char *dom, const char *node, const char *service,
                        int source, uint64_t caps, uint64_t mode, int mr_mode, uint64_t tx_op_flags,
-                       struct fi_info **out) {
+                       uint64_t msg_order, struct fi_info **out) {
 	struct fi_info *h = fi_allocinfo();
 	if (!h) return -FI_ENOMEM;
 	h->caps = caps;
@@ -30,6 +30,8 @@ static int ofi_getinfo(const char *prov, const char *dom, const char *node, cons
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->mr_mode = mr_mode;
 	h->tx_attr->op_flags = tx_op_flags;
+	h->tx_attr->msg_order = msg_order;
+	h->rx_attr->msg_order = msg_order;
 	if (prov) h->fabric_attr->prov_name = strdup(prov);
 	if (dom) h->domain_attr->name = strdup(dom);
 	int rc = fi_getinfo(OFI_API, node, service, source ? FI_SOURCE : 0, h, out);
@@ -67,8 +69,18 @@ static int ofi_cq_open(struct fid_domain *d, size_t size, int wait, struct fid_c
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.format = FI_CQ_FORMAT_DATA;
-	a.wait_obj = wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
+	a.wait_obj = wait == 2 ? FI_WAIT_FD : wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
 	return fi_cq_open(d, &a, cq, NULL);
+}
+
+static int ofi_cq_waitfd(struct fid_cq *cq, int *fd) { return fi_control(&cq->fid, FI_GETWAIT, fd); }
+
+// fi_trywait over up to 64 completion queues: 0 when the caller may block on their wait fds.
+static int ofi_trywait(struct fid_fabric *f, struct fid_cq **cqs, int n) {
+	struct fid *fids[64];
+	if (n > 64) n = 64;
+	for (int i = 0; i < n; i++) fids[i] = &cqs[i]->fid;
+	return fi_trywait(f, fids, n);
 }
 
 struct ofi_cqe {
@@ -214,7 +226,7 @@ func getinfo(h Hints) (*C.struct_fi_info, error) {
 	}
 	var list *C.struct_fi_info
 	rc := C.ofi_getinfo(prov, dom, node, svc, source, C.uint64_t(h.Caps), C.uint64_t(SupportedModes),
-		C.int(SupportedMRModes), C.uint64_t(txOpFlags(h)), &list)
+		C.int(SupportedMRModes), C.uint64_t(txOpFlags(h)), C.uint64_t(h.MsgOrder), &list)
 	if rc == -C.FI_ENODATA {
 		return nil, fmt.Errorf("discover libfabric providers (%s): no provider matches (the binding honours mode bits %v and MR modes %v): %w",
 			describeHints(h), SupportedModes, SupportedMRModes, callErr("fi_getinfo", rc))
@@ -233,7 +245,7 @@ func txOpFlags(h Hints) uint64 {
 }
 
 func describeHints(h Hints) string {
-	s := fmt.Sprintf("provider %q domain %q caps %v endpoint FI_EP_RDM delivery-complete %v", h.Provider, h.Domain, h.Caps, h.DeliveryComplete)
+	s := fmt.Sprintf("provider %q domain %q caps %v endpoint FI_EP_RDM delivery-complete %v msg_order %v", h.Provider, h.Domain, h.Caps, h.DeliveryComplete, h.MsgOrder)
 	if h.Node != "" || h.Service != "" {
 		s += fmt.Sprintf(" node %q service %q source %v", h.Node, h.Service, h.Source)
 	}
@@ -270,6 +282,8 @@ func infoOf(i *C.struct_fi_info) Info {
 		TxSize:       int(i.tx_attr.size),
 		RxSize:       int(i.rx_attr.size),
 		DataProgress: Progress(i.domain_attr.data_progress),
+		TxMsgOrder:   Order(i.tx_attr.msg_order),
+		RxMsgOrder:   Order(i.rx_attr.msg_order),
 	}
 }
 
@@ -452,6 +466,7 @@ func (a *AV) Close() error {
 type CQ struct {
 	d       *Domain
 	cq      *C.struct_fid_cq
+	fd      int // FI_WAIT_FD's file descriptor (-1: none)
 	canWait bool
 	noWait  string // why there is no wait object, when asked for
 }
@@ -462,8 +477,23 @@ func (d *Domain) OpenCQ(cfg CQConfig) (*CQ, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	q := &CQ{d: d}
-	if cfg.Wait {
+	q := &CQ{d: d, fd: -1}
+	if cfg.WaitFD {
+		rc := C.ofi_cq_open(d.domain, C.size_t(cfg.Size), 2, &q.cq)
+		if rc == 0 {
+			var fd C.int
+			if rc = C.ofi_cq_waitfd(q.cq, &fd); rc == 0 {
+				q.canWait, q.fd = true, int(fd)
+			} else {
+				q.noWait = callErr("fi_control FI_GETWAIT", rc).Error()
+				_ = C.ofi_close(C.ofi_fid_cq(q.cq))
+				q.cq = nil
+			}
+		} else {
+			q.noWait = callErr("fi_cq_open with FI_WAIT_FD", rc).Error()
+		}
+	}
+	if cfg.Wait && q.cq == nil {
 		rc := C.ofi_cq_open(d.domain, C.size_t(cfg.Size), 1, &q.cq)
 		q.canWait = rc == 0
 		if rc != 0 {
@@ -480,6 +510,40 @@ func (d *Domain) OpenCQ(cfg CQConfig) (*CQ, error) {
 	d.cqs[q] = struct{}{}
 	d.mu.Unlock()
 	return q, nil
+}
+
+// WaitFD is the file descriptor of a CQ opened with CQConfig.WaitFD (fi_control
+// FI_GETWAIT): it polls readable when the CQ may have completions. Call TryWait before
+// blocking on it. ok is false for a CQ without one.
+func (q *CQ) WaitFD() (fd int, ok bool) {
+	if q == nil || q.cq == nil || q.fd < 0 || !q.canWait {
+		return -1, false
+	}
+	return q.fd, true
+}
+
+// TryWait runs fi_trywait over cqs (at most 64, all of this domain, opened with WaitFD):
+// nil when the caller may block on their wait fds, an error matching ErrAgain when it
+// must read them first.
+func (d *Domain) TryWait(cqs []*CQ) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if len(cqs) == 0 || len(cqs) > 64 {
+		return fmt.Errorf("fi_trywait over %d completion queues: want 1..64", len(cqs))
+	}
+	ptrs := (*[64]*C.struct_fid_cq)(C.malloc(C.size_t(64) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(ptrs))
+	for i, q := range cqs {
+		if q == nil || q.cq == nil {
+			return fmt.Errorf("fi_trywait: completion queue %d: %w", i, ErrClosed)
+		}
+		ptrs[i] = q.cq
+	}
+	if rc := C.ofi_trywait(d.fabric, &ptrs[0], C.int(len(cqs))); rc != 0 {
+		return callErr("fi_trywait", rc)
+	}
+	return nil
 }
 
 // CanWait reports whether ReadWait can sleep; when not, why (the provider's refusal, or
@@ -896,6 +960,10 @@ const (
 	_ uint64 = 0 - (uint64(C.FI_MR_RMA_EVENT) ^ uint64(MRRMAEvent))
 	_ uint64 = 0 - (uint64(C.FI_MR_ENDPOINT) ^ uint64(MREndpoint))
 	_ uint64 = 0 - (uint64(C.FI_MR_HMEM) ^ uint64(MRHMem))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_WAW) ^ uint64(OrderWAW))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_WAS) ^ uint64(OrderWAS))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_SAW) ^ uint64(OrderSAW))
+	_ uint64 = 0 - (uint64(C.FI_ORDER_SAS) ^ uint64(OrderSAS))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_AUTO) ^ uint64(ProgressAuto))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_MANUAL) ^ uint64(ProgressManual))
 	_ uint64 = 0 - (uint64(C.FI_EAGAIN) ^ eagain)

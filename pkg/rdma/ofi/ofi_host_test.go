@@ -594,3 +594,84 @@ func TestPostRefusesWhatItCannotPost(t *testing.T) {
 		t.Errorf("Post on a closed endpoint: %v", err)
 	}
 }
+
+// A CQ opened with WaitFD has a file descriptor that polls readable once a completion may
+// be there (after TryWait let the caller block); shm has none and says so.
+func TestWaitFDWakesOnACompletion(t *testing.T) {
+	checkNoLeaks(t)
+	h := providers[0].hints
+	a, b := openSide(t, h, false), openSide(t, h, false)
+	cq, err := b.d.OpenCQ(CQConfig{Size: 64, WaitFD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, ok := cq.WaitFD()
+	if !ok || fd < 0 {
+		t.Fatalf("tcp;ofi_rxm CQ without a wait fd: %d %v", fd, ok)
+	}
+	ep, err := b.d.OpenEndpoint(EndpointConfig{AV: b.av, TxCQ: cq, RxCQ: cq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := ep.Name()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbuf := mmapped(t, 4096)
+	rmr := register(t, b.d, rbuf, CapRecv)
+	post(t, func() error { return ep.Recv(rmr.Local(0, 4096), 9) }, b)
+	if err := b.d.TryWait([]*CQ{cq}); err != nil && !errors.Is(err, ErrAgain) {
+		t.Fatal(err)
+	}
+	peer, err := a.av.Insert(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbuf := mmapped(t, 4096)
+	smr := register(t, a.d, sbuf, CapSend)
+	var got []Completion
+	readCQ := func() {
+		buf := make([]Completion, 4)
+		n, err := cq.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	g := newHangGuard()
+	for err := a.ep.Send(smr.Local(0, 100), peer, 1); err != nil; err = a.ep.Send(smr.Local(0, 100), peer, 1) {
+		if !errors.Is(err, ErrAgain) {
+			t.Fatal(err)
+		}
+		a.poll(t)
+		readCQ()
+		g.check(t, err.Error())
+	}
+	for len(got) == 0 {
+		a.poll(t)
+		if b.d.TryWait([]*CQ{cq}) == nil { // nothing ready: block on the fd (1 ms at a time, for the sender's progress)
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			_, _ = unix.Poll(fds, 1)
+		}
+		readCQ()
+		g.check(t, "the receive's completion")
+	}
+	if got[0].ID != 9 || got[0].Len != 100 || got[0].Err != nil {
+		t.Fatalf("completion %+v", got[0])
+	}
+	shm, err := Open(providers[2].hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = shm.Close() }()
+	scq, err := shm.OpenCQ(CQConfig{WaitFD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd, ok := scq.WaitFD(); ok {
+		t.Logf("shm offers a wait fd %d", fd)
+	}
+	if err := shm.TryWait(nil); err == nil {
+		t.Error("TryWait over no CQ accepted")
+	}
+}

@@ -52,6 +52,12 @@ func (q *CQ) ReadWait([]Completion, time.Duration) (int, error) { return 0, ErrN
 // Close closes the completion queue. Idempotent.
 func (q *CQ) Close() error { return nil }
 
+// WaitFD has no file descriptor here.
+func (q *CQ) WaitFD() (int, bool) { return -1, false }
+
+// TryWait returns ErrNotSupported.
+func (d *Domain) TryWait([]*CQ) error { return ErrNotSupported }
+
 // MR is a registered memory region.
 type MR struct{}
 

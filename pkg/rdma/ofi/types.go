@@ -165,7 +165,34 @@ type Hints struct {
 	// tcp;ofi_rxm and shm complete such a write successfully and the target drops it
 	// without a completion (seen with libfabric 1.17).
 	DeliveryComplete bool
+	// MsgOrder is the message ordering the endpoints must keep, transmit and receive side
+	// (tx_attr and rx_attr msg_order), e.g. OrderSAS for sends that match posted receives
+	// in the order sent; a provider that cannot keep it is not offered.
+	MsgOrder Order
 }
+
+// Order is a set of message-ordering bits (msg_order): operations of the second kind
+// are processed after operations of the first kind posted before them on one endpoint.
+type Order uint64
+
+// Ordering bits, with libfabric's values (RMA read ordering is not used).
+const (
+	OrderWAW Order = 1 << 4 // write after write
+	OrderWAS Order = 1 << 5 // write after send
+	OrderSAW Order = 1 << 7 // send after write
+	OrderSAS Order = 1 << 8 // send after send
+)
+
+var orderNames = []bitName{
+	{1 << 0, "FI_ORDER_RAR"}, {1 << 1, "FI_ORDER_RAW"}, {1 << 2, "FI_ORDER_RAS"}, {1 << 3, "FI_ORDER_WAR"},
+	{uint64(OrderWAW), "FI_ORDER_WAW"}, {uint64(OrderWAS), "FI_ORDER_WAS"}, {1 << 6, "FI_ORDER_SAR"},
+	{uint64(OrderSAW), "FI_ORDER_SAW"}, {uint64(OrderSAS), "FI_ORDER_SAS"}, {1 << 16, "FI_ORDER_DATA"},
+	{1 << 32, "FI_ORDER_RMA_RAR"}, {1 << 33, "FI_ORDER_RMA_RAW"}, {1 << 34, "FI_ORDER_RMA_WAR"},
+	{1 << 35, "FI_ORDER_RMA_WAW"}, {1 << 36, "FI_ORDER_ATOMIC_RAR"}, {1 << 37, "FI_ORDER_ATOMIC_RAW"},
+	{1 << 38, "FI_ORDER_ATOMIC_WAR"}, {1 << 39, "FI_ORDER_ATOMIC_WAW"},
+}
+
+func (o Order) String() string { return bitString(uint64(o), orderNames) }
 
 // Progress is a data or control progress model (enum fi_progress).
 type Progress int
@@ -203,11 +230,13 @@ type Info struct {
 	RxSize     int
 	// DataProgress is manual when completions are only progressed by reading the CQs.
 	DataProgress Progress
+	// TxMsgOrder and RxMsgOrder are the message ordering the endpoints keep.
+	TxMsgOrder, RxMsgOrder Order
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("provider %q fabric %q domain %q caps %v mode %v mr_mode %v max_msg_size %d cq_data_size %d mr_key_size %d",
-		i.Provider, i.Fabric, i.Domain, i.Caps, i.Mode, i.MRMode, i.MaxMsgSize, i.CQDataSize, i.MRKeySize)
+	return fmt.Sprintf("provider %q fabric %q domain %q caps %v mode %v mr_mode %v max_msg_size %d cq_data_size %d mr_key_size %d msg_order tx %v rx %v",
+		i.Provider, i.Fabric, i.Domain, i.Caps, i.Mode, i.MRMode, i.MaxMsgSize, i.CQDataSize, i.MRKeySize, i.TxMsgOrder, i.RxMsgOrder)
 }
 
 // Addr is a peer's address in an address vector (fi_addr_t).
@@ -280,6 +309,9 @@ type CQConfig struct {
 	// Wait asks for a wait object so ReadWait can sleep; where the provider has none the CQ
 	// is opened without and CQ.CanWait reports false.
 	Wait bool
+	// WaitFD asks for a file-descriptor wait object (FI_WAIT_FD) a caller can poll with
+	// others (CQ.WaitFD, Domain.TryWait); where the provider refuses one, Wait decides.
+	WaitFD bool
 }
 
 // EndpointConfig binds an endpoint's address vector and completion queues.

@@ -17,6 +17,7 @@ func TestBitStrings(t *testing.T) {
 		{(MRVirtAddr | MRProvKey | MRLocal | MRAllocated).String(), "[FI_MR_LOCAL FI_MR_VIRT_ADDR FI_MR_ALLOCATED FI_MR_PROV_KEY]"},
 		{MREndpoint.String(), "[FI_MR_ENDPOINT]"},
 		{ProgressManual.String(), "manual"},
+		{(OrderSAS | OrderWAW | 1<<16).String(), "[FI_ORDER_WAW FI_ORDER_SAS FI_ORDER_DATA]"},
 		{Progress(9).String(), "unspec"},
 	} {
 		if c.got != c.want {

@@ -1,0 +1,390 @@
+package ofifabric
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/wire"
+	"github.com/ringcap/ringcap/pkg/rdma/ofi"
+)
+
+// qp is one "queue pair": an RDM endpoint with its own address vector and
+// completion queue, talking to one peer endpoint.
+type qp struct {
+	av   *ofi.AV
+	cq   *ofi.CQ
+	ep   *ofi.Endpoint
+	name []byte
+	peer ofi.Addr
+	tx   txOrder
+}
+
+// endpoint is N RDM endpoints. A mutex serialises every call into
+// libfabric (PostSend may come from several goroutines, one per queue pair).
+type endpoint struct {
+	d    *ofi.Domain
+	recv bool    // receiver side: every completion is a receive
+	w    *waiter // receiver: sleeps until a completion may be there (nil: poll)
+	// wideData: remote CQ data has 8 bytes, and a write's length rides in
+	// its upper half (see writeData).
+	wideData bool
+
+	mu      sync.Mutex
+	qps     []*qp
+	rxBlock func(block int, off, n uint64) ofi.Local // receiver: ring memory
+	postImm bool                                     // FI_RX_CQ_DATA: an immediate consumes a posted receive
+	immRecv ofi.Local                                // what such a receive points at (0 bytes)
+	sendMR  *ofi.MR                                  // sender: the send buffer
+	stash   []fabric.Completion                      // translated, not yet returned by Poll
+	buf     []ofi.Completion
+	ops     []ofi.Op
+	next    int
+	closed  bool
+}
+
+func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (ep *endpoint, err error) {
+	if cfg.QPs < 1 || cfg.QPs > wire.MaxQPs {
+		return nil, fmt.Errorf("open %d endpoints: want 1..%d", cfg.QPs, wire.MaxQPs)
+	}
+	ep = &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
+	defer func() {
+		if err != nil {
+			_ = ep.Close()
+		}
+	}()
+	size := max(2*(cfg.SendDepth+cfg.RecvDepth), 256)
+	for i := range cfg.QPs {
+		q := &qp{}
+		ep.qps = append(ep.qps, q)
+		if q.av, err = d.OpenAV(1); err != nil {
+			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
+		}
+		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: recv}); err != nil {
+			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
+		}
+		if q.ep, err = d.OpenEndpoint(ofi.EndpointConfig{AV: q.av, TxCQ: q.cq, RxCQ: q.cq}); err != nil {
+			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
+		}
+		if q.name, err = q.ep.Name(); err != nil {
+			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
+		}
+		if len(q.name) > wire.MaxAddrBytes {
+			return nil, fmt.Errorf("endpoint %d: its %d-byte address exceeds the handshake's %d bytes", i, len(q.name), wire.MaxAddrBytes)
+		}
+	}
+	if recv {
+		cqs := make([]*ofi.CQ, len(ep.qps))
+		for i, q := range ep.qps {
+			cqs[i] = q.cq
+		}
+		ep.w, _ = newWaiter(cqs) // without one the receive loop polls
+	}
+	return ep, nil
+}
+
+// Arm implements fabric.Notifier: after fi_trywait says nothing is ready,
+// the next Events value comes when a completion queue's wait fd wakes;
+// when something is ready, at once.
+func (ep *endpoint) Arm() error {
+	if ep.w == nil {
+		return errors.New("arm: the completion queues have no wait fds")
+	}
+	ep.mu.Lock()
+	cqs := make([]*ofi.CQ, len(ep.qps))
+	for i, q := range ep.qps {
+		cqs[i] = q.cq
+	}
+	err := ep.d.TryWait(cqs)
+	ep.mu.Unlock()
+	switch {
+	case errors.Is(err, ofi.ErrAgain):
+		ep.w.notify()
+	case err != nil:
+		return err
+	default:
+		ep.w.sleep()
+	}
+	return nil
+}
+
+// Events implements fabric.Notifier.
+func (ep *endpoint) Events() <-chan struct{} {
+	if ep.w == nil {
+		return nil
+	}
+	return ep.w.events
+}
+
+// Local implements fabric.Endpoint: each endpoint's address.
+func (ep *endpoint) Local() []wire.QPInfo {
+	out := make([]wire.QPInfo, len(ep.qps))
+	for i, q := range ep.qps {
+		out[i] = wire.QPInfo{Addr: q.name}
+	}
+	return out
+}
+
+// Connect implements fabric.Endpoint: each peer address goes into its
+// endpoint's address vector.
+func (ep *endpoint) Connect(remote []wire.QPInfo) error {
+	if len(remote) != len(ep.qps) {
+		return fmt.Errorf("%d remote endpoints for %d local ones", len(remote), len(ep.qps))
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for i, q := range ep.qps {
+		a, err := q.av.Insert(remote[i].Addr)
+		if err != nil {
+			return fmt.Errorf("endpoint %d: %w", i, err)
+		}
+		q.peer = a
+	}
+	return nil
+}
+
+// PostRecv implements fabric.Endpoint. A receive without a scatter entry
+// (write mode) only exists where the provider's immediates consume one.
+func (ep *endpoint) PostRecv(qi int, wrs []fabric.RecvWR) error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ops := ep.ops[:0]
+	for _, w := range wrs {
+		o := ofi.Op{Kind: ofi.OpRecv, Peer: ofi.AddrUnspec, ID: w.ID}
+		switch {
+		case w.Length > 0:
+			o.Local = ep.rxBlock(w.Block, w.Offset, w.Length)
+		case ep.postImm:
+			o.Local = ep.immRecv
+		default:
+			continue
+		}
+		ops = append(ops, o)
+	}
+	ep.ops = ops
+	return ep.post(qi, ops)
+}
+
+// PostSend implements fabric.Endpoint: sends and writes carry the immediate
+// as remote CQ data. Every operation completes (see txOrder).
+func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	q := ep.qps[qi]
+	ops := ep.ops[:0]
+	for _, w := range wrs {
+		o := ofi.Op{Local: ep.sendMR.Local(w.Offset, int(w.Length)), Peer: q.peer, Data: uint64(w.Imm)}
+		switch w.Op {
+		case fabric.OpSendImm:
+			o.Kind, o.HasData = ofi.OpSend, true
+		case fabric.OpWriteImm:
+			o.Kind, o.HasData, o.Remote = ofi.OpWrite, true, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
+			o.Data = writeData(ep.wideData, w.Imm, w.Length)
+		case fabric.OpWrite:
+			o.Kind, o.Remote = ofi.OpWrite, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
+		default:
+			return fmt.Errorf("post send: unknown op %d", w.Op)
+		}
+		ops = append(ops, o)
+	}
+	for i := range ops {
+		ops[i].ID = q.tx.push(wrs[i].ID, wrs[i].Signaled)
+	}
+	ep.ops = ops
+	if err := ep.post(qi, ops); err != nil {
+		q.tx.drop(len(ops) - postedOf(err))
+		return err
+	}
+	return nil
+}
+
+// stallLimit bounds how long a post waits for a provider that takes
+// nothing (FI_EAGAIN) while no completion arrives: a peer that is gone.
+const stallLimit = 30 * time.Second
+
+// partialPost is a post that failed after n operations went out.
+type partialPost struct {
+	n   int
+	err error
+}
+
+func (p *partialPost) Error() string { return p.err.Error() }
+func (p *partialPost) Unwrap() error { return p.err }
+
+func postedOf(err error) int {
+	var p *partialPost
+	if errors.As(err, &p) {
+		return p.n
+	}
+	return 0
+}
+
+// post posts ops on endpoint qi; while the provider answers FI_EAGAIN it
+// reads the completion queues (libfabric progresses there), keeping what it
+// read for Poll, and posts the rest.
+func (ep *endpoint) post(qi int, ops []ofi.Op) error {
+	if ep.closed {
+		return errors.New("post: endpoint closed")
+	}
+	done := 0
+	last := time.Now()
+	for done < len(ops) {
+		n, err := ep.qps[qi].ep.Post(ops[done:])
+		done += n
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ofi.ErrAgain) {
+			return &partialPost{n: done, err: fmt.Errorf("endpoint %d: %w", qi, err)}
+		}
+		got, rerr := ep.readAll()
+		if rerr != nil {
+			return &partialPost{n: done, err: rerr}
+		}
+		if n > 0 || got > 0 {
+			last = time.Now()
+		} else if time.Since(last) > stallLimit {
+			return &partialPost{n: done, err: fmt.Errorf("endpoint %d: the provider took no operation and completed none for %v: %w", qi, stallLimit, err)}
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
+
+// Poll implements fabric.Endpoint.
+func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if len(ep.stash) < len(wcs) && !ep.closed {
+		if _, err := ep.readAll(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(wcs, ep.stash)
+	ep.stash = ep.stash[:copy(ep.stash, ep.stash[n:])]
+	return n, nil
+}
+
+// readAll reads every completion queue once, round robin from where the
+// last read stopped, into the stash; it returns the entries read.
+func (ep *endpoint) readAll() (int, error) {
+	total := 0
+	for range ep.qps {
+		qi := ep.next
+		ep.next = (ep.next + 1) % len(ep.qps)
+		n, err := ep.qps[qi].cq.Read(ep.buf)
+		if err != nil {
+			return total, fmt.Errorf("endpoint %d: %w", qi, err)
+		}
+		for _, c := range ep.buf[:n] {
+			ep.translate(qi, c)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// translate turns one libfabric completion of endpoint qi into the
+// engine's, in the stash: receives (and remote writes) at once, transmit
+// completions in posting order, signalled ones only.
+func (ep *endpoint) translate(qi int, c ofi.Completion) {
+	switch {
+	case c.Err != nil:
+		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: ep.recv,
+			Err: &fabric.WCError{QP: qi, Status: c.Err.Error(), Recv: ep.recv}})
+	case c.Flags&ofi.CapRemoteWrite != 0:
+		imm, n := writeOf(ep.wideData, c)
+		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: n, Imm: imm})
+	case c.Flags&ofi.CapRecv != 0:
+		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Len), Imm: uint32(c.Data)})
+	default:
+		ep.stash = ep.qps[qi].tx.complete(c.ID, qi, ep.stash)
+	}
+}
+
+// writeData is the remote CQ data of a write carrying the immediate imm and
+// n bytes: with 8 bytes of CQ data the length rides in the upper half, since
+// tcp;ofi_rxm (libfabric 1.17) completes remote writes with len 0; with 4
+// (EFA) the completion's len has to do.
+func writeData(wide bool, imm uint32, n uint64) uint64 {
+	if wide {
+		return uint64(imm) | n<<32
+	}
+	return uint64(imm)
+}
+
+// writeOf is the immediate and byte count of a remote write's completion.
+func writeOf(wide bool, c ofi.Completion) (imm, n uint32) {
+	if wide {
+		return uint32(c.Data), uint32(c.Data >> 32)
+	}
+	return uint32(c.Data), uint32(c.Len)
+}
+
+// Close closes every endpoint, then the address vectors and completion
+// queues; idempotent.
+func (ep *endpoint) Close() error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.closed {
+		return nil
+	}
+	ep.closed = true
+	if ep.w != nil {
+		ep.w.close() // before the completion queues whose fds it polls
+	}
+	var errs []error
+	for _, q := range ep.qps {
+		errs = append(errs, q.ep.Close())
+	}
+	for _, q := range ep.qps {
+		errs = append(errs, q.av.Close(), q.cq.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// txOrder is an endpoint's transmit operations in posting order. Each
+// operation's libfabric context is its sequence number; a signalled one's
+// completion reaches the engine once every operation posted before it has
+// completed, as on an RC queue pair.
+type txOrder struct {
+	head uint64 // sequence number of pend[0]
+	pend []txOp
+}
+
+type txOp struct {
+	id       uint64 // the engine's work-request ID
+	signaled bool
+	done     bool
+}
+
+// push records an operation and returns its sequence number.
+func (t *txOrder) push(id uint64, signaled bool) uint64 {
+	t.pend = append(t.pend, txOp{id: id, signaled: signaled})
+	return t.head + uint64(len(t.pend)-1)
+}
+
+// drop forgets the last n operations (they were not posted).
+func (t *txOrder) drop(n int) { t.pend = t.pend[:len(t.pend)-n] }
+
+// complete marks operation seq done and appends the signalled completions
+// it releases, in order, to out.
+func (t *txOrder) complete(seq uint64, qi int, out []fabric.Completion) []fabric.Completion {
+	if seq < t.head || seq-t.head >= uint64(len(t.pend)) {
+		return out // not ours (already released): nothing to do
+	}
+	t.pend[seq-t.head].done = true
+	k := 0
+	for k < len(t.pend) && t.pend[k].done {
+		if t.pend[k].signaled {
+			out = append(out, fabric.Completion{ID: t.pend[k].id, QP: qi})
+		}
+		k++
+	}
+	t.pend = t.pend[k:]
+	t.head += uint64(k)
+	return out
+}
