@@ -104,8 +104,8 @@ const (
 	LinkLayerEthernet    = "Ethernet"
 	LinkLayerInfiniBand  = "InfiniBand"
 	LinkLayerUnspecified = "Unspecified"
-	GIDTypeRoCEv2       = "RoCE v2"
-	GIDTypeRoCEv1       = "IB/RoCE v1"
+	GIDTypeRoCEv2        = "RoCE v2"
+	GIDTypeRoCEv1        = "IB/RoCE v1"
 )
 
 // RoCEVersion returns "2" for RoCE v2 GIDs and "1" for IB/RoCE v1 ones.
