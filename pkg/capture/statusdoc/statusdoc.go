@@ -88,11 +88,17 @@ type Status struct {
 	MemoryRegistration MemoryRegistration `json:"memoryRegistration"`
 	QueuePairs         int                `json:"queuePairs"`
 	TransferMode       string             `json:"transferMode"`
-	BusyPoll           bool               `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
-	BytesReceived      uint64             `json:"bytesReceived"`
-	BlocksFilled       uint64             `json:"blocksFilled"`
-	Observations       int                `json:"observations"`
-	RateBytesPerSecond float64            `json:"rateBytesPerSecond"`
+	// Transport is the transport the receiver runs, "verbs" or "ofi" (libfabric); empty
+	// from receivers that predate the choice (they run verbs).
+	Transport string `json:"transport,omitempty"`
+	// OFIProvider is the libfabric provider in use with transport "ofi" (the one
+	// chosen, e.g. "efa" or "tcp;ofi_rxm", also when none was asked for).
+	OFIProvider        string  `json:"ofiProvider,omitempty"`
+	BusyPoll           bool    `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
+	BytesReceived      uint64  `json:"bytesReceived"`
+	BlocksFilled       uint64  `json:"blocksFilled"`
+	Observations       int     `json:"observations"`
+	RateBytesPerSecond float64 `json:"rateBytesPerSecond"`
 	// HeldBackSeconds is the time the receiver has been held back by its
 	// ring's readers (no block free for the stream), the hold going on now
 	// included.
