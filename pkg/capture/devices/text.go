@@ -12,31 +12,50 @@ import (
 // libfabric providers (one line a domain).
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERBS DEVICE\tDRIVER\tPORT\tSTATE\tLINK LAYER\tGID\tMODES (--transport verbs)")
+	p := &printer{w: tw}
+	p.line("VERBS DEVICE\tDRIVER\tPORT\tSTATE\tLINK LAYER\tGID\tMODES (--transport verbs)")
 	if len(r.Verbs) == 0 {
-		fmt.Fprintln(tw, "(none)\t\t\t\t\t\t")
+		p.line("(none)\t\t\t\t\t\t")
 	}
 	for _, d := range r.Verbs {
-		for _, p := range d.Ports {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Name, orDash(d.Driver), p.Port, p.State, p.LinkLayer, gidText(p), modesText(d.Modes, d.Note))
+		for _, vp := range d.Ports {
+			p.line("%s\t%s\t%d\t%s\t%s\t%s\t%s", d.Name, orDash(d.Driver), vp.Port, vp.State, vp.LinkLayer, gidText(vp), modesText(d.Modes, d.Note))
 		}
 	}
 	for _, s := range r.Skipped {
-		fmt.Fprintf(tw, "skipped: %s\n", s)
+		p.line("skipped: %s", s)
 	}
-	fmt.Fprintln(tw)
+	p.line("")
 	if !r.OFI.Available {
-		fmt.Fprintf(tw, "libfabric: %s\n", r.OFI.Error)
-		return tw.Flush()
+		p.line("libfabric: %s", r.OFI.Error)
+	} else {
+		p.line("LIBFABRIC PROVIDER (FI_EP_RDM)\tDOMAIN\tRMA\tMSG\tREMOTE CQ DATA\tMR MODE\tMAX MESSAGE\tMODES (--transport ofi --ofi-provider P --ofi-domain D)")
+		if len(r.OFI.Providers) == 0 {
+			p.line("(none)\t\t\t\t\t\t\t")
+		}
+		for _, o := range r.OFI.Providers {
+			p.line("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", o.Provider, o.Domain, yesNo(o.RMA), yesNo(o.Msg), cqDataText(o), o.MRMode, sizeText(o.MaxMsgSize), modesText(o.Modes, o.Missing))
+		}
 	}
-	fmt.Fprintln(tw, "LIBFABRIC PROVIDER (FI_EP_RDM)\tDOMAIN\tRMA\tMSG\tREMOTE CQ DATA\tMR MODE\tMAX MESSAGE\tMODES (--transport ofi --ofi-provider P --ofi-domain D)")
-	if len(r.OFI.Providers) == 0 {
-		fmt.Fprintln(tw, "(none)\t\t\t\t\t\t\t")
+	if p.err != nil {
+		return fmt.Errorf("write device list: %w", p.err)
 	}
-	for _, p := range r.OFI.Providers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Provider, p.Domain, yesNo(p.RMA), yesNo(p.Msg), cqDataText(p), p.MRMode, sizeText(p.MaxMsgSize), modesText(p.Modes, p.Missing))
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write device list: %w", err)
 	}
-	return tw.Flush()
+	return nil
+}
+
+// printer writes lines and keeps the first error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
 }
 
 // gidText is the chosen GID, or why there is none (its first clause: -o json has all).
