@@ -118,8 +118,8 @@ func (s devState) env() map[string]string {
 		EnvPort:      strconv.Itoa(s.port.Num),
 		EnvGIDReason: s.gidReason,
 	}
-	if s.dev.EFA() {
-		e[EnvTransport], e[EnvOFIProvider], e[EnvOFIDomain] = efaTransport, efaProvider, s.dev.Name+efaDomainSuffix
+	for k, v := range OFIEnv(s.dev) {
+		e[k] = v
 	}
 	if s.gid != nil {
 		e[EnvGIDIndex] = strconv.Itoa(s.gid.Index)
@@ -128,6 +128,15 @@ func (s devState) env() map[string]string {
 		e[EnvRoCEVersion] = s.gid.RoCEVersion()
 	}
 	return e
+}
+
+// OFIEnv is the environment that tells a pod to drive the device through libfabric: for
+// an EFA, the efa provider on the device's reliable-datagram domain; nil for other devices.
+func OFIEnv(d rdma.Device) map[string]string {
+	if !d.EFA() {
+		return nil
+	}
+	return map[string]string{EnvTransport: efaTransport, EnvOFIProvider: efaProvider, EnvOFIDomain: d.Name + efaDomainSuffix}
 }
 
 func gidString(g *rdma.GID) string {
