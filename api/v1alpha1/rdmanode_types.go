@@ -48,7 +48,7 @@ type RDMADevice struct {
 	// nodeGUID is the device's node GUID as ibv_devinfo prints it.
 	// +optional
 	NodeGUID string `json:"nodeGUID,omitempty"`
-	// nodeType is CA, RNIC, switch or router.
+	// nodeType is CA, RNIC, switch, router or unspecified (AWS EFA).
 	// +optional
 	NodeType string `json:"nodeType,omitempty"`
 	// driver is the kernel driver (mlx5_core, rdma_rxe).
@@ -101,7 +101,7 @@ type RDMAPort struct {
 	// physState is the physical state (LinkUp, Disabled, ...).
 	// +optional
 	PhysState string `json:"physState,omitempty"`
-	// linkLayer is Ethernet (RoCE) or InfiniBand.
+	// linkLayer is Ethernet (RoCE), InfiniBand or Unspecified (AWS EFA).
 	// +optional
 	LinkLayer string `json:"linkLayer,omitempty"`
 	// activeMTU is the RoCE path MTU derived from the netdev MTU; 0 when unknown.
@@ -120,7 +120,8 @@ type RDMAPort struct {
 	// +listMapKey=index
 	GIDs []RDMAGID `json:"gids,omitempty"`
 	// chosenGIDIndex is the GID index pods are told to use (RINGCAP_GID_INDEX) under
-	// the pool's GID policy; absent when no GID matches.
+	// the pool's GID policy; absent when no GID matches, and on EFA devices (libfabric
+	// addresses them; pods get RINGCAP_TRANSPORT=ofi instead).
 	// +optional
 	ChosenGIDIndex *int32 `json:"chosenGIDIndex,omitempty"`
 	// gidReason explains the choice, or why there is none.

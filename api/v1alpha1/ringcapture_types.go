@@ -33,6 +33,7 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Blocks",type=integer,JSONPath=`.status.running.blocks`,priority=1,description="Data blocks of the running ring (status.running.blocks)"
 // +kubebuilder:printcolumn:name="Block bytes",type=integer,JSONPath=`.status.running.blockBytes`,priority=1,description="Bytes per data block of the running ring (status.running.blockBytes)"
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.observation.source`,priority=1,description="SOURCE of the current (or last) observation's header"
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.running.transport`,priority=1,description="The transport the receiver runs: Verbs or OFI (status.running.transport; the provider is status.running.ofiProvider)"
 // +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
@@ -261,6 +262,19 @@ const (
 	MemoryRegistrationPerBlock MemoryRegistrationMode = "PerBlock"
 )
 
+// Transport is how the receiver reaches the RDMA device: raw verbs or libfabric.
+// +kubebuilder:validation:Enum=Verbs;OFI
+type Transport string
+
+const (
+	// TransportVerbs is raw verbs reliable-connected (RC) queue pairs (rdma-core):
+	// RoCE, InfiniBand, Soft-RoCE.
+	TransportVerbs Transport = "Verbs"
+	// TransportOFI is libfabric (OpenFabrics Interfaces) reliable-datagram endpoints:
+	// AWS EFA (provider efa), verbs;ofi_rxm, tcp;ofi_rxm, shm.
+	TransportOFI Transport = "OFI"
+)
+
 // ReceiverSpec configures `ringcap recv`.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.port) || !has(self.metricsPort) || self.port != self.metricsPort",message="receiver.metricsPort must differ from receiver.port (they default to 9100 and 18515): the handshake and /metrics cannot share a TCP port",fieldPath=".metricsPort"
@@ -268,7 +282,28 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.selector) || has(self.deviceClassName)",message="receiver.selector needs receiver.deviceClassName (a named resourceClaimTemplateName carries its own selectors)",fieldPath=".selector"
 // +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) || has(self.resourceClaimTemplateName)) || !has(self.resourceName) || self.resourceName == 'ringcap.io/rdma'",message="receiver.resourceName is the device plugin's extended resource: leave it unset when the device comes through a claim (deviceClassName or resourceClaimTemplateName)",fieldPath=".resourceName"
 // +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) || has(self.resourceClaimTemplateName)) || !has(self.resources) || ((!has(self.resources.requests) || !('ringcap.io/rdma' in self.resources.requests)) && (!has(self.resources.limits) || !('ringcap.io/rdma' in self.resources.limits)))",message="receiver.resources must not request ringcap.io/rdma when the device comes through a claim (deviceClassName or resourceClaimTemplateName): the pod would need a device from both",fieldPath=".resources"
+// +kubebuilder:validation:XValidation:rule="!has(self.ofiProvider) || (has(self.transport) && self.transport == 'OFI')",message="receiver.ofiProvider is only for receiver.transport OFI (libfabric); set transport: OFI or remove ofiProvider",fieldPath=".ofiProvider"
+// +kubebuilder:validation:XValidation:rule="!has(self.gidIndex) || !has(self.transport) || self.transport != 'OFI'",message="receiver.gidIndex is a verbs setting and cannot apply with receiver.transport OFI: libfabric providers address their endpoints themselves (EFA has no RoCE GID); remove gidIndex",fieldPath=".gidIndex"
 type ReceiverSpec struct {
+	// transport is how the receiver reaches the RDMA device: Verbs (raw verbs RC queue
+	// pairs: RoCE, InfiniBand, Soft-RoCE) or OFI (libfabric reliable-datagram endpoints:
+	// AWS EFA, or verbs;ofi_rxm and tcp;ofi_rxm elsewhere); `ringcap recv --transport`.
+	// A sender must use the same transport and provider.
+	// +kubebuilder:default=Verbs
+	// +optional
+	Transport Transport `json:"transport,omitempty"`
+
+	// ofiProvider is the libfabric provider with transport OFI, for example efa (AWS),
+	// verbs;ofi_rxm or tcp;ofi_rxm (`ringcap recv --ofi-provider`). By default the
+	// device plugin's (efa on EFA devices), else the first provider libfabric offers.
+	// Whether the node's provider can do the mode (RMA and remote CQ data for Write,
+	// messages for Send) is checked by the receiver when it starts.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*(;[a-z][a-z0-9_]*)*$`
+	// +optional
+	OFIProvider string `json:"ofiProvider,omitempty"`
+
 	// queuePairs is the number of RC queue pairs (connections) the receiver accepts.
 	// +kubebuilder:default=4
 	// +kubebuilder:validation:Minimum=1
@@ -315,7 +350,7 @@ type ReceiverSpec struct {
 	ReceiveDepth int32 `json:"receiveDepth,omitempty"`
 
 	// gidIndex overrides the GID index the receiver uses; by default the device
-	// plugin's choice (a RoCE v2 GID of the pod's address).
+	// plugin's choice (a RoCE v2 GID of the pod's address). Verbs only.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=255
 	// +optional
@@ -679,6 +714,18 @@ type RunningStatus struct {
 	// the attachment's name (and the interface when one was named).
 	// +optional
 	Network string `json:"network,omitempty"`
+	// transport is the transport the receiver runs: Verbs or OFI (libfabric).
+	// +optional
+	Transport string `json:"transport,omitempty"`
+	// ofiProvider is the libfabric provider the receiver runs with transport OFI (empty
+	// when the receiver has not reported it and none was given: then it is the device
+	// plugin's or the first one libfabric offers).
+	// +optional
+	OFIProvider string `json:"ofiProvider,omitempty"`
+	// transportSource says where transport and ofiProvider come from: the receiver's
+	// own report, or the receiver's arguments when it has not reported them.
+	// +optional
+	TransportSource string `json:"transportSource,omitempty"`
 	// allowedSenders is the receiver's sender allowlist as it was given: "any",
 	// "listen-subnet" (the subnet of the address it listens on) or CIDRs.
 	// +optional

@@ -172,6 +172,16 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 			[]string{"spec.network.allowedSenders[0]", "must be CIDRs such as 198.18.0.0/24"}, nil},
 		{"allowed sender prefix too long", `{network: {allowedSenders: ["10.0.0.0/8", "198.18.0.0/33"]}}`,
 			[]string{"spec.network.allowedSenders[1]", "must be CIDRs"}, nil},
+		{"unknown transport", `{receiver: {transport: UCX}}`, []string{"spec.receiver.transport", "Unsupported value", `"Verbs"`, `"OFI"`}, nil},
+		{"ofi provider with the default transport", `{receiver: {ofiProvider: efa}}`,
+			[]string{"spec.receiver.ofiProvider", "only for receiver.transport OFI"}, nil},
+		{"ofi provider with transport Verbs", `{receiver: {transport: Verbs, ofiProvider: "tcp;ofi_rxm"}}`,
+			[]string{"spec.receiver.ofiProvider", "only for receiver.transport OFI"}, nil},
+		{"ofi provider not a provider name", `{receiver: {transport: OFI, ofiProvider: "tcp; ofi_rxm"}}`,
+			[]string{"spec.receiver.ofiProvider", "should match"}, nil},
+		{"ofi provider empty", `{receiver: {transport: OFI, ofiProvider: ""}}`, []string{"spec.receiver.ofiProvider"}, nil},
+		{"gid index with transport OFI", `{receiver: {transport: OFI, ofiProvider: efa, gidIndex: 3}}`,
+			[]string{"spec.receiver.gidIndex", "verbs setting", "transport OFI"}, nil},
 		{"privileged port in Host mode", `{network: {mode: Host}, receiver: {port: 900}}`,
 			[]string{"spec.receiver.port", "at least 1024 when spec.network.mode is Host"}, nil},
 		{"privileged metrics port in Host mode", `{network: {mode: Host}, receiver: {metricsPort: 80}}`,
@@ -238,6 +248,8 @@ func TestDefaultsApplied(t *testing.T) {
 		{"receiver.receiveDepth", rx.ReceiveDepth, int32(128)},
 		{"receiver.resourceName", rx.ResourceName, "ringcap.io/rdma"},
 		{"receiver.stop.after", rx.Stop.After, ringcapv1.StopNever},
+		{"receiver.transport", rx.Transport, ringcapv1.TransportVerbs},
+		{"receiver.ofiProvider", rx.OFIProvider, ""},
 		{"network.mode", rc.Spec.Network.Mode, ringcapv1.NetworkModePod},
 	}
 	for _, c := range checks {
@@ -276,6 +288,10 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		`{receiver: {deviceClassName: ringcap-roce-v2, selector: 'device.attributes["ringcap.io"].netdev == "eth1"'}, readers: [{name: r}]}`,
 		`{receiver: {deviceClassName: ringcap-rdma, resources: {requests: {cpu: "1"}, limits: {memory: 1Gi}}}, readers: [{name: r}]}`,
 		`{receiver: {resourceClaimTemplateName: rdma-port, resourceName: ringcap.io/rdma}, readers: [{name: r}]}`,
+		`{receiver: {transport: OFI, ofiProvider: efa, mode: Write}, readers: [{name: r}]}`,
+		`{receiver: {transport: OFI, ofiProvider: "verbs;ofi_rxm", mode: Send, memoryRegistration: PerBlock}, readers: [{name: r}]}`,
+		`{receiver: {transport: OFI}, readers: [{name: r}]}`,
+		`{receiver: {transport: Verbs, gidIndex: 1}, readers: [{name: r}]}`,
 		// Reader slots left to readers on the node, outside the pod.
 		`{ring: {hostIPC: true}}`,
 		`{ring: {readers: 3, hostIPC: true}, readers: [{name: a}]}`,
@@ -400,7 +416,7 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range cols {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Source,Held back (s)"; got != want {
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Source,Transport,Held back (s)"; got != want {
 		t.Errorf("printer columns %s, want %s", got, want)
 	}
 	// The columns after Age are for `kubectl get -o wide` only (priority 1).
@@ -416,8 +432,8 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
-// `kubectl get rcap -o wide` shows the endpoint, the GID index, the running ring's geometry
-// and the held-back time: the API server's table (what kubectl prints) has them.
+// `kubectl get rcap -o wide` shows the endpoint, the GID index, the running ring's geometry,
+// the transport and the held-back time: the API server's table (what kubectl prints) has them.
 func TestWideColumns(t *testing.T) {
 	ctx := context.Background()
 	obj := object(t, "wide", `{ring: {blocks: 8, blockBytes: 1048576}, readers: [{name: r}]}`)
@@ -430,7 +446,7 @@ func TestWideColumns(t *testing.T) {
 	}
 	rc.Status.Endpoint = &ringcapv1.EndpointStatus{Address: "10.88.0.7", Port: 18515, GIDIndex: ptr(int32(3))}
 	rc.Status.HeldBackSeconds = 42
-	rc.Status.Running = &ringcapv1.RunningStatus{Blocks: 8, BlockBytes: 1048576, QueuePairs: 4}
+	rc.Status.Running = &ringcapv1.RunningStatus{Blocks: 8, BlockBytes: 1048576, QueuePairs: 4, Transport: "OFI", OFIProvider: "efa"}
 	rc.Status.Observation = &ringcapv1.ObservationHeaderStatus{Source: "J0437-4715"}
 	if err := env.Client.Status().Update(ctx, &rc); err != nil {
 		t.Fatal(err)
@@ -459,7 +475,7 @@ func TestWideColumns(t *testing.T) {
 		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
 	for col, want := range map[string]string{
-		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Source": "J0437-4715", "Held back (s)": "42",
+		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Source": "J0437-4715", "Transport": "OFI", "Held back (s)": "42",
 	} {
 		if got[col] != want {
 			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)

@@ -18,9 +18,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -106,7 +110,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	roots := rdma.Roots{Sys: f.sysRoot, Dev: f.devRoot}
 	if f.printConfig {
-		return printConfig(cfg, roots)
+		return printConfig(os.Stdout, cfg, roots)
 	}
 
 	switch f.mode {
@@ -226,35 +230,50 @@ func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
 	return &plugin.KubeSink{Client: cs, Dynamic: dc, NodeName: node}, nil
 }
 
-func printConfig(cfg *plugin.Config, roots rdma.Roots) error {
+func printConfig(w io.Writer, cfg *plugin.Config, roots rdma.Roots) error {
 	devs, skipped, err := rdma.Discover(roots)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("config: version %s, rescan every %s\n", cfg.Version, cfg.RescanInterval.Duration)
+	var b strings.Builder
+	fmt.Fprintf(&b, "config: version %s, rescan every %s\n", cfg.Version, cfg.RescanInterval.Duration)
 	assigned, err := cfg.Assign(devs)
 	if err != nil {
 		return err
 	}
 	for _, p := range cfg.Pools {
-		fmt.Printf("pool %s%s (%s):", plugin.ResourcePrefix, p.Name, p.Sharing.Mode)
+		fmt.Fprintf(&b, "pool %s%s (%s):", plugin.ResourcePrefix, p.Name, p.Sharing.Mode)
 		for _, d := range assigned[p.Name] {
-			fmt.Printf(" %s", d.Name)
+			fmt.Fprintf(&b, " %s", d.Name)
 		}
-		fmt.Println()
+		b.WriteString("\n")
 		for _, d := range assigned[p.Name] {
 			for _, port := range d.Ports {
-				g, reason, err := rdma.ChooseGID(port, p.GIDPolicy.Policy())
-				if err != nil {
-					fmt.Printf("  %s port %d %s: no GID: %v\n", d.Name, port.Num, port.State, err)
-					continue
-				}
-				fmt.Printf("  %s port %d %s: GID %d (%s)\n", d.Name, port.Num, port.State, g.Index, reason)
+				b.WriteString(portLine(d, port, p.GIDPolicy.Policy()))
 			}
 		}
 	}
 	for _, s := range skipped {
-		fmt.Println("skipped:", s.String())
+		fmt.Fprintln(&b, "skipped:", s.String())
 	}
-	return nil
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// portLine is the GID a pool's pods get on a port, or why none (an EFA gets libfabric's
+// environment instead).
+func portLine(d rdma.Device, port rdma.Port, pol rdma.GIDPolicy) string {
+	if env := plugin.OFIEnv(d); env != nil {
+		keys := slices.Sorted(maps.Keys(env))
+		var kv []string
+		for _, k := range keys {
+			kv = append(kv, k+"="+env[k])
+		}
+		return fmt.Sprintf("  %s port %d %s: EFA, no GID: %s\n", d.Name, port.Num, port.State, strings.Join(kv, " "))
+	}
+	g, reason, err := rdma.ChooseGID(port, pol)
+	if err != nil {
+		return fmt.Sprintf("  %s port %d %s: no GID: %v\n", d.Name, port.Num, port.State, err)
+	}
+	return fmt.Sprintf("  %s port %d %s: GID %d (%s)\n", d.Name, port.Num, port.State, g.Index, reason)
 }

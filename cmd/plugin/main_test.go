@@ -15,6 +15,9 @@ import (
 
 	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/ringcap/ringcap/internal/plugin"
+	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
 const testdata = "../../pkg/rdma/testdata/pci"
@@ -126,6 +129,37 @@ func TestModeFlag(t *testing.T) {
 		err := cmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("plugin %s: %v, want an error containing %q", args, err, want)
+		}
+	}
+}
+
+// --print-config on the EFA tree says which environment the pods get instead of a GID
+// error; on the PCI tree it names the GIDs.
+func TestPrintConfig(t *testing.T) {
+	if os.Getenv("RINGCAP_VM") == "1" {
+		t.Skip("testdata-tree test: runs on the host (make test)")
+	}
+	for _, tc := range []struct {
+		tree string
+		want []string
+	}{
+		{"../../pkg/rdma/testdata/efa", []string{
+			"pool ringcap.io/rdma (exclusive): efa_0 efa_1\n",
+			"  efa_0 port 1 ACTIVE: EFA, no GID: RINGCAP_OFI_DOMAIN=efa_0-rdm RINGCAP_OFI_PROVIDER=efa RINGCAP_TRANSPORT=ofi\n",
+		}},
+		{testdata, []string{"  mlx5_0 port 1 ACTIVE: GID 3 (RoCE v2 GID with an IPv4-mapped address: 10.0.0.5 on enp3s0f0 (port 1))\n"}},
+	} {
+		var b bytes.Buffer
+		if err := printConfig(&b, plugin.DefaultConfig(), rdma.Roots{Sys: tc.tree + "/sys", Dev: tc.tree + "/dev"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: --print-config lacks %q:\n%s", tc.tree, w, b.String())
+			}
+		}
+		if strings.Contains(b.String(), "efa_0 port 1 ACTIVE: no GID") {
+			t.Errorf("GID error for an EFA:\n%s", b.String())
 		}
 	}
 }

@@ -118,6 +118,7 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		"--mode", strings.ToLower(string(rx.Mode)),
 		"--mr", strings.ToLower(string(rx.MemoryRegistration)),
 	)
+	args = append(args, transportArgs(rx)...)
 	args = append(args, listenArgs(rc)...)
 	args = append(args,
 		"--msg-bytes", i64(rx.MessageBytes),
@@ -160,6 +161,21 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		"--metrics-addr", metricsAddr(rc),
 		"--summary-file", summaryFile,
 	)
+}
+
+// transportArgs are the receiver's transport flags: always --transport (so that the
+// spec, not the device plugin's RINGCAP_TRANSPORT, decides), and the libfabric provider
+// when one was given.
+func transportArgs(rx ringcapv1.ReceiverSpec) []string {
+	t := rx.Transport
+	if t == "" {
+		t = ringcapv1.TransportVerbs
+	}
+	args := []string{"--transport", strings.ToLower(string(t))}
+	if t == ringcapv1.TransportOFI && rx.OFIProvider != "" {
+		args = append(args, "--ofi-provider", rx.OFIProvider)
+	}
+	return args
 }
 
 // receiverResources returns the receiver's resources: the user's (or the default

@@ -30,7 +30,10 @@ func defaulted(name string) *ringcapv1.RingCapture {
 
 func TestReceiverArgs(t *testing.T) {
 	base := []string{"recv", "-k", "dada", "--create", "-b", "524288", "-n", "4", "-a", "4096", "-r", "1"}
-	rx := []string{"--qps", "4", "--mode", "send", "--mr", "auto", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128"}
+	rx := []string{"--qps", "4", "--mode", "send", "--mr", "auto", "--transport", "verbs", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128"}
+	withRx := func(transport ...string) []string { // rx with other transport flags
+		return slices.Concat(rx[:6], transport, rx[8:])
+	}
 	tail := []string{"--metrics-addr", ":9100", "--summary-file", "/dev/termination-log"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	tests := []struct {
@@ -48,8 +51,15 @@ func TestReceiverArgs(t *testing.T) {
 			rc.Spec.Receiver.GIDIndex = ptr(int32(3))
 			rc.Spec.Receiver.QueuePairs = 8
 		}, cat([]string{"recv", "-k", "dada", "--create", "-b", "4194304", "-n", "4", "-a", "4096", "-r", "1", "-l", "--hugepages",
-			"--qps", "8", "--mode", "write", "--mr", "wholering", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128",
+			"--qps", "8", "--mode", "write", "--mr", "wholering", "--transport", "verbs", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128",
 			"--gid-index", "3"}, tail)},
+		{"transport OFI with a provider", func(rc *ringcapv1.RingCapture) {
+			rc.Spec.Receiver.Transport, rc.Spec.Receiver.OFIProvider = ringcapv1.TransportOFI, "efa"
+		}, cat(base, withRx("--transport", "ofi", "--ofi-provider", "efa"), tail)},
+		{"transport OFI, provider chosen by the receiver", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Transport = ringcapv1.TransportOFI },
+			cat(base, withRx("--transport", "ofi"), tail)},
+		{"transport unset (stored before the field existed) is verbs", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Transport = "" },
+			cat(base, rx, tail)},
 		{"busy poll", func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.BusyPoll = true }, cat(base, rx, []string{"--busy-poll"}, tail)},
 		{"stop after bytes", func(rc *ringcapv1.RingCapture) {
 			rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopBytes, Bytes: ptr(int64(1 << 30))}

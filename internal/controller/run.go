@@ -34,6 +34,7 @@ func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStat
 	run := configFromArgs(podGeneration(pod), args)
 	run.DeviceClaimTemplate = podClaimTemplate(pod)
 	run.DeviceClaim, _ = podDeviceClaim(pod)
+	run.Transport, run.OFIProvider, run.TransportSource = runningTransport(run.Transport, run.OFIProvider, rs)
 	if rs != nil {
 		if rs.QueuePairs > 0 {
 			run.QueuePairs = apiInt32(rs.QueuePairs)
@@ -68,6 +69,7 @@ func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
 		p, _ := strconv.ParseInt(l[strings.LastIndex(l, ":")+1:], 10, 32)
 		run.Port = int32(p)
 	}
+	run.Transport, run.OFIProvider = transportName(flag("--transport")), flag("--ofi-provider")
 	run.Network, run.AllowedSenders = networkFromArgs(flag)
 	run.Stop = "never"
 	for _, s := range []struct{ flag, unit string }{{"--stop-bytes", "bytes"}, {"--stop-duration", ""}, {"--stop-observations", "observations"}} {
@@ -76,6 +78,38 @@ func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
 		}
 	}
 	return run
+}
+
+// Where status.running.transport comes from (transportSource).
+const (
+	transportFromReceiver = "reported by the receiver"
+	transportFromArgs     = "from the receiver's arguments: the receiver has not reported its transport"
+)
+
+// runningTransport is the transport and libfabric provider the receiver runs, and where
+// that comes from: the receiver's report when it has one, else its arguments (argT and
+// argProvider, as configFromArgs read them).
+func runningTransport(argT, argProvider string, rs *statusdoc.Status) (transport, provider, source string) {
+	if rs != nil && rs.Transport != "" {
+		return transportName(rs.Transport), rs.Provider, transportFromReceiver
+	}
+	source = transportFromArgs
+	if argT == string(ringcapv1.TransportOFI) && argProvider == "" {
+		source += "; no provider was given: the device plugin's (RINGCAP_OFI_PROVIDER) or libfabric's first"
+	}
+	return argT, argProvider, source
+}
+
+// transportName turns the CLI's transport ("ofi") into the API's ("OFI"); a pod without
+// --transport (built before there was a choice) runs Verbs.
+func transportName(t string) string {
+	switch strings.ToLower(t) {
+	case "", "verbs":
+		return string(ringcapv1.TransportVerbs)
+	case "ofi":
+		return string(ringcapv1.TransportOFI)
+	}
+	return t
 }
 
 // modeName turns the CLI's mode ("send") into the API's ("Send").
@@ -105,6 +139,10 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 	add("ring readers", run.Readers, want.Readers)
 	add("receiver queuePairs", run.QueuePairs, want.QueuePairs)
 	add("receiver mode", run.Mode, want.Mode)
+	add("receiver transport", run.Transport, want.Transport)
+	if want.OFIProvider != "" { // else the receiver chooses one
+		add("receiver ofiProvider", run.OFIProvider, want.OFIProvider)
+	}
 	add("receiver messageBytes", run.MessageBytes, want.MessageBytes)
 	add("receiver port", run.Port, want.Port)
 	add("receiver stop", run.Stop, want.Stop)

@@ -21,7 +21,8 @@ func TestRunningConfig(t *testing.T) {
 	rc.Spec.Receiver.Stop = ringcapv1.StopSpec{After: ringcapv1.StopObservations, Observations: ptr(int32(2))}
 	pod := BuildPod(rc, DefaultPodOptions())
 	want := ringcapv1.RunningStatus{Generation: 7, RingKey: "eada", BlockBytes: 524288, Blocks: 16, Readers: 2,
-		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations", Network: "Pod", AllowedSenders: "any"}
+		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations", Network: "Pod", AllowedSenders: "any",
+		Transport: "Verbs", TransportSource: transportFromArgs}
 	if got := RunningConfig(pod, nil); *got != want {
 		t.Errorf("RunningConfig(pod) = %+v, want %+v", *got, want)
 	}
@@ -39,6 +40,48 @@ func TestRunningConfig(t *testing.T) {
 	}
 	if RunningConfig(nil, nil) != nil {
 		t.Error("RunningConfig(nil) is not nil")
+	}
+}
+
+func TestRunningTransport(t *testing.T) {
+	reported := func(transport, provider string) *statusdoc.Status {
+		rs := recvStatus(statusdoc.StateListening, 0)
+		rs.Transport, rs.Provider = transport, provider
+		return rs
+	}
+	for _, tc := range []struct {
+		name                      string
+		argT, argProvider         string
+		rs                        *statusdoc.Status
+		transport, provider, from string
+	}{
+		{"verbs from the arguments", "Verbs", "", nil, "Verbs", "", transportFromArgs},
+		{"OFI with a provider from the arguments", "OFI", "efa", nil, "OFI", "efa", transportFromArgs},
+		{"OFI without a provider: says who chooses", "OFI", "", nil, "OFI", "",
+			transportFromArgs + "; no provider was given: the device plugin's (RINGCAP_OFI_PROVIDER) or libfabric's first"},
+		{"a receiver that does not report its transport", "OFI", "efa", recvStatus(statusdoc.StateListening, 0), "OFI", "efa", transportFromArgs},
+		{"the receiver's report wins", "OFI", "", reported("ofi", "tcp;ofi_rxm"), "OFI", "tcp;ofi_rxm", transportFromReceiver},
+		{"the receiver runs verbs whatever the arguments", "OFI", "efa", reported("verbs", ""), "Verbs", "", transportFromReceiver},
+	} {
+		tr, p, from := runningTransport(tc.argT, tc.argProvider, tc.rs)
+		if tr != tc.transport || p != tc.provider || from != tc.from {
+			t.Errorf("%s: runningTransport = %q, %q, %q; want %q, %q, %q", tc.name, tr, p, from, tc.transport, tc.provider, tc.from)
+		}
+	}
+	for in, want := range map[string]string{"": "Verbs", "verbs": "Verbs", "ofi": "OFI", "OFI": "OFI"} {
+		if got := transportName(in); got != want {
+			t.Errorf("transportName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// From a pod: the pod's arguments, then the receiver's report.
+	rc := defaulted("c")
+	rc.Spec.Receiver.Transport, rc.Spec.Receiver.OFIProvider = ringcapv1.TransportOFI, "efa"
+	pod := BuildPod(rc, DefaultPodOptions())
+	if got := RunningConfig(pod, nil); got.Transport != "OFI" || got.OFIProvider != "efa" || got.TransportSource != transportFromArgs {
+		t.Errorf("RunningConfig(OFI pod) = %+v", got)
+	}
+	if got := RunningConfig(pod, reported("ofi", "efa")); got.Transport != "OFI" || got.TransportSource != transportFromReceiver {
+		t.Errorf("RunningConfig(OFI pod, report) = %+v", got)
 	}
 }
 
@@ -173,4 +216,18 @@ func withoutHold(rs *statusdoc.Status) *statusdoc.Status {
 func withQPs(rs *statusdoc.Status, n int) *statusdoc.Status {
 	rs.QueuePairs = n
 	return rs
+}
+
+func TestPendingChangeTransport(t *testing.T) {
+	rc := defaulted("c")
+	rc.Generation = 1
+	pod := BuildPod(rc, DefaultPodOptions())
+	rc.Generation = 2
+	rc.Spec.Receiver.Transport, rc.Spec.Receiver.OFIProvider = ringcapv1.TransportOFI, "efa"
+	msg := pendingChange(rc, RunningConfig(pod, nil))
+	for _, w := range []string{"receiver transport Verbs -> OFI", "receiver ofiProvider  -> efa"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("pending change %q does not say %q", msg, w)
+		}
+	}
 }

@@ -38,9 +38,9 @@ const (
 //	- name: rdma                 # advertised as ringcap.io/rdma
 //	  selector:                  # every list empty: every device
 //	    devices: [rxe0]          # device names
-//	    drivers: [rdma_rxe]      # kernel drivers (mlx5_core, rdma_rxe, ...)
+//	    drivers: [rdma_rxe]      # kernel drivers (mlx5_core, rdma_rxe, efa, ...)
 //	    vendors: ["0x15b3"]      # PCI vendor IDs
-//	    linkLayers: [Ethernet]   # Ethernet (RoCE) or InfiniBand
+//	    linkLayers: [Ethernet]   # Ethernet (RoCE), InfiniBand or Unspecified (EFA)
 //	    netdevs: [veth0]         # netdevs of a port (incl. upper devices with GIDs)
 //	  sharing: {mode: exclusive} # or {mode: shared, maxPodsPerDevice: 4}
 //	  gidPolicy: {mode: roce-v2-ipv4}   # roce-v2-ipv6 | index (+ index: N); optional netdev
@@ -269,7 +269,9 @@ func (s Selector) validate(at string) error {
 		{"devices", s.Devices, func(v string) bool { return v != "" && !strings.ContainsAny(v, "/ ") }, "a device name"},
 		{"drivers", s.Drivers, func(v string) bool { return v != "" && !strings.ContainsAny(v, "/ ") }, "a driver name"},
 		{"vendors", s.Vendors, vendorID.MatchString, `a PCI vendor ID such as "0x15b3"`},
-		{"linkLayers", s.LinkLayers, func(v string) bool { return v == rdma.LinkLayerEthernet || v == rdma.LinkLayerInfiniBand }, "Ethernet or InfiniBand"},
+		{"linkLayers", s.LinkLayers, func(v string) bool {
+			return v == rdma.LinkLayerEthernet || v == rdma.LinkLayerInfiniBand || v == rdma.LinkLayerUnspecified
+		}, "Ethernet, InfiniBand or Unspecified (EFA)"},
 		{"netdevs", s.Netdevs, func(v string) bool { return v != "" && !strings.ContainsAny(v, "/ ") }, "a netdev name"},
 	}
 	for _, l := range lists {

@@ -64,7 +64,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"gid mode", "version: v1\npools: [{name: a, gidPolicy: {mode: best}}]", "pools[0].gidPolicy.mode", "unknown GID policy"},
 		{"gid index", "version: v1\npools: [{name: a, gidPolicy: {mode: index, index: -2}}]", "pools[0].gidPolicy.index", "negative"},
 		{"gid index no mode", "version: v1\npools: [{name: a, gidPolicy: {index: 3}}]", "pools[0].gidPolicy.index", "only for mode"},
-		{"link layer", "version: v1\npools: [{name: a, selector: {linkLayers: [Ethernet, roce]}}]", "pools[0].selector.linkLayers[1]", "Ethernet or InfiniBand"},
+		{"link layer", "version: v1\npools: [{name: a, selector: {linkLayers: [Ethernet, roce]}}]", "pools[0].selector.linkLayers[1]", "Ethernet, InfiniBand or Unspecified"},
 		{"vendor", "version: v1\npools: [{name: a, selector: {vendors: [15b3]}}]", "pools[0].selector.vendors[0]", "PCI vendor ID"},
 		{"interval", "version: v1\nrescanInterval: 10ms\npools: [{name: a}]", "rescanInterval", "outside"},
 		{"interval syntax", "version: v1\nrescanInterval: soon\npools: [{name: a}]", "", "invalid duration"},

@@ -125,13 +125,23 @@ func startHarness(t *testing.T, cfg *Config, mutate func(*Options)) *harness {
 // startHarnessOn with real runs the plugin on the machine's own /sys and /dev (VM tests).
 func startHarnessOn(t *testing.T, cfg *Config, real bool, mutate func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: shortTempDir(t), sink: &memSink{}}
 	if real {
-		h.roots = rdma.DefaultRoots
-	} else {
-		hostOnly(t)
-		h.roots = rdma.Roots{Sys: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/sys"), Dev: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/dev")}
+		return startHarnessRoots(t, cfg, rdma.DefaultRoots, mutate)
 	}
+	return startHarnessTree(t, "pci", cfg, mutate)
+}
+
+// startHarnessTree runs the plugin over a copy of a testdata tree of pkg/rdma ("pci", "efa").
+func startHarnessTree(t *testing.T, tree string, cfg *Config, mutate func(*Options)) *harness {
+	t.Helper()
+	hostOnly(t)
+	base := "../../pkg/rdma/testdata/" + tree
+	return startHarnessRoots(t, cfg, rdma.Roots{Sys: rdmatest.CopyDir(t, base+"/sys"), Dev: rdmatest.CopyDir(t, base+"/dev")}, mutate)
+}
+
+func startHarnessRoots(t *testing.T, cfg *Config, roots rdma.Roots, mutate func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: shortTempDir(t), sink: &memSink{}, roots: roots}
 	h.kubelet = startKubelet(t, h.dir)
 	if cfg == nil {
 		cfg = DefaultConfig()

@@ -20,6 +20,20 @@ const (
 	EnvNetdev      = "RINGCAP_NETDEV"       // the netdev owning that GID
 	EnvRoCEVersion = "RINGCAP_ROCE_VERSION" // "2" or "1"
 	EnvGIDReason   = "RINGCAP_GID_REASON"   // why that GID (or why none)
+	// Set for devices driven through libfabric (AWS EFA), which have no RoCE GID: the
+	// transport, provider and domain `ringcap recv|send` use (--transport ofi
+	// --ofi-provider efa --ofi-domain efa_0-rdm).
+	EnvTransport   = "RINGCAP_TRANSPORT"    // "ofi"
+	EnvOFIProvider = "RINGCAP_OFI_PROVIDER" // "efa"
+	EnvOFIDomain   = "RINGCAP_OFI_DOMAIN"   // the device's libfabric domain ("efa_0-rdm")
+)
+
+// EFA devices are driven through libfabric's efa provider, whose reliable-datagram
+// domain is named after the verbs device with the suffix "-rdm" (efa_0-rdm).
+const (
+	efaTransport    = "ofi"
+	efaProvider     = "efa"
+	efaDomainSuffix = "-rdm"
 )
 
 // devState is what the plugin knows about one device of a pool after a scan.
@@ -34,9 +48,15 @@ type devState struct {
 
 // newDevState picks the port (the first ACTIVE one with a GID under the policy, else
 // the first ACTIVE one, else the first) and the GID, and derives health: a device is
-// healthy when it has its uverbs device and that port is ACTIVE.
+// healthy when it has its uverbs device and that port is ACTIVE. An EFA device gets no
+// GID (it has no RoCE GID table; libfabric addresses it) and the first ACTIVE port.
 func newDevState(d rdma.Device, pol rdma.GIDPolicy) devState {
 	s := devState{dev: d, port: d.Ports[0]}
+	if d.EFA() {
+		s.port = firstActive(d.Ports)
+		s.gidReason = fmt.Sprintf("EFA device: no RoCE GID is used; libfabric's %s provider addresses it (domain %s)", efaProvider, d.Name+efaDomainSuffix)
+		return s.withHealth()
+	}
 	found := false
 	for _, p := range d.Ports {
 		if !p.Active() {
@@ -58,8 +78,23 @@ func newDevState(d rdma.Device, pol rdma.GIDPolicy) devState {
 			s.gidReason = err.Error()
 		}
 	}
+	return s.withHealth()
+}
+
+// firstActive is the first ACTIVE port, else the first port.
+func firstActive(ports []rdma.Port) rdma.Port {
+	for _, p := range ports {
+		if p.Active() {
+			return p
+		}
+	}
+	return ports[0]
+}
+
+// withHealth derives health from the uverbs device and the chosen port.
+func (s devState) withHealth() devState {
 	switch {
-	case d.UVerbs == "":
+	case s.dev.UVerbs == "":
 		s.reason = "no uverbs character device (is ib_uverbs loaded?)"
 	case !s.port.Active():
 		s.reason = fmt.Sprintf("port %d is %s (%s)", s.port.Num, s.port.State, s.port.PhysState)
@@ -83,6 +118,9 @@ func (s devState) env() map[string]string {
 		EnvPort:      strconv.Itoa(s.port.Num),
 		EnvGIDReason: s.gidReason,
 	}
+	for k, v := range OFIEnv(s.dev) {
+		e[k] = v
+	}
 	if s.gid != nil {
 		e[EnvGIDIndex] = strconv.Itoa(s.gid.Index)
 		e[EnvGID] = gidString(s.gid)
@@ -90,6 +128,15 @@ func (s devState) env() map[string]string {
 		e[EnvRoCEVersion] = s.gid.RoCEVersion()
 	}
 	return e
+}
+
+// OFIEnv is the environment that tells a pod to drive the device through libfabric: for
+// an EFA, the efa provider on the device's reliable-datagram domain; nil for other devices.
+func OFIEnv(d rdma.Device) map[string]string {
+	if !d.EFA() {
+		return nil
+	}
+	return map[string]string{EnvTransport: efaTransport, EnvOFIProvider: efaProvider, EnvOFIDomain: d.Name + efaDomainSuffix}
 }
 
 func gidString(g *rdma.GID) string {

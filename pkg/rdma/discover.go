@@ -54,7 +54,7 @@ type Port struct {
 	Num       int
 	State     string // "ACTIVE", "DOWN", "INIT", "ARMED", "ACTIVE_DEFER"
 	PhysState string // "LinkUp", "Disabled", "Polling", ...
-	LinkLayer string // "Ethernet" (RoCE) or "InfiniBand"
+	LinkLayer string // "Ethernet" (RoCE), "InfiniBand" or "Unspecified" (EFA)
 	// ActiveMTU is the RoCE path MTU derived from the netdev MTU as the kernel does
 	// (largest IB MTU that fits the netdev MTU minus RoCE headers); 0 when it cannot
 	// be derived from sysfs (InfiniBand ports, no netdev).
@@ -67,8 +67,27 @@ type Port struct {
 // Active reports whether the port is in the ACTIVE state.
 func (p Port) Active() bool { return p.State == "ACTIVE" }
 
+// parseLinkLayer checks a port's link_layer: Ethernet, InfiniBand, or the "Unknown"
+// sysfs prints for IB_LINK_LAYER_UNSPECIFIED (EFA), reported as LinkLayerUnspecified.
+func parseLinkLayer(s string) (string, error) {
+	switch s {
+	case LinkLayerEthernet, LinkLayerInfiniBand, LinkLayerUnspecified:
+		return s, nil
+	case "Unknown":
+		return LinkLayerUnspecified, nil
+	}
+	return "", fmt.Errorf("unknown link layer %q", trunc(s))
+}
+
 // RoCE reports whether the port's link layer is Ethernet.
 func (p Port) RoCE() bool { return p.LinkLayer == LinkLayerEthernet }
+
+// EFA reports whether the device is an AWS Elastic Fabric Adapter (driver efa): it has
+// no RC queue pairs and no RoCE GIDs and is driven through libfabric's efa provider.
+func (d Device) EFA() bool { return d.Driver == DriverEFA }
+
+// DriverEFA is the kernel driver of AWS Elastic Fabric Adapters.
+const DriverEFA = "efa"
 
 // GID is one populated entry of a port's GID table.
 type GID struct {
@@ -78,12 +97,15 @@ type GID struct {
 	Netdev string // owning netdev; empty on InfiniBand ports
 }
 
-// Link layers and GID types as sysfs spells them.
+// Link layers and GID types as sysfs spells them. LinkLayerUnspecified is a port
+// whose driver names no link layer (AWS EFA): sysfs prints it as "Unknown",
+// ibv_devinfo as "Unspecified", the word discovery reports.
 const (
-	LinkLayerEthernet   = "Ethernet"
-	LinkLayerInfiniBand = "InfiniBand"
-	GIDTypeRoCEv2       = "RoCE v2"
-	GIDTypeRoCEv1       = "IB/RoCE v1"
+	LinkLayerEthernet    = "Ethernet"
+	LinkLayerInfiniBand  = "InfiniBand"
+	LinkLayerUnspecified = "Unspecified"
+	GIDTypeRoCEv2        = "RoCE v2"
+	GIDTypeRoCEv1        = "IB/RoCE v1"
 )
 
 // RoCEVersion returns "2" for RoCE v2 GIDs and "1" for IB/RoCE v1 ones.
@@ -378,8 +400,8 @@ func (d *discoverer) port(dev *Device, n int) (Port, bool) {
 	if p.LinkLayer, err = readAttr(filepath.Join(base, "link_layer")); err != nil {
 		return fail("link_layer", "read link layer: %v", err)
 	}
-	if p.LinkLayer != LinkLayerEthernet && p.LinkLayer != LinkLayerInfiniBand {
-		return fail("link_layer", "unknown link layer %q", p.LinkLayer)
+	if p.LinkLayer, err = parseLinkLayer(p.LinkLayer); err != nil {
+		return fail("link_layer", "%v", err)
 	}
 	p.Rate, _ = readAttr(filepath.Join(base, "rate"))
 

@@ -86,12 +86,14 @@ type Status struct {
 	Ring               Ring               `json:"ring"`
 	Endpoint           Endpoint           `json:"endpoint"`
 	MemoryRegistration MemoryRegistration `json:"memoryRegistration"`
-	// Transport is the fabric in use (verbs or ofi) and Provider the
-	// libfabric provider (ofi only).
+	QueuePairs         int                `json:"queuePairs"`
+	TransferMode       string             `json:"transferMode"`
+	// Transport is the fabric in use, "verbs" or "ofi" (libfabric); empty from
+	// receivers that predate the choice (they run verbs). Provider is the
+	// libfabric provider in use with "ofi" (the one chosen, also when none was
+	// asked for).
 	Transport          string  `json:"transport,omitempty"`
 	Provider           string  `json:"provider,omitempty"`
-	QueuePairs         int     `json:"queuePairs"`
-	TransferMode       string  `json:"transferMode"`
 	BusyPoll           bool    `json:"busyPoll"` // polls for completions instead of sleeping (--busy-poll)
 	BytesReceived      uint64  `json:"bytesReceived"`
 	BlocksFilled       uint64  `json:"blocksFilled"`

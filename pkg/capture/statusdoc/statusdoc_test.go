@@ -16,7 +16,7 @@ func full() Status {
 		Ring:               Ring{Key: "dada", Ready: true, Blocks: 8, BlockBytes: 1 << 20, Readers: 2},
 		Endpoint:           Endpoint{Address: "10.88.0.7", Port: 18515, Device: "rxe0", IBPort: 1, GIDIndex: &gid, GID: "::ffff:198.18.0.1", Netdev: "eth0", GIDReason: "IPv4-mapped"},
 		MemoryRegistration: MemoryRegistration{Mode: "WholeRing", Regions: 1, Bytes: 8 << 20, Reason: "blocks contiguous"},
-		QueuePairs:         4, TransferMode: "write", BusyPoll: true, BytesReceived: 5 << 20, BlocksFilled: 5, Observations: 2,
+		QueuePairs:         4, TransferMode: "write", Transport: "ofi", Provider: "tcp;ofi_rxm", BusyPoll: true, BytesReceived: 5 << 20, BlocksFilled: 5, Observations: 2,
 		RateBytesPerSecond: 1.5e9, HeldBackSeconds: 2.5, HeldBackSince: "2026-11-21T15:00:00.123456789Z",
 		Header: map[string]string{"SOURCE": "J0437-4715"}, CompletionErrors: 1, StartTime: "2026-11-21T14:59:00Z",
 		CompletionTime: "2026-11-21T15:01:00Z", Seconds: 3, Gbps: 12.5, IncompleteObs: 1,
@@ -28,7 +28,7 @@ const fullJSON = `{"version":1,"state":"Receiving","message":"receiving observat
 	`"ring":{"key":"dada","ready":true,"blocks":8,"blockBytes":1048576,"readers":2},` +
 	`"endpoint":{"address":"10.88.0.7","port":18515,"device":"rxe0","ibPort":1,"gidIndex":3,"gid":"::ffff:198.18.0.1","netdev":"eth0","gidReason":"IPv4-mapped"},` +
 	`"memoryRegistration":{"mode":"WholeRing","regions":1,"bytes":8388608,"reason":"blocks contiguous"},` +
-	`"queuePairs":4,"transferMode":"write","busyPoll":true,"bytesReceived":5242880,"blocksFilled":5,"observations":2,` +
+	`"queuePairs":4,"transferMode":"write","transport":"ofi","provider":"tcp;ofi_rxm","busyPoll":true,"bytesReceived":5242880,"blocksFilled":5,"observations":2,` +
 	`"rateBytesPerSecond":1500000000,"heldBackSeconds":2.5,"heldBackSince":"2026-11-21T15:00:00.123456789Z",` +
 	`"header":{"SOURCE":"J0437-4715"},"completionErrors":1,"startTime":"2026-11-21T14:59:00Z","completionTime":"2026-11-21T15:01:00Z",` +
 	`"seconds":3,"gbps":12.5,"incompleteObservations":1,` +
