@@ -58,8 +58,10 @@ fi
 # --- root: debootstrap minbase + the node's packages (no service starts in the chroot) ---
 ROOT=$E2E_WORK/root
 PKGS="containerd runc containernetworking-plugins iptables conntrack socat ethtool rdma-core ibverbs-providers
-      ibverbs-utils perftest rdmacm-utils kmod iproute2 mount util-linux procps curl ca-certificates psmisc libgcc-s1"
-if [ ! -f "$ROOT/.ringcap-root-ok" ]; then
+      ibverbs-utils perftest rdmacm-utils libfabric1 kmod iproute2 mount util-linux procps curl ca-certificates psmisc libgcc-s1"
+# The marker holds the package list: a root made for another list gets the missing packages.
+# shellcheck disable=SC2086
+if [ "$(cat "$ROOT/.ringcap-root-ok" 2>/dev/null)" != "$(echo $PKGS)" ]; then
   if [ ! -x "$ROOT/usr/bin/dpkg" ]; then
     rm -rf "$ROOT"
     debootstrap --variant=minbase bookworm "$ROOT" "$MIRROR" > "$E2E_WORK/debootstrap.log" 2>&1 ||
@@ -75,7 +77,8 @@ if [ ! -f "$ROOT/.ringcap-root-ok" ]; then
   printf '127.0.0.1 localhost\n' > "$ROOT/etc/hosts"
   printf 'nameserver 10.203.0.1\n' > "$ROOT/etc/resolv.conf"   # nothing answers; the kubelet only copies it
   [ -s "$ROOT/etc/machine-id" ] || od -An -tx1 -N16 /dev/urandom | tr -d ' \n' > "$ROOT/etc/machine-id"
-  touch "$ROOT/.ringcap-root-ok"
+  # shellcheck disable=SC2086
+  echo $PKGS > "$ROOT/.ringcap-root-ok"
   log "guest root ready ($(du -sh "$ROOT" | cut -f1))"
 fi
 # full module tree (hard links into the unpacked kernel: no extra disk) so modprobe finds everything
