@@ -224,6 +224,11 @@ func (rig *rxRig) observe(b *testing.B) {
 	if err := k.WritePreamble(); err != nil {
 		die(b, err)
 	}
+	if m, err := k.Recv(); err != nil {
+		die(b, err)
+	} else if _, ok := m.(wire.Settings); !ok {
+		dief(b, "expected the receiver's Settings, got %T", m)
+	}
 	if err := k.Send(wire.Hello{Mode: rig.mode, MsgBytes: uint32(rig.msg), TotalBytes: total, QPs: qps}); err != nil {
 		die(b, err)
 	}
@@ -376,6 +381,9 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	defer func() { _ = c.Close() }()
 	k := wire.NewConn(c)
 	if err := k.ReadPreamble(); err != nil {
+		return err
+	}
+	if err := k.Send(wire.Settings{Mode: rig.mode, QPs: uint16(rig.qps), MsgBytes: uint32(rig.msg)}); err != nil {
 		return err
 	}
 	m, err := k.Recv()
