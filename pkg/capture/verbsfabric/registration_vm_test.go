@@ -235,3 +235,61 @@ func BenchmarkRegistration(b *testing.B) {
 		ms(whole), ms(per), benchBlocks*benchBlockSize>>20, benchBlocks, len(times[WholeRing]))
 	fmt.Printf("ratio perblock/wholering register_ms=%.2f\n", ms(per)/ms(whole))
 }
+
+// BenchmarkRegistrationRaw times registering a 1 GiB ring (256 blocks of 4 MiB,
+// attached contiguously, no huge pages in the VM) as WholeRing and as PerBlock
+// beside one raw ibv_reg_mr of the same bytes with the same access, each
+// registered and deregistered, the three alternating in every round; it prints
+// `ratio register/raw-reg-mr` for both modes, from the fastest round of each
+// (the least disturbed by the shared host).
+func BenchmarkRegistrationRaw(b *testing.B) {
+	vmtest.Require(b)
+	const blocks, blockSize = 256, 4 << 20
+	key := vmtest.NewRing(b, blocks, blockSize)
+	h := vmtest.ConnectRing(b, key, true)
+	region, ok, reason := h.Data.Contiguous()
+	if !ok {
+		b.Fatalf("the ring is not attached contiguously: %s", reason)
+	}
+	pd := openPD(b)
+	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite
+	register := map[string]func() error{
+		"raw": func() error {
+			mr, err := pd.RegisterMR(region, access)
+			if err != nil {
+				return err
+			}
+			return mr.Close()
+		},
+	}
+	for _, mode := range []MRMode{WholeRing, PerBlock} {
+		register[mode.String()] = func() error {
+			reg, err := Register(pd, h.Data, mode, RegisterOptions{Access: access, Log: quiet, Name: "key=" + h.Data.Key().String()})
+			if err != nil {
+				return err
+			}
+			return reg.Close()
+		}
+	}
+	order := []string{"raw", WholeRing.String(), PerBlock.String()}
+	const rounds = 5
+	times := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for range rounds {
+			for _, name := range order {
+				start := time.Now()
+				if err := register[name](); err != nil {
+					b.Fatalf("%s: %v", name, err)
+				}
+				times[name] = append(times[name], time.Since(start))
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(name string) float64 { return float64(slices.Min(times[name])) / float64(time.Millisecond) }
+	raw, whole, per := ms("raw"), ms(WholeRing.String()), ms(PerBlock.String())
+	fmt.Printf("register_ms raw=%.1f wholering=%.1f perblock=%.1f (ring %d MiB in %d blocks, register+deregister, best of %d)\n",
+		raw, whole, per, blocks*blockSize>>20, blocks, len(times["raw"]))
+	fmt.Printf("ratio register/raw-reg-mr wholering=%.2f perblock=%.2f\n", whole/raw, per/raw)
+}
