@@ -3,15 +3,12 @@
 package benchfabric_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"os/signal"
 	"runtime"
 	"slices"
 	"syscall"
@@ -145,14 +142,14 @@ type rxRig struct {
 	addr       string
 	cancel     context.CancelFunc
 	served     chan error
-	reader     *exec.Cmd
+	read       chan error
 	closed     bool
 }
 
 func newRxRig(t *testing.T, mode wire.Mode, qps int, msg, block, nbufs uint64) *rxRig {
 	t.Helper()
 	rig := &rxRig{mode: mode, qps: qps, msg: msg, block: block, h: createRing(t, nbufs, block),
-		fab: benchfabric.NewReceiver(mode, nbufs, block, msg), served: make(chan error, 1)}
+		fab: benchfabric.NewReceiver(mode, nbufs, block, msg), served: make(chan error, 1), read: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	rig.cancel = cancel
 	var err error
@@ -171,92 +168,19 @@ func newRxRig(t *testing.T, mode wire.Mode, qps int, msg, block, nbufs uint64) *
 	}
 	rig.addr = ln.Addr().String()
 	go func() { rig.served <- rx.Serve(ctx, ln) }()
+	go func() { rig.read <- releaseBlocks(ctx, rig.h) }()
 	t.Cleanup(func() { rig.close(t) }) // when a figure fails before its close
-	if rig.reader, err = startReader(rig.h.Key()); err != nil {
-		t.Fatal(err)
-	}
 	return rig
 }
 
-// readerEnv names the ring a child process of the test binary reads.
-const readerEnv = "RINGCAP_HEADROOM_READER"
-
-// TestMain runs the ring's reader when started by startReader.
-func TestMain(m *testing.M) {
-	if key := os.Getenv(readerEnv); key != "" {
-		if err := readerMain(key); err != nil {
-			fmt.Fprintln(os.Stderr, "reader:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// startReader starts the ring's reader as a child process, as PSRDADA
-// readers are (on the same pinned CPU: taskset is inherited), and returns
-// once it holds the reader lock. In this process its blocking semaphore waits
-// would hold a P until sysmon takes it back, with GOMAXPROCS=1 stalling the
-// engine for that long per block: a cost of the benchmark, not the engine.
-func startReader(key dada.Key) (*exec.Cmd, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), readerEnv+"="+key.String())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the ring's reader: %w", err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "reading\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("the ring's reader did not start (%q): %v", line, err)
-	}
-	return cmd, nil
-}
-
-// stopReader ends the reader child and reports how it ended.
-func stopReader(cmd *exec.Cmd) error {
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	return cmd.Wait()
-}
-
-// readerMain is the reader child: it releases each block of ring key at
-// once until SIGTERM.
-func readerMain(key string) error {
-	k, err := dada.ParseKey(key)
-	if err != nil {
-		return err
-	}
-	h, err := dada.Connect(k, dada.ConnectOptions{})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = h.Close() }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	err = releaseBlocks(ctx, h, func() { fmt.Println("reading") })
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
 // releaseBlocks reads observations from the ring, releasing each block as
-// soon as it is full, until ctx is cancelled; it calls locked once it holds
-// the reader lock.
-func releaseBlocks(ctx context.Context, h *dada.HDU, locked func()) error {
+// soon as it is full, until ctx is cancelled.
+func releaseBlocks(ctx context.Context, h *dada.HDU) error {
 	r, err := h.LockRead(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = r.Close() }()
-	locked()
 	for {
 		if _, err := r.ReadHeader(ctx); err != nil {
 			return err
@@ -436,10 +360,8 @@ func (rig *rxRig) close(t *testing.T) {
 	if err := <-rig.served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("receiver: %v", err)
 	}
-	if rig.reader != nil {
-		if err := stopReader(rig.reader); err != nil {
-			t.Errorf("reader: %v", err)
-		}
+	if err := <-rig.read; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("reader: %v", err)
 	}
 	if err := rig.w.Close(); err != nil {
 		t.Errorf("close writer: %v", err)
