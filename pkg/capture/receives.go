@@ -57,7 +57,7 @@ func (s *session) postSlices() error {
 		wrs = wrs[:0]
 		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {
 			sl := s.cursor[q]
-			seq, off, length := s.g.Slice(sl)
+			seq, off, length := s.a.slice(sl)
 			idx := s.a.open[seq-s.a.open[0].seq].index
 			wrs = append(wrs, fabric.RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
 			s.cursor[q] = s.g.NextOnQP(sl)
