@@ -19,7 +19,9 @@ for round in $(seq "$ROUNDS"); do
         echo "recv-cpu: send failed"; cat /tmp/send.log /tmp/recv.log; exit 1
       fi
       wait $rp; wait $rd
-      read -r user sys < <(sed -n 2p /tmp/times.txt)
+      # shellcheck disable=SC2046 # two words: the children's user and sys time
+      set -- $(sed -n 2p /tmp/times.txt) # no process substitution: the guest has no /dev/fd
+      user=${1:-?} sys=${2:-?}
       echo "recvcpu round=$round mode=$mode bin=$v user=$user sys=$sys $(grep -o 'gbps=[0-9.]*' /tmp/send.log | head -1)"
     done
   done
