@@ -103,21 +103,30 @@ func (a *assembler) landedIn(seq uint64) (uint64, error) {
 	return a.open[seq-a.open[0].seq].count, nil
 }
 
+// slice is wire.Geometry's Slice with the slices per block computed once:
+// one division per call instead of two (the receive loop's per-message cost).
+func (a *assembler) slice(n uint64) (block, off, length uint64) {
+	block, k := n/a.s, n%a.s
+	off = k * a.g.MsgBytes
+	return block, off, min(a.g.MsgBytes, a.g.BlockBytes-off)
+}
+
 // land records that n bytes of slice sl have arrived.
 func (a *assembler) land(sl uint64, n uint64) error {
-	seq, _, full := a.g.Slice(sl)
+	seq, k := sl/a.s, sl%a.s
+	off := k * a.g.MsgBytes
+	full := min(a.g.MsgBytes, a.g.BlockBytes-off)
 	if len(a.open) == 0 || seq < a.open[0].seq || seq >= a.next {
 		return fmt.Errorf("%w: slice %d belongs to block %d, which is not open", wire.ErrProtocol, sl, seq)
 	}
 	b := a.open[seq-a.open[0].seq]
-	k := sl % a.s
 	if b.present[k/64]&(1<<(k%64)) != 0 {
 		return fmt.Errorf("%w: slice %d arrived twice", wire.ErrProtocol, sl)
 	}
 	if n > full {
 		return fmt.Errorf("%w: slice %d carries %d bytes, at most %d fit", wire.ErrProtocol, sl, n, full)
 	}
-	start := a.g.StreamOffset(sl)
+	start := seq*a.g.BlockBytes + off
 	if a.hasEnd && start+n > a.end {
 		return fmt.Errorf("%w: slice %d ends at byte %d, after the announced end %d", wire.ErrProtocol, sl, start+n, a.end)
 	}

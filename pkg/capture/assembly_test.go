@@ -224,3 +224,25 @@ func TestAssemblerHoldsBoundaryBlock(t *testing.T) {
 		t.Fatalf("filled %+v, want block 1 full and last", f)
 	}
 }
+
+// The assembler's slice, with the slices per block computed once, is
+// wire.Geometry's Slice.
+func TestAssemblerSliceIsTheGeometrys(t *testing.T) {
+	for _, g := range []wire.Geometry{
+		{BlockBytes: 4 << 20, MsgBytes: 64 << 10, QPs: 4, NBufs: 8},
+		{BlockBytes: 10000, MsgBytes: 4096, QPs: 3, NBufs: 4}, // a short last slice in every block
+		{BlockBytes: 4096, MsgBytes: 4096, QPs: 1, NBufs: 2},
+	} {
+		a, err := newAssembler(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3*g.SlicesPerBlock() + 1 {
+			b, off, l := a.slice(n)
+			wb, woff, wl := g.Slice(n)
+			if b != wb || off != woff || l != wl {
+				t.Fatalf("%+v slice %d: (%d, %d, %d), want (%d, %d, %d)", g, n, b, off, l, wb, woff, wl)
+			}
+		}
+	}
+}

@@ -328,7 +328,9 @@ func TestRateGaugeMovesWithScrapesAlone(t *testing.T) {
 	if r := getMetric(t, srv.URL, "ringcap_recv_rate_bytes_per_second"); r != 0 {
 		t.Fatalf("rate %g before anything arrived", r)
 	}
-	tr.landed(0, 4000)
+	qpc := tr.queuePairs(1)
+	qpc[0].add(4000)
+	tr.landed(qpc)
 	tr.mu.Lock()
 	tr.rateAt = tr.rateAt.Add(-2 * time.Second) // the first scrape was two seconds ago
 	tr.mu.Unlock()

@@ -354,6 +354,6 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 		r.t.Update(func(s *statusdoc.Status) { s.Message = msg })
 		return nil
 	}
-	s := &session{r: r, k: k, ep: ep, hello: hello, log: log}
+	s := &session{r: r, k: k, ep: ep, hello: hello, log: log, qpc: r.t.queuePairs(r.cfg.QPs)}
 	return s.run(ctx)
 }

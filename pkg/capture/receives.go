@@ -57,7 +57,7 @@ func (s *session) postSlices() error {
 		wrs = wrs[:0]
 		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {
 			sl := s.cursor[q]
-			seq, off, length := s.g.Slice(sl)
+			seq, off, length := s.a.slice(sl)
 			idx := s.a.open[seq-s.a.open[0].seq].index
 			wrs = append(wrs, fabric.RecvWR{ID: sl, Block: idx, Offset: off, Length: length})
 			s.cursor[q] = s.g.NextOnQP(sl)
@@ -108,7 +108,7 @@ func (s *session) complete(wc fabric.Completion) error {
 	if err := s.a.land(sl, uint64(wc.Bytes)); err != nil {
 		return err
 	}
-	s.r.t.landed(wc.QP, uint64(wc.Bytes))
+	s.qpc[wc.QP].add(uint64(wc.Bytes))
 	return nil
 }
 
@@ -136,7 +136,7 @@ func (s *session) landWritten(q int, sl, n uint64) error {
 		if err := s.a.land(x, k); err != nil {
 			return err
 		}
-		s.r.t.landed(q, k)
+		s.qpc[q].add(k)
 	}
 	return nil
 }

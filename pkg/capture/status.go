@@ -135,12 +135,50 @@ func (t *Tracker) rateNow() float64 {
 	return t.st.RateBytesPerSecond
 }
 
-func (t *Tracker) landed(qp int, n uint64) {
-	q := strconv.Itoa(qp)
-	t.bytes.WithLabelValues(q).Add(float64(n))
-	t.messages.WithLabelValues(q).Inc()
+// qpCounters are one queue pair's Prometheus counters, looked up by label
+// once per session instead of for every message, and what landed on it
+// since they were last brought up to date.
+type qpCounters struct {
+	bytes, messages prometheus.Counter
+	newBytes        uint64
+	newMessages     uint64
+}
+
+// queuePairs returns the counters of queue pairs 0 to n-1.
+func (t *Tracker) queuePairs(n int) []qpCounters {
+	c := make([]qpCounters, n)
+	for qp := range c {
+		q := strconv.Itoa(qp)
+		c[qp] = qpCounters{bytes: t.bytes.WithLabelValues(q), messages: t.messages.WithLabelValues(q)}
+	}
+	return c
+}
+
+// add notes one message of n bytes landed; landed counts it.
+func (c *qpCounters) add(n uint64) {
+	c.newBytes += n
+	c.newMessages++
+}
+
+// landed counts what the queue pairs' counters noted since the last call
+// (once per batch of completions, not per message) and clears the notes.
+func (t *Tracker) landed(cs []qpCounters) {
+	var total uint64
+	for i := range cs {
+		c := &cs[i]
+		if c.newMessages == 0 {
+			continue
+		}
+		c.bytes.Add(float64(c.newBytes))
+		c.messages.Add(float64(c.newMessages))
+		total += c.newBytes
+		c.newBytes, c.newMessages = 0, 0
+	}
+	if total == 0 {
+		return
+	}
 	t.mu.Lock()
-	t.st.BytesReceived += n
+	t.st.BytesReceived += total
 	t.mu.Unlock()
 }
 

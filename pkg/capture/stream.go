@@ -241,6 +241,7 @@ func (l *streamLoop) reap() (bool, *ending) {
 	if err != nil {
 		return false, endWith("completion polling failed", err)
 	}
+	defer s.r.t.landed(s.qpc)
 	for _, wc := range l.wcs[:n] {
 		if err := s.complete(wc); err != nil {
 			return true, l.completionFailed(err)
@@ -434,6 +435,7 @@ func ringFailure(ctx context.Context, err error) (bool, string, error) {
 // drain processes completions that are still arriving for a short while.
 func (s *session) drain(wcs []fabric.Completion, d time.Duration) {
 	deadline := time.Now().Add(d)
+	defer s.r.t.landed(s.qpc)
 	for time.Now().Before(deadline) {
 		n, err := s.ep.Poll(wcs)
 		if err != nil {

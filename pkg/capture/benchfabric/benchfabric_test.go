@@ -6,6 +6,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
+	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
 
 // The benchmark fabric must report completions as a NIC would, or the engine
@@ -131,5 +132,59 @@ func TestSenderCompletesSignalledSendsAndCountsImmediates(t *testing.T) {
 	}
 	if ep.PostSend(0, wrs) == nil {
 		t.Error("PostSend on a closed endpoint succeeded")
+	}
+}
+
+// The fabric crosses into C (verbs.Noop) as the verbs adapter does: once per
+// completion queue polled, in turn until the completions asked for are
+// full, and once per 256 work requests posted.
+func TestCrossingsAsTheVerbsAdapter(t *testing.T) {
+	verbs.Noop()
+	if verbs.Crossings() == 0 {
+		t.Skip("built without cgo: no crossings to count")
+	}
+	wrs := func(q, n int) []fabric.RecvWR {
+		out := make([]fabric.RecvWR, n)
+		for i := range out {
+			out[i] = fabric.RecvWR{ID: uint64(q + 2*i), Length: 4096}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		cqPerQP bool
+		polls   []int // completions each poll returns
+		want    uint64
+	}{
+		// Posts: 300 WRs (2 crossings) on queue pair 0, 10 (1) on 1.
+		{"shared-cq", false, []int{64, 64, 64, 64, 54, 0}, 3 + 6},
+		// Poll 1 fills 64 from queue pair 0's CQ alone (1 crossing); poll 2
+		// takes queue pair 1's 10 and 54 of 0's (2); every later poll
+		// visits 1's empty CQ, then 0's (2 each).
+		{"cq-per-qp", true, []int{64, 64, 64, 64, 54, 0}, 3 + 1 + 2*5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ep, err := NewReceiver(wire.ModeSend, 4, 4<<20, 4096).Open(context.Background(),
+				fabric.EndpointConfig{QPs: 2, RecvDepth: 512, CQPerQP: c.cqPerQP})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := verbs.Crossings()
+			if err := ep.PostRecv(0, wrs(0, 300)); err != nil {
+				t.Fatal(err)
+			}
+			if err := ep.PostRecv(1, wrs(1, 10)); err != nil {
+				t.Fatal(err)
+			}
+			wcs := make([]fabric.Completion, 64)
+			for i, want := range c.polls {
+				if n, _ := ep.Poll(wcs); n != want {
+					t.Fatalf("poll %d: %d completions, want %d", i, n, want)
+				}
+			}
+			if got := verbs.Crossings() - before; got != c.want {
+				t.Errorf("%d crossings, want %d", got, c.want)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,6 +225,11 @@ func (rig *rxRig) observe(b *testing.B) {
 	if err := k.WritePreamble(); err != nil {
 		die(b, err)
 	}
+	if m, err := k.Recv(); err != nil {
+		die(b, err)
+	} else if _, ok := m.(wire.Settings); !ok {
+		dief(b, "expected the receiver's Settings, got %T", m)
+	}
 	if err := k.Send(wire.Hello{Mode: rig.mode, MsgBytes: uint32(rig.msg), TotalBytes: total, Fabric: wire.Fabric{Transport: wire.TransportVerbs}, QPs: qps}); err != nil {
 		die(b, err)
 	}
@@ -271,10 +277,50 @@ func (c blockingConn) Read(p []byte) (int, error) { return c.f.Read(p) }
 
 func (c blockingConn) Close() error { return errors.Join(c.f.Close(), c.Conn.Close()) }
 
+// yieldingConn reads without blocking, yielding the P between tries: with
+// GOMAXPROCS=1 a blocking read would hold the only P until sysmon takes it
+// back, stalling the engine for that long per credit (a cost of the
+// benchmark's peer, not the engine: a real sender is another machine).
+type yieldingConn struct {
+	net.Conn
+	rc syscall.RawConn
+}
+
+func (c yieldingConn) Read(p []byte) (n int, err error) {
+	rerr := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = syscall.Read(int(fd), p)
+			if err != syscall.EAGAIN && err != syscall.EINTR {
+				return true
+			}
+			runtime.Gosched()
+		}
+	})
+	switch {
+	case rerr != nil:
+		return 0, rerr
+	case err != nil:
+		return 0, err
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// dialBlocking connects the peer: with GOMAXPROCS=1 through a yieldingConn,
+// else a blockingConn.
 func dialBlocking(addr string) (net.Conn, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if runtime.GOMAXPROCS(0) == 1 {
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return yieldingConn{Conn: c, rc: rc}, nil
 	}
 	f, err := c.(*net.TCPConn).File()
 	if err != nil {
@@ -378,6 +424,9 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	if err := k.ReadPreamble(); err != nil {
 		return err
 	}
+	if err := k.Send(wire.Settings{Mode: rig.mode, QPs: uint16(rig.qps), MsgBytes: uint32(rig.msg), Fabric: wire.Fabric{Transport: wire.TransportVerbs}}); err != nil {
+		return err
+	}
 	m, err := k.Recv()
 	if err != nil {
 		return err
@@ -390,7 +439,7 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	for i := range qps {
 		qps[i] = wire.QPInfo{QPN: uint32(4000 + i), MTU: 4096}
 	}
-	acc := wire.Accept{Mode: rig.mode, MsgBytes: uint32(rig.msg), NBufs: uint32(rig.nbufs), BufSize: rig.block, MRMode: wire.MRWholeRing, QPs: qps}
+	acc := wire.Accept{Mode: rig.mode, MsgBytes: uint32(rig.msg), NBufs: uint32(rig.nbufs), BufSize: rig.block, MRMode: wire.MRWholeRing, Fabric: wire.Fabric{Transport: wire.TransportVerbs}, QPs: qps}
 	if rig.mode == wire.ModeWrite {
 		acc.Regions = []wire.Region{{Addr: 0x10000000, Len: rig.nbufs * rig.block, RKey: 1}}
 	}

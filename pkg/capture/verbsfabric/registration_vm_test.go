@@ -235,3 +235,81 @@ func BenchmarkRegistration(b *testing.B) {
 		ms(whole), ms(per), benchBlocks*benchBlockSize>>20, benchBlocks, len(times[WholeRing]))
 	fmt.Printf("ratio perblock/wholering register_ms=%.2f\n", ms(per)/ms(whole))
 }
+
+// BenchmarkRegistrationRaw times registering a 1 GiB ring (256 blocks of 4 MiB,
+// attached contiguously, no huge pages in the VM) as WholeRing and as PerBlock
+// beside one raw ibv_reg_mr of the same bytes with the same access (and
+// PerBlock beside its floor, one raw ibv_reg_mr per block), each
+// registered and deregistered, the four alternating in every round (each round
+// starting with the next); it prints
+// `ratio register/raw-reg-mr` for both modes, from the fastest round of each
+// (the least disturbed by the shared host).
+func BenchmarkRegistrationRaw(b *testing.B) {
+	vmtest.Require(b)
+	const blocks, blockSize = 256, 4 << 20
+	key := vmtest.NewRing(b, blocks, blockSize)
+	h := vmtest.ConnectRing(b, key, true)
+	region, ok, reason := h.Data.Contiguous()
+	if !ok {
+		b.Fatalf("the ring is not attached contiguously: %s", reason)
+	}
+	pd := openPD(b)
+	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite
+	register := map[string]func() error{
+		"raw": func() error {
+			mr, err := pd.RegisterMR(region, access)
+			if err != nil {
+				return err
+			}
+			return mr.Close()
+		},
+	}
+	// PerBlock's floor: one raw ibv_reg_mr per block, all held, then released.
+	register["raw-perblock"] = func() error {
+		mrs := make([]*verbs.MR, 0, blocks)
+		var err error
+		for i := range blocks {
+			var mr *verbs.MR
+			if mr, err = pd.RegisterMR(h.Data.Block(i), access); err != nil {
+				break
+			}
+			mrs = append(mrs, mr)
+		}
+		for _, mr := range mrs {
+			err = errors.Join(err, mr.Close())
+		}
+		return err
+	}
+	for _, mode := range []MRMode{WholeRing, PerBlock} {
+		register[mode.String()] = func() error {
+			reg, err := Register(pd, h.Data, mode, RegisterOptions{Access: access, Log: quiet, Name: "key=" + h.Data.Key().String()})
+			if err != nil {
+				return err
+			}
+			return reg.Close()
+		}
+	}
+	order := []string{"raw", WholeRing.String(), "raw-perblock", PerBlock.String()}
+	const rounds = 8 // each of the four first twice
+	times := map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for r := range rounds {
+			for k := range order {
+				name := order[(r+k)%len(order)] // each round starts with the next: no place favours one
+				start := time.Now()
+				if err := register[name](); err != nil {
+					b.Fatalf("%s: %v", name, err)
+				}
+				times[name] = append(times[name], time.Since(start))
+			}
+		}
+	}
+	b.StopTimer()
+	ms := func(name string) float64 { return float64(slices.Min(times[name])) / float64(time.Millisecond) }
+	raw, whole, rawPer, per := ms("raw"), ms(WholeRing.String()), ms("raw-perblock"), ms(PerBlock.String())
+	fmt.Printf("register_ms raw=%.1f wholering=%.1f raw-perblock=%.1f perblock=%.1f (ring %d MiB in %d blocks, register+deregister, best of %d)\n",
+		raw, whole, rawPer, per, blocks*blockSize>>20, blocks, len(times["raw"]))
+	fmt.Printf("ratio register/raw-reg-mr wholering=%.2f perblock=%.2f\n", whole/raw, per/raw)
+	fmt.Printf("ratio perblock/raw-reg-mr-per-block=%.2f (PerBlock against its floor, %d raw ibv_reg_mr)\n", per/rawPer, blocks)
+}

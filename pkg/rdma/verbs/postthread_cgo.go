@@ -269,6 +269,7 @@ func (p *PostThread) Post(qp *QP, tag int, wrs []SendWR) error {
 	for i, w := range wrs {
 		dst[i] = cSendWR(w)
 	}
+	crossings.Add(1)
 	if C.rc_pt_push(p.t, qp.qp, p.stage, C.int(len(wrs)), C.int32_t(tag)) != 0 {
 		return fmt.Errorf("hand %d work requests to the posting thread on CPU %d: its queue of %d is full", len(wrs), p.cpu, p.capacity)
 	}

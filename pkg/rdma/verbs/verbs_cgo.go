@@ -650,6 +650,7 @@ func (cq *CQ) Poll(wcs []WorkCompletion) (int, error) {
 	}
 	got := 0
 	for got < len(wcs) {
+		crossings.Add(1)
 		n := C.rc_poll(cq.cq, cq.wcs, C.int(min(len(wcs)-got, pollChunk)))
 		if n < 0 {
 			return got, fmt.Errorf("poll completion queue on %s: ibv_poll_cq returned %d", cq.c.name, int(n))
@@ -715,6 +716,7 @@ func (cq *CQ) arm() error {
 	if cq.closed {
 		return ErrClosed
 	}
+	crossings.Add(1)
 	if rc := C.rc_req_notify(cq.cq, 0); rc != 0 {
 		return fmt.Errorf("arm completion queue on %s: %w", cq.c.name, errnoErr(rc))
 	}
@@ -729,6 +731,7 @@ func (cq *CQ) waitEvent(ctx context.Context) error {
 			cq.mu.Unlock()
 			return ErrClosed
 		}
+		crossings.Add(1)
 		rc := C.rc_get_event(cq.ch)
 		fd := int32(cq.ch.fd)
 		cq.mu.Unlock()
@@ -965,6 +968,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 			dst[i] = cSendWR(w)
 		}
 		var bad C.int
+		crossings.Add(1)
 		if rc := C.rc_post_send(qp.qp, qp.swr, C.int(len(chunk)), qp.sendWR, qp.sendSGE, &bad); rc != 0 {
 			i := base + int(bad)
 			return fmt.Errorf("post send work request %d of %d (wr_id=%d %v) on QP %d: %w",
@@ -988,6 +992,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 			dst[i] = C.struct_rc_rwr{id: C.uint64_t(w.ID), addr: C.uint64_t(w.Addr), len: C.uint32_t(w.Length), lkey: C.uint32_t(w.LKey)}
 		}
 		var bad C.int
+		crossings.Add(1)
 		if rc := C.rc_post_recv(qp.qp, qp.rwr, C.int(len(chunk)), qp.recvWR, qp.recvSGE, &bad); rc != 0 {
 			i := base + int(bad)
 			return fmt.Errorf("post receive work request %d of %d (wr_id=%d) on QP %d: %w",
