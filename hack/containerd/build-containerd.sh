@@ -12,7 +12,7 @@
 # version are kept (delete $OUT_DIR to force a rebuild).
 #
 # Output: $OUT_DIR (default /var/tmp/ringcap/containerd/$CONTAINERD_VERSION/bin). Cold build on
-# 2 cores: about 5 minutes.
+# 2 cores: 2–3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/env.sh
