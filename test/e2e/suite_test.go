@@ -21,6 +21,7 @@ func TestRingcap(t *testing.T) {
 		{"6-delete-leaves-nothing", stepDelete},
 		{"7-readers-behind-reported", stepReadersBehind},
 		{"8-host-network-senders-outside", stepHostNetwork},
+		{"9-dra-claim-selects-rxe1", stepDRAClaim},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

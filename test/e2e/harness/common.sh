@@ -7,6 +7,11 @@ export E2E_WORK=${E2E_WORK:-$RINGCAP_CACHE/e2e}
 # Kubernetes v1.34.10 binaries (hack/k8s/build-k8s.sh builds them from the Go module proxy)
 export K8S_VERSION=${K8S_VERSION:-v1.34.10}
 export K8S_BIN=${K8S_BIN:-$RINGCAP_CACHE/k8s/$K8S_VERSION/bin}
+# The node's container runtime: 2 = containerd 2.x (CDI, which the DRA driver needs) built from the
+# Go module proxy by hack/containerd/build-containerd.sh; 1 = the guest root's Debian containerd 1.6.
+export E2E_CONTAINERD=${E2E_CONTAINERD:-2}
+export CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+export CONTAINERD_BIN=${CONTAINERD_BIN:-$RINGCAP_CACHE/containerd/$CONTAINERD_VERSION/bin}
 export PATH=$K8S_BIN:$PATH:/usr/sbin:/sbin
 # Split layout: the control plane runs natively on this host, the node (containerd, kubelet,
 # kube-proxy, every pod) inside the Soft-RoCE VM, joined by a tap on a private /30.

@@ -15,8 +15,36 @@ waitfor() {
 }
 ctr_() { ctr --address /run/containerd/containerd.sock "$@"; }
 
-mkdir -p /etc/containerd /etc/cni/net.d
-cat > /etc/containerd/e2e.toml <<TOML
+# containerd 2.x, config version 3: CRI split into its images and runtime plugins. CDI is always on
+# in 2.x; the spec dirs are where the DRA driver writes a claim's spec (/var/run/cdi).
+write_containerd2_config() {
+  cat > /etc/containerd/e2e.toml <<TOML
+version = 3
+root = "/var/lib/containerd"
+state = "/run/containerd/state"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "registry.k8s.io/pause:3.10.1"
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_unprivileged_ports = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "/etc/cni/net.d"
+TOML
+}
+# Debian bookworm's containerd 1.6, config version 2 (no CDI)
+write_containerd1_config() {
+  cat > /etc/containerd/e2e.toml <<TOML
 version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd/state"
@@ -36,6 +64,17 @@ state = "/run/containerd/state"
     bin_dir = "/usr/lib/cni"
     conf_dir = "/etc/cni/net.d"
 TOML
+}
+mkdir -p /etc/containerd /etc/cni/net.d
+# containerd 2.x (built from the Go module proxy by hack/containerd/build-containerd.sh, shared by
+# up.sh) unless E2E_CONTAINERD=1 chose the guest root's Debian containerd 1.6. Its PATH entry comes
+# first so the kubelet's runtime, its runc shim and ctr are all the same build.
+if [ "${CONTAINERD_MAJOR:-1}" = 2 ]; then
+  export PATH=/mnt/host/containerd/bin:$PATH
+  write_containerd2_config
+else
+  write_containerd1_config
+fi
 cat > /etc/cni/net.d/10-bridge.conflist <<JSON
 {"cniVersion": "0.4.0", "name": "e2e", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
@@ -45,6 +84,7 @@ JSON
 echo '{"cniVersion": "0.4.0", "name": "lo", "type": "loopback"}' > /etc/cni/net.d/99-loopback.conf
 nohup containerd --config /etc/containerd/e2e.toml > $L/containerd.log 2>&1 &
 waitfor containerd ctr_ version
+log "containerd: $(containerd --version)"
 for t in /mnt/host/images/*.tar; do
   ctr_ -n k8s.io images import "$t" >/dev/null 2>>$L/import.log || log "import $t failed"
 done

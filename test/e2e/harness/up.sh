@@ -12,6 +12,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # Kubernetes from the Go module proxy (kept once built; minutes on a cold Go build cache)
 OUT_DIR=$K8S_BIN K8S_VERSION=$K8S_VERSION "$REPO_ROOT/hack/k8s/build-k8s.sh" \
   kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl >&2 || die "building Kubernetes $K8S_VERSION failed"
+case $E2E_CONTAINERD in
+  2) OUT_DIR=$CONTAINERD_BIN CONTAINERD_VERSION=$CONTAINERD_VERSION "$REPO_ROOT/hack/containerd/build-containerd.sh" >&2 ||
+       die "building containerd $CONTAINERD_VERSION failed" ;;
+  1) ;;
+  *) die "E2E_CONTAINERD=$E2E_CONTAINERD: want 2 (containerd 2.x from the module proxy) or 1 (Debian's 1.6)" ;;
+esac
 for b in qemu-system-x86_64 etcd openssl debootstrap; do command -v $b >/dev/null || die "$b missing: run hack/setup.sh"; done
 [ -e /dev/net/tun ] || die "/dev/net/tun missing: cannot create the tap device"
 if [ -f "$E2E_WORK/pids/qemu.pid" ] || ls "$E2E_WORK"/pids/*.pid >/dev/null 2>&1; then
@@ -42,6 +48,16 @@ cp "$HERE/guest-boot.sh" "$HERE/guest-node.sh" "$S/"
 # the cgo binary of the image build runs on the guest's libibverbs.
 rm -rf "$S/bin" "$S/cmd"; mkdir -p "$S/bin" "$S/cmd"
 cp "$RINGCAP_CACHE/images/bin/ringcap" "$S/bin/ringcap" || die "ringcap binary missing in $RINGCAP_CACHE/images/bin"
+# containerd 2.x for the node (guest-node.sh puts it first on PATH); hard links where the cache
+# and the share are on one file system
+rm -rf "$S/containerd"
+if [ "$E2E_CONTAINERD" = 2 ]; then
+  mkdir -p "$S/containerd/bin"
+  for b in containerd containerd-shim-runc-v2 ctr; do
+    cp -l "$CONTAINERD_BIN/$b" "$S/containerd/bin/" 2>/dev/null || cp "$CONTAINERD_BIN/$b" "$S/containerd/bin/" ||
+      die "containerd binary $b missing in $CONTAINERD_BIN"
+  done
+fi
 rm -rf "$S/cluster"; "$HERE/gen-certs.sh" "$S/cluster"   # fresh PKI: nothing from an earlier run is trusted
 cat > "$S/node.env" <<ENV
 E2E_NODE=$E2E_NODE
@@ -50,6 +66,7 @@ E2E_GUEST_IP=$E2E_GUEST_IP
 SERVICE_CIDR=$SERVICE_CIDR
 POD_CIDR=$POD_CIDR
 DNS_SERVICE_IP=$DNS_SERVICE_IP
+CONTAINERD_MAJOR=$E2E_CONTAINERD
 ENV
 cp "$S/cluster/admin.kubeconfig" "$E2E_KUBECONFIG"
 P=$S/cluster/pki; C=$S/cluster
