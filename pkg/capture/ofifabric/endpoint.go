@@ -46,13 +46,13 @@ type endpoint struct {
 	closed  bool
 }
 
-func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (ep *endpoint, err error) {
+func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoint, err error) {
 	if cfg.QPs < 1 || cfg.QPs > wire.MaxQPs {
 		return nil, fmt.Errorf("open %d endpoints: want 1..%d", cfg.QPs, wire.MaxQPs)
 	}
-	ep = &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
+	ep := &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
 	defer func() {
-		if err != nil {
+		if err != nil { // ep, not the nil result: the partial endpoints close
 			_ = ep.Close()
 		}
 	}()
