@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ringcap/ringcap/internal/plugin"
 	"k8s.io/apimachinery/pkg/types"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
@@ -87,29 +88,7 @@ func writeSpec(dir string, uid types.UID, spec cdispec.Spec) error {
 	if err != nil {
 		return fmt.Errorf("encode CDI spec: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create CDI directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".ringcap-claim-*")
-	if err != nil {
-		return fmt.Errorf("write CDI spec: %w", err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write CDI spec: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write CDI spec: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write CDI spec: %w", err)
-	}
-	path := ClaimSpecPath(dir, uid)
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("install CDI spec %s: %w", path, err)
-	}
-	return nil
+	return plugin.InstallCDISpec(dir, ClaimSpecPath(dir, uid), ".ringcap-claim-*", b)
 }
 
 // removeSpec removes a claim's spec; a missing one is not an error.

@@ -93,10 +93,16 @@ func writeCDISpec(dir string, pool Pool, ps *poolState) error {
 	if old, err := os.ReadFile(path); err == nil && string(old) == string(b) {
 		return nil
 	}
+	return InstallCDISpec(dir, path, ".ringcap-cdi-*", b)
+}
+
+// InstallCDISpec writes b to path in dir atomically (a temporary file named by
+// pattern, mode 0644, renamed into place), so the runtime never reads half a spec.
+func InstallCDISpec(dir, path, pattern string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create CDI directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".ringcap-cdi-*")
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return fmt.Errorf("write CDI spec: %w", err)
 	}
