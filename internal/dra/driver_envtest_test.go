@@ -143,7 +143,7 @@ func TestDriverOnAPIServer(t *testing.T) {
 	dir := shortDir(t)
 	cfg := defaultConfigFast()
 	d, err := New(Options{Config: cfg, Roots: roots, NodeName: node, CDIDir: filepath.Join(dir, "cdi"), Client: cs,
-		Log: testLogger(t), PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r")})
+		Log: testenv.Logger(t), PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -274,18 +271,4 @@ func defaultConfigFast() *plugin.Config {
 	c := plugin.DefaultConfig()
 	c.RescanInterval.Duration = 100 * time.Millisecond
 	return c
-}
-
-// testLogger logs to t.Log until the test ends.
-func testLogger(t *testing.T) logr.Logger {
-	var mu sync.Mutex
-	done := false
-	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Log(prefix, args)
-		}
-	}, funcr.Options{Verbosity: 1})
 }

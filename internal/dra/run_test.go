@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ringcap/ringcap/internal/testenv"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,7 @@ func TestRunStops(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	d, err := New(Options{Config: defaultConfigFast(), Roots: treeRoots(rxeTree), NodeName: node, CDIDir: filepath.Join(dir, "cdi"),
-		Client: cs, Log: testLogger(t), PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r")})
+		Client: cs, Log: testenv.Logger(t), PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,7 @@ package plugin
 import (
 	"net"
 	"os"
-	"sync"
 	"testing"
-
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 )
 
 func netListenUnix(path string) (net.Listener, error) { return net.Listen("unix", path) }
@@ -22,21 +18,6 @@ func shortTempDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
-}
-
-// testLogger logs to t.Log until the test ends (gRPC handler goroutines may log
-// after that).
-func testLogger(t *testing.T) logr.Logger {
-	var mu sync.Mutex
-	done := false
-	t.Cleanup(func() { mu.Lock(); done = true; mu.Unlock() })
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			t.Log(prefix, args)
-		}
-	}, funcr.Options{Verbosity: 1})
 }
 
 // hostOnly skips tests that read the committed testdata trees inside the Soft-RoCE

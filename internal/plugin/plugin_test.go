@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testenv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
@@ -147,7 +149,7 @@ func startHarnessRoots(t *testing.T, cfg *Config, roots rdma.Roots, mutate func(
 		cfg = DefaultConfig()
 	}
 	cfg.RescanInterval.Duration = 100 * time.Millisecond
-	opts := Options{Config: cfg, Roots: h.roots, KubeletDir: h.dir, NodeName: "node-1", Inventory: h.sink, Log: testLogger(t)}
+	opts := Options{Config: cfg, Roots: h.roots, KubeletDir: h.dir, NodeName: "node-1", Inventory: h.sink, Log: testenv.Logger(t)}
 	if mutate != nil {
 		mutate(&opts)
 	}
