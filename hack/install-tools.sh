@@ -17,3 +17,4 @@ install_tool() { # name module@version
 install_tool golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
 install_tool controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION:-v0.23.0}"
 install_tool helm "helm.sh/helm/v3/cmd/helm@${HELM_VERSION:-v3.22.0}"
+install_tool kind "sigs.k8s.io/kind@${KIND_VERSION:-v0.33.0}"
