@@ -5,7 +5,8 @@
 # kernel's full module tree hard-linked in. Idempotent; a second run only re-checks.
 #
 #   test/e2e/harness/build-root.sh   # -> $E2E_WORK/{initramfs.cpio.gz,root}; kernel: hack/vm/fetch-kernel.sh
-# Env: E2E_WORK (default /var/tmp/ringcap/e2e), MIRROR (default: the Debian mirror this host's apt uses).
+# Env: E2E_WORK (default /var/tmp/ringcap/e2e), MIRROR (default: the Debian mirror this host's apt uses),
+# E2E_ROOT_EXTRA_PKGS (more packages, e.g. podman for the kind path's own root, kind-vm.sh).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
@@ -58,7 +59,7 @@ fi
 # --- root: debootstrap minbase + the node's packages (no service starts in the chroot) ---
 ROOT=$E2E_WORK/root
 PKGS="containerd runc containernetworking-plugins iptables conntrack socat ethtool rdma-core ibverbs-providers
-      ibverbs-utils perftest rdmacm-utils libfabric1 kmod iproute2 mount util-linux procps curl ca-certificates psmisc libgcc-s1"
+      ibverbs-utils perftest rdmacm-utils libfabric1 kmod iproute2 mount util-linux procps curl ca-certificates psmisc libgcc-s1 ${E2E_ROOT_EXTRA_PKGS:-}"
 # The marker holds the package list: a root made for another list gets the missing packages.
 # shellcheck disable=SC2086
 if [ "$(cat "$ROOT/.ringcap-root-ok" 2>/dev/null)" != "$(echo $PKGS)" ]; then

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# `make e2e-kind-vm`: the kind path on ringcap's CI machines, inside the Soft-RoCE VM. The host
+# has no RDMA and no Docker; the VM boots Debian's kernel (rdma_rxe, TCG) with its own guest root
+# (the e2e root + podman) and a fresh ext4 disk for podman's storage. In the VM, kind-guest.sh
+# loads ringcap's kind node image (hack/kind/build-node-image.sh) and runs kind.sh up with the
+# podman provider: rxe0/rxe1 exist before the cluster, /dev/infiniband is mapped into the node,
+# the images are loaded with `kind load image-archive`. The suite runs on this host against the
+# cluster's API server, published on the VM's tap address. Always stops qemu by PID and deletes
+# the tap and the disk, on failure too (KEEP=1 leaves the VM running; kind-vm.sh down).
+#
+# Env: E2E_RUN (default: the steps that need no shell in the VM's own namespaces, 1-7),
+# KIND_VM_MEM (MiB, default 6144: see docs/kind.md), E2E_TIMEOUT.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/common.sh"
+. "$REPO_ROOT/hack/kind/env.sh"
+export PATH=$KIND_K8S_BIN:$PATH
+W=${KIND_VM_WORK:-$KIND_DIR/vm}
+S=$W/share
+TAPDEV=${KIND_VM_TAP:-rcapkind0} HOST_IP=10.203.1.1 GUEST_IP=10.203.1.2
+KIND_CLUSTER=${KIND_CLUSTER:-ringcap-e2e}
+MEM=${KIND_VM_MEM:-6144}
+DISK=$W/disk.img
+
+down() {
+  local q=$W/qemu.pid p
+  p=$(cat "$q" 2>/dev/null || true)
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    echo quit | socat - UNIX-CONNECT:"$W/qemu-monitor.sock" >/dev/null 2>&1
+    for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$p" 2>/dev/null && { kill "$p"; sleep 2; kill -9 "$p" 2>/dev/null; }
+    log "stopped qemu (pid $p)"
+  fi
+  rm -f "$q" "$W/qemu-monitor.sock" "$DISK"
+  if ip link show "$TAPDEV" >/dev/null 2>&1; then ip link del "$TAPDEV" && log "deleted tap $TAPDEV"; fi
+}
+# --- host side, outside the VM lock if run first as `kind-vm.sh prepare`: the suite, the node
+# image and its archive, ringcap's images, the guest root (all kept when up to date)
+prepare() {
+  mkdir -p "$W"
+  (cd "$REPO_ROOT" && go test -tags e2e -c -o "$W/e2e.test" ./test/e2e) || die "compiling the suite failed"
+  KIND_NODE_SAVE=1 "$REPO_ROOT/hack/kind/build-node-image.sh" || die "building the kind node image failed"
+  TAG=$(IMAGES_DIR=$W/images MKIMAGE_GZIP_LEVEL=0 "$REPO_ROOT/hack/images/build.sh" 2> "$W/build-images.log" | tail -n1) ||
+    { tail -20 "$W/build-images.log"; die "image build failed"; }
+  E2E_WORK=$W E2E_ROOT_EXTRA_PKGS=podman "$HERE/build-root.sh" || die "building the kind VM's guest root failed"
+  command -v kind >/dev/null || "$REPO_ROOT/hack/install-tools.sh" >&2
+}
+if [ "${1:-}" = down ]; then down; exit 0; fi
+if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
+[ "$(id -u)" = 0 ] || die "must run as root (tap device, qemu)"
+for b in qemu-system-x86_64 mkfs.ext4 socat; do command -v $b >/dev/null || die "$b missing: run hack/setup.sh"; done
+
+rc=1
+finish() {
+  if [ "$rc" != 0 ]; then
+    for f in "$S"/logs/*.log "$W/serial.log"; do [ -s "$f" ] && { echo "----- tail $f"; tail -n 30 "$f"; }; done >&2
+  fi
+  if [ -z "${KEEP:-}" ]; then down; else log "KEEP=1: VM left running; $0 down stops it"; fi
+  log "e2e-kind-vm $([ "$rc" = 0 ] && echo PASSED || echo FAILED) after $((EPOCHSECONDS - t_start)) s"
+  exit "$rc"
+}
+t_start=$EPOCHSECONDS
+trap finish EXIT
+trap 'exit 130' INT TERM
+down
+
+prepare
+rm -rf "$S"; mkdir -p "$S"/{logs,images,bin,kind,repo/hack/kind,repo/test/e2e/harness}
+for t in plugin operator ringcap; do cp "$W/images/$t.tar" "$S/images/"; done
+echo "$TAG" > "$S/images/TAG"
+ln "$KIND_NODE_ARCHIVE" "$S/node.tar" 2>/dev/null || cp "$KIND_NODE_ARCHIVE" "$S/node.tar"
+cp "$(command -v kind)" "$S/bin/kind"
+cp "$REPO_ROOT/hack/env.sh" "$S/repo/hack/"; cp "$REPO_ROOT"/hack/kind/*.sh "$S/repo/hack/kind/"
+cp "$HERE"/{kind.sh,common.sh} "$S/repo/test/e2e/harness/"
+cp "$HERE/guest-boot.sh" "$S/"; cp "$HERE/kind-guest.sh" "$S/guest-node.sh"
+cat > "$S/node.env" <<ENV
+E2E_NODE=kind-vm
+E2E_HOST_IP=$HOST_IP
+E2E_GUEST_IP=$GUEST_IP
+KIND_CLUSTER=$KIND_CLUSTER
+ENV
+# podman's storage: a fresh sparse ext4 disk per run (overlayfs cannot sit on the 9p root)
+truncate -s 16G "$DISK" && mkfs.ext4 -q -F "$DISK" || die "making the VM's disk failed"
+
+ip tuntap add dev "$TAPDEV" mode tap && ip addr add "$HOST_IP/30" dev "$TAPDEV" && ip link set "$TAPDEV" up ||
+  die "creating tap $TAPDEV failed"
+KDIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}/kernel; KVER=$(cat "$KDIR/KVER")
+rm -f "$W/serial.log"
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$MEM" -smp 2 -display none -no-reboot \
+  -netdev tap,id=n0,ifname="$TAPDEV",script=no,downscript=no -device virtio-net-pci,netdev=n0 \
+  -kernel "$KDIR/boot/vmlinuz-$KVER" -initrd "$W/initramfs.cpio.gz" \
+  -append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable softlockup_all_cpu_backtrace=1" \
+  -drive file="$DISK",if=virtio,format=raw,cache=unsafe \
+  -virtfs local,path="$W/root",mount_tag=root,security_model=none,id=root \
+  -virtfs local,path="$S",mount_tag=host,security_model=none,id=host \
+  -serial file:"$W/serial.log" -monitor unix:"$W/qemu-monitor.sock",server=on,wait=off \
+  -pidfile "$W/qemu.pid" -daemonize || die "qemu failed to start"
+log "qemu started (pid $(cat "$W/qemu.pid"), ${MEM} MiB, serial log $W/serial.log)"
+guest_up() {
+  kill -0 "$(cat "$W/qemu.pid")" 2>/dev/null || die "qemu exited; serial log: $(tail -20 "$W/serial.log")" 2>&3
+  [ -f "$S/kind/up.rc" ]
+}
+exec 3>&2
+wait_for "kind cluster in the VM (kind-guest.sh finished)" 900 guest_up || die "the kind cluster did not come up in 15 min"
+[ "$(cat "$S/kind/up.rc")" = 0 ] || die "kind.sh up failed in the VM (log $S/logs/kind-up.log)"
+. "$S/kind/$KIND_CLUSTER.env"
+export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
+kubectl get nodes -o wide >&2 || die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
+log "cluster up $((EPOCHSECONDS - t_start)) s after start; running the suite"
+cd "$REPO_ROOT/test/e2e" && "$W/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
+  -test.run "${E2E_RUN:-TestRingcap/^[1-7]}"
+rc=$?
