@@ -31,7 +31,7 @@ down() {
     kill -0 "$p" 2>/dev/null && { kill "$p"; sleep 2; kill -9 "$p" 2>/dev/null; }
     log "stopped qemu (pid $p)"
   fi
-  rm -f "$q" "$W/qemu-monitor.sock" "$DISK"
+  rm -f "$q" "$W/qemu-monitor.sock" "$W/guest-shell.sock" "$DISK"
   if ip link show "$TAPDEV" >/dev/null 2>&1; then ip link del "$TAPDEV" && log "deleted tap $TAPDEV"; fi
 }
 # --- host side, outside the VM lock if run first as `kind-vm.sh prepare`: the suite, the node
@@ -93,7 +93,8 @@ qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$MEM" -smp 2 -display no
   -drive file="$DISK",if=virtio,format=raw,cache=unsafe \
   -virtfs local,path="$W/root",mount_tag=root,security_model=none,id=root \
   -virtfs local,path="$S",mount_tag=host,security_model=none,id=host \
-  -serial file:"$W/serial.log" -monitor unix:"$W/qemu-monitor.sock",server=on,wait=off \
+  -serial file:"$W/serial.log" \
+  -chardev socket,id=sh1,path="$W/guest-shell.sock",server=on,wait=off -serial chardev:sh1 -monitor unix:"$W/qemu-monitor.sock",server=on,wait=off \
   -pidfile "$W/qemu.pid" -daemonize || die "qemu failed to start"
 log "qemu started (pid $(cat "$W/qemu.pid"), ${MEM} MiB, serial log $W/serial.log)"
 guest_up() {
