@@ -79,11 +79,14 @@ cp "$KIND_K8S_BIN"/{kubeadm,kubelet,kubectl} "$CTX/k8s/"
 cp "$HERE/node/config.toml" "$CTX/etc/containerd/"
 cp "$HERE/node/crictl.yaml" "$CTX/etc/"
 cp "$HERE"/node/{containerd.service,kubelet.service,kubelet.slice,ringcap-kind-images.service} "$CTX/etc/systemd/system/"
-cp "$HERE/node/import-images.sh" "$CTX/kind/bin/"
+cp "$HERE/node/import-images.sh" "$HERE/node/kubelet-cgroups.sh" "$CTX/kind/bin/"
 echo "$K8S_VERSION" > "$CTX/kind/version"
 kind_log "podman build $KIND_NODE_IMAGE"
+prev=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$KIND_NODE_IMAGE" 2>/dev/null || true)
 "${PODMAN[@]}" build --pull=never --network host -q --build-arg "BASE=$RUNTIME_BASE" \
   --label "org.ringcap.kind-node-inputs=$inputs" -f "$HERE/node/Containerfile" -t "$KIND_NODE_IMAGE" "$CTX" >/dev/null
 rm -rf "$CTX"
+# the image this one replaces (about 1 GiB), unless a container still uses it
+[ -z "$prev" ] || "${PODMAN[@]}" rmi "$prev" >/dev/null 2>&1 || true
 kind_log "$KIND_NODE_IMAGE built ($("${PODMAN[@]}" image inspect --format '{{.Size}}' "$KIND_NODE_IMAGE" | awk '{printf "%d MiB", $1/1048576}'))"
 save
