@@ -20,7 +20,7 @@ mkdir -p "$KIND_BIN"
 
 K8S_DIR=$KIND_DIR/k8s-$K8S_VERSION OUT_DIR=$KIND_K8S_BIN K8S_VERSION=$K8S_VERSION hack/k8s/build-k8s.sh \
   kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy >&2
-OUT_DIR=$KIND_DIR/containerd-$CONTAINERD_VERSION/bin CONTAINERD_VERSION=$CONTAINERD_VERSION \
+OUT_DIR=$KIND_CONTAINERD_BIN CONTAINERD_VERSION=$CONTAINERD_VERSION \
   hack/containerd/build-containerd.sh >&2
 
 fresh() { [ -x "$KIND_BIN/$1" ] && [ "$(cat "$KIND_BIN/.$1.version" 2>/dev/null)" = "$2" ]; }

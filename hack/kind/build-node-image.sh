@@ -23,7 +23,7 @@ need_podman
 [ "$(id -u)" = 0 ] || kind_die "building the node image needs root (podman's storage, debootstrap)"
 
 "$HERE/build-bins.sh"
-CTRD_BIN=$KIND_DIR/containerd-$CONTAINERD_VERSION/bin
+CTRD_BIN=$KIND_CONTAINERD_BIN
 # the inputs: this directory's files, the versions, and every binary going in
 inputs=$( { cat "$HERE"/node/* "$HERE"/env.sh; echo "$K8S_VERSION $CONTAINERD_VERSION $ETCD_VERSION $COREDNS_VERSION $CRICTL_VERSION"
             sha256sum "$KIND_K8S_BIN"/* "$KIND_BIN"/* "$CTRD_BIN"/*; } | sha256sum | cut -c1-16)

@@ -12,9 +12,14 @@ export COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
 export CRICTL_VERSION=${CRICTL_VERSION:-v1.34.0}
 export PAUSE_TAG=${PAUSE_TAG:-3.10.1}
 export KIND_DIR=${KIND_DIR:-$RINGCAP_CACHE/kind}
-# binaries built for the node image, one directory per component version
+# binaries built for the node image, one directory per component version. Kubernetes and
+# containerd have directories of their own here so that a build for the node image never races
+# the e2e tier's build of the same binaries; on a machine running one thing at a time
+# KIND_K8S_BIN=$RINGCAP_CACHE/k8s/$K8S_VERSION/bin and KIND_CONTAINERD_BIN=$RINGCAP_CACHE/containerd/$CONTAINERD_VERSION/bin
+# share them (build-k8s.sh then adds only kubeadm).
 export KIND_BIN=$KIND_DIR/bin
-export KIND_K8S_BIN=$KIND_DIR/k8s-$K8S_VERSION/bin
+export KIND_K8S_BIN=${KIND_K8S_BIN:-$KIND_DIR/k8s-$K8S_VERSION/bin}
+export KIND_CONTAINERD_BIN=${KIND_CONTAINERD_BIN:-$KIND_DIR/containerd-$CONTAINERD_VERSION/bin}
 export KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-localhost/ringcap-kind/node:$K8S_VERSION}
 # the node image as an archive (podman load / docker load), for the Soft-RoCE VM
 export KIND_NODE_ARCHIVE=$KIND_DIR/node-$K8S_VERSION.tar
