@@ -206,31 +206,47 @@ func (l *streamLoop) pass() *ending {
 
 // takeOpened takes the blocks the ring worker opened (those a sleep took from
 // its channel first): a credit for each in write mode, receives for their
-// slices in send mode.
+// slices in send mode. The credits of the blocks taken in one call go out in
+// one write (blocks often come free several at a time).
 func (l *streamLoop) takeOpened() (bool, *ending) {
 	s := l.s
-	progressed := false
-	for {
-		var idx int
-		if len(l.w.opened) > 0 {
-			idx, l.w.opened = l.w.opened[0], l.w.opened[1:]
-		} else {
-			select {
-			case idx = <-s.rw.opened:
-			default:
-				return progressed, nil
-			}
+	taken, credits := 0, 0
+	defer func() {
+		if credits > 0 && s.k.Flush() != nil {
+			l.peerGone = true
 		}
-		progressed = true
+	}()
+	for {
+		idx, ok := l.nextOpened()
+		if !ok {
+			return taken > 0, nil
+		}
+		taken++
 		s.holdEnded()
 		seq := s.openBlock(idx)
 		if s.r.cfg.Mode == wire.ModeWrite {
-			if err := s.k.Send(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+			if err := s.k.Queue(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
 				l.peerGone = true
 			}
+			credits++
 		} else if err := s.postSlices(); err != nil {
-			return progressed, endWith("receive post failed", err)
+			return true, endWith("receive post failed", err)
 		}
+	}
+}
+
+// nextOpened is the next block the ring worker opened, if any.
+func (l *streamLoop) nextOpened() (int, bool) {
+	if len(l.w.opened) > 0 {
+		idx := l.w.opened[0]
+		l.w.opened = l.w.opened[1:]
+		return idx, true
+	}
+	select {
+	case idx := <-l.s.rw.opened:
+		return idx, true
+	default:
+		return 0, false
 	}
 }
 

@@ -49,25 +49,45 @@ func sizeName(n uint64) string {
 
 // figure runs fn headroomRuns times, as a subtest of its own name, and
 // prints ns per op and the headroom: ops per second over the line's rate of
-// ops of opBytes.
+// ops of opBytes. Beside the wall time it prints the process's CPU time per op
+// (user+sys of every thread, over the final run of each testing.Benchmark):
+// on a core shared with other work it counts only what this process spent,
+// and cpu-headroom is the headroom that CPU time per op allows.
 func figure(t *testing.T, name string, opBytes uint64, fn func(b *testing.B)) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		var ns []float64
+		var ns, cpu []float64
 		for range headroomRuns {
-			r := testing.Benchmark(fn)
+			var last float64
+			r := testing.Benchmark(func(b *testing.B) {
+				c0 := processCPU(b)
+				fn(b)
+				last = float64(processCPU(b)-c0) / float64(b.N)
+			})
 			if r.N == 0 {
 				t.Fatalf("%s: the benchmark failed", name)
 			}
 			ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
+			cpu = append(cpu, last)
 		}
 		slices.Sort(ns)
+		slices.Sort(cpu)
 		line := lineBits / 8 / float64(opBytes)
 		hr := func(v float64) float64 { return 1e9 / v / line }
-		med := ns[len(ns)/2]
-		fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
-			name, hr(med), hr(ns[len(ns)-1]), hr(ns[0]), med, ns[0], ns[len(ns)-1], 1e9/med, len(ns), runtime.GOMAXPROCS(0))
+		med, cmed := ns[len(ns)/2], cpu[len(cpu)/2]
+		fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  cpu-headroom=%.2f [%.2f, %.2f]  cpu-ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
+			name, hr(med), hr(ns[len(ns)-1]), hr(ns[0]), med, ns[0], ns[len(ns)-1],
+			hr(cmed), hr(cpu[len(cpu)-1]), hr(cpu[0]), cmed, cpu[0], cpu[len(cpu)-1], 1e9/med, len(ns), runtime.GOMAXPROCS(0))
 	})
+}
+
+// processCPU is the process's user+sys CPU time so far, in nanoseconds.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // TestHeadroom runs every figure; -run 'TestHeadroom/recv-send' picks a group,
