@@ -382,6 +382,7 @@ const spinFor = 20 * time.Microsecond
 type idler struct {
 	n      fabric.Notifier
 	busy   bool
+	procs  int // GOMAXPROCS when the stream began
 	armed  bool
 	since  time.Time // when this idle spell began
 	timer  *time.Timer
@@ -390,7 +391,7 @@ type idler struct {
 }
 
 func newIdler(ep fabric.Endpoint, busy bool) *idler {
-	w := &idler{busy: busy}
+	w := &idler{busy: busy, procs: runtime.GOMAXPROCS(0)}
 	if n, ok := ep.(fabric.Notifier); ok {
 		w.n = n
 	}
@@ -404,6 +405,14 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		w.since = time.Now()
 	}
 	switch {
+	case w.busy && idle >= 2 && w.procs > 1:
+		// Nothing moved twice in a row: let the threads this loop waits
+		// for run, on this core too. (With one P no other thread of the
+		// process runs Go code while this one holds it: the OS yield would
+		// only hand the core to other processes.)
+		runtime.Gosched()
+		osYield()
+		return nil
 	case w.busy || idle < 2 || time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil
