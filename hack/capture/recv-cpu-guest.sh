@@ -15,7 +15,7 @@ for round in $(seq "$ROUNDS"); do
         --listen 198.18.0.2:$port --metrics-addr "" --stop-observations 1 >/tmp/times.txt &
       rp=$!
       for _ in $(seq 100); do (exec 3<>/dev/tcp/198.18.0.2/$port) 2>/dev/null && break; sleep 0.1; done
-      if ! /tmp/ringcap-new send --connect 198.18.0.2:$port --bytes "$BYTES" --mode $mode --qps 4 >/tmp/send.log 2>&1; then
+      if ! /tmp/ringcap-$v send --connect 198.18.0.2:$port --bytes "$BYTES" --mode $mode --qps 4 >/tmp/send.log 2>&1; then
         echo "recv-cpu: send failed"; cat /tmp/send.log /tmp/recv.log; exit 1
       fi
       wait $rp; wait $rd

@@ -4,8 +4,9 @@
 # ringcap send, a `ring read -s` draining the ring; the recv process's user+sys (bash
 # `times` of its parent) per GiB, both modes, ROUNDS rounds, old and new alternating which
 # goes first. Prints one `recvcpu …` line per run and `ratio recv-cpu-per-gib MODE new/old=…`
-# (median of the per-round ratios, with their range). Settings: OLD (commit, required),
-# ROUNDS (3), BYTES (536870912). Under TCG the receiver's CPU tracks the run's length (it
+# (median of the per-round ratios, with their range). Each receiver is fed by the sender of
+# its own build (their handshake versions may differ). Settings: OLD (commit, required), NEW
+# (commit; default the working tree), ROUNDS (3), BYTES (536870912). Under TCG the receiver's CPU tracks the run's length (it
 # sleeps and wakes per completion), and the link's rate swings from run to run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,12 +16,17 @@ cd "$ROOT"
 ROUNDS=${ROUNDS:-3} BYTES=${BYTES:-536870912}
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
 SHARE=$VM_DIR/runs/recv-cpu-$(date +%Y%m%d-%H%M%S)-$$
-SRC=$(mktemp -d)
-trap 'rm -rf "$SRC"' EXIT
+SRC=$(mktemp -d) SRCNEW=$(mktemp -d)
+trap 'rm -rf "$SRC" "$SRCNEW"' EXIT
 mkdir -p "$SHARE"
 git archive "$OLD" | tar -x -C "$SRC"
 (cd "$SRC" && go build -o "$SHARE/ringcap-old" ./cmd/ringcap)
-go build -o "$SHARE/ringcap-new" ./cmd/ringcap
+if [ -n "${NEW:-}" ]; then
+  git archive "$NEW" | tar -x -C "$SRCNEW"
+  (cd "$SRCNEW" && go build -o "$SHARE/ringcap-new" ./cmd/ringcap)
+else
+  go build -o "$SHARE/ringcap-new" ./cmd/ringcap
+fi
 sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
 chmod +x "$SHARE/guest.sh"
 RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/guest.sh" | tee "$SHARE/run.log"

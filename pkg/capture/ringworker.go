@@ -18,8 +18,13 @@ type ringWorker struct {
 	errc   chan error
 	done   chan struct{}
 
-	mu         sync.Mutex
-	max        uint64 // blocks to open at most (^0: unlimited)
+	mu  sync.Mutex
+	max uint64 // blocks to open at most (^0: unlimited)
+	// octx bounds the waits of OpenBlock; openCancel cancels it (a block
+	// no longer needed, the observation's end, stop). It serves open after
+	// open until cancelled: a context per block would cost an allocation and
+	// a registration with the parent per block.
+	octx       context.Context
 	openCancel context.CancelFunc
 	stopOnce   sync.Once
 	quit       chan struct{}
@@ -39,6 +44,7 @@ func newRingWorker(w BlockWriter, window int) *ringWorker {
 
 func (rw *ringWorker) run(ctx context.Context) {
 	defer close(rw.done)
+	defer rw.cancelOpen()
 	open, total := 0, uint64(0)
 	// exec runs one command; it reports whether the worker is done.
 	exec := func(c ringCmd) bool {
@@ -69,19 +75,9 @@ func (rw *ringWorker) run(ctx context.Context) {
 			return
 		default:
 		}
-		rw.mu.Lock()
-		canOpen := open < rw.window && total < rw.max
-		var octx context.Context
-		if canOpen {
-			octx, rw.openCancel = context.WithCancel(ctx)
-		}
-		rw.mu.Unlock()
+		octx, canOpen := rw.openContext(ctx, open, total)
 		if canOpen {
 			idx, err := rw.w.OpenBlock(octx)
-			rw.mu.Lock()
-			rw.openCancel()
-			rw.openCancel = nil
-			rw.mu.Unlock()
 			if err != nil {
 				if octx.Err() != nil && ctx.Err() == nil {
 					continue // cancelled because no more blocks are needed
@@ -110,6 +106,35 @@ func (rw *ringWorker) run(ctx context.Context) {
 	}
 }
 
+// openContext reports whether another block may be opened (fewer than the
+// window open, fewer than the limit in all) and the context for its wait:
+// the current one, or a new one when that was cancelled. None once stopping.
+func (rw *ringWorker) openContext(ctx context.Context, open int, total uint64) (context.Context, bool) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if open >= rw.window || total >= rw.max {
+		return nil, false
+	}
+	select {
+	case <-rw.quit:
+		return nil, false // stop cancels the current context: no new one
+	default:
+	}
+	if rw.octx == nil || rw.octx.Err() != nil {
+		rw.octx, rw.openCancel = context.WithCancel(ctx)
+	}
+	return rw.octx, true
+}
+
+// cancelOpen cancels the wait of OpenBlock, if any.
+func (rw *ringWorker) cancelOpen() {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.openCancel != nil {
+		rw.openCancel()
+	}
+}
+
 // limit caps the number of blocks to open (the stream's length is known);
 // a wait for a block beyond it is cancelled.
 func (rw *ringWorker) limit(n uint64) {
@@ -122,11 +147,9 @@ func (rw *ringWorker) limit(n uint64) {
 
 func (rw *ringWorker) call(c ringCmd) error {
 	c.reply = make(chan error, 1)
-	rw.mu.Lock()
-	if c.end && rw.openCancel != nil {
-		rw.openCancel()
+	if c.end {
+		rw.cancelOpen()
 	}
-	rw.mu.Unlock()
 	select {
 	case rw.cmds <- c:
 	case <-rw.done:
@@ -180,10 +203,6 @@ func (rw *ringWorker) endOfData() error {
 
 func (rw *ringWorker) stop() {
 	rw.stopOnce.Do(func() { close(rw.quit) })
-	rw.mu.Lock()
-	if rw.openCancel != nil {
-		rw.openCancel()
-	}
-	rw.mu.Unlock()
+	rw.cancelOpen()
 	<-rw.done
 }

@@ -206,31 +206,47 @@ func (l *streamLoop) pass() *ending {
 
 // takeOpened takes the blocks the ring worker opened (those a sleep took from
 // its channel first): a credit for each in write mode, receives for their
-// slices in send mode.
+// slices in send mode. The credits of the blocks taken in one call go out in
+// one write (blocks often come free several at a time).
 func (l *streamLoop) takeOpened() (bool, *ending) {
 	s := l.s
-	progressed := false
-	for {
-		var idx int
-		if len(l.w.opened) > 0 {
-			idx, l.w.opened = l.w.opened[0], l.w.opened[1:]
-		} else {
-			select {
-			case idx = <-s.rw.opened:
-			default:
-				return progressed, nil
-			}
+	taken, credits := 0, 0
+	defer func() {
+		if credits > 0 && s.k.Flush() != nil {
+			l.peerGone = true
 		}
-		progressed = true
+	}()
+	for {
+		idx, ok := l.nextOpened()
+		if !ok {
+			return taken > 0, nil
+		}
+		taken++
 		s.holdEnded()
 		seq := s.openBlock(idx)
 		if s.r.cfg.Mode == wire.ModeWrite {
-			if err := s.k.Send(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+			if err := s.k.Queue(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
 				l.peerGone = true
 			}
+			credits++
 		} else if err := s.postSlices(); err != nil {
-			return progressed, endWith("receive post failed", err)
+			return true, endWith("receive post failed", err)
 		}
+	}
+}
+
+// nextOpened is the next block the ring worker opened, if any.
+func (l *streamLoop) nextOpened() (int, bool) {
+	if len(l.w.opened) > 0 {
+		idx := l.w.opened[0]
+		l.w.opened = l.w.opened[1:]
+		return idx, true
+	}
+	select {
+	case idx := <-l.s.rw.opened:
+		return idx, true
+	default:
+		return 0, false
 	}
 }
 
@@ -366,6 +382,7 @@ const spinFor = 20 * time.Microsecond
 type idler struct {
 	n      fabric.Notifier
 	busy   bool
+	procs  int // GOMAXPROCS when the stream began
 	armed  bool
 	since  time.Time // when this idle spell began
 	timer  *time.Timer
@@ -374,7 +391,7 @@ type idler struct {
 }
 
 func newIdler(ep fabric.Endpoint, busy bool) *idler {
-	w := &idler{busy: busy}
+	w := &idler{busy: busy, procs: runtime.GOMAXPROCS(0)}
 	if n, ok := ep.(fabric.Notifier); ok {
 		w.n = n
 	}
@@ -388,6 +405,14 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		w.since = time.Now()
 	}
 	switch {
+	case w.busy && idle >= 2 && w.procs > 1:
+		// Nothing moved twice in a row: let the threads this loop waits
+		// for run, on this core too. (With one P no other thread of the
+		// process runs Go code while this one holds it: the OS yield would
+		// only hand the core to other processes.)
+		runtime.Gosched()
+		osYield()
+		return nil
 	case w.busy || idle < 2 || time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil

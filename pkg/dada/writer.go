@@ -86,11 +86,10 @@ func (w *Writer) WriteHeader(hdr []byte) error {
 // WriteHeaderContext is WriteHeader with a context for its waits (a header block still
 // held by a reader).
 func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
-	release, err := w.acquire()
-	if err != nil {
+	if err := w.acquire(); err != nil {
 		return err
 	}
-	defer release()
+	defer w.leave()
 	r := w.h.Header
 	if len(hdr) > r.bufsz {
 		return fmt.Errorf("write header: %d bytes do not fit the %d-byte header block", len(hdr), r.bufsz)
@@ -135,11 +134,10 @@ func (w *Writer) WriteHeaderContext(ctx context.Context, hdr []byte) error {
 // the slowest reader still holds the block; cancelling ctx ends the wait. The first block of
 // an observation raises start-of-data.
 func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
-	release, err := w.acquire()
-	if err != nil {
+	if err := w.acquire(); err != nil {
 		return WriteBlock{}, err
 	}
-	defer release()
+	defer w.leave()
 	if w.cur != nil {
 		return WriteBlock{}, errors.New("open block: a streaming Write is in progress")
 	}
@@ -176,11 +174,10 @@ func (w *Writer) MarkFilledEOD(nbytes int) error {
 // markFilledGuarded is MarkFilled and MarkFilledEOD: it holds the handle and the writer's
 // lock around markFilled and refuses a closed writer or one in the middle of a streaming Write.
 func (w *Writer) markFilledGuarded(nbytes int, eod bool) error {
-	release, err := w.acquire()
-	if err != nil {
+	if err := w.acquire(); err != nil {
 		return err
 	}
-	defer release()
+	defer w.leave()
 	if w.cur != nil {
 		return errors.New("mark filled: a streaming Write is in progress")
 	}
@@ -201,7 +198,8 @@ func (w *Writer) markFilled(nbytes int, eod bool) error {
 	if err != nil {
 		return fmt.Errorf("mark block %d filled: %w", w.open[0].Seq, err)
 	}
-	w.open = w.open[1:]
+	// Shift down rather than reslice, so that the next append reuses the array.
+	w.open = w.open[:copy(w.open, w.open[1:])]
 	if ended {
 		w.endObs()
 	}
@@ -223,11 +221,10 @@ func (w *Writer) Write(p []byte) (int, error) { return w.WriteContext(context.Ba
 
 // WriteContext is Write with a context for the waits for free blocks.
 func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
-	release, err := w.acquire()
-	if err != nil {
+	if err := w.acquire(); err != nil {
 		return 0, err
 	}
-	defer release()
+	defer w.leave()
 	if w.cur == nil && len(w.open) > 0 {
 		return 0, errors.New("write: blocks opened with OpenBlock are not marked filled")
 	}
@@ -264,11 +261,10 @@ func (w *Writer) EndOfData() error { return w.EndOfDataContext(context.Backgroun
 // EndOfDataContext is EndOfData with a context for the wait for the empty end-of-data
 // block (only needed when no block is open).
 func (w *Writer) EndOfDataContext(ctx context.Context) error {
-	release, err := w.acquire()
-	if err != nil {
+	if err := w.acquire(); err != nil {
 		return err
 	}
-	defer release()
+	defer w.leave()
 	return w.endOfData(ctx)
 }
 
@@ -352,17 +348,23 @@ func (w *Writer) closeLocked(ctx context.Context, leaveOpen bool) error {
 	return w.closeErr
 }
 
-// acquire holds the HDU open and the writer's lock for one operation; release undoes both.
+// acquire holds the HDU open and the writer's lock for one operation; leave undoes both.
 // It fails with ErrClosed when the HDU or the writer is closed.
-func (w *Writer) acquire() (release func(), err error) {
+func (w *Writer) acquire() error {
 	if !w.h.enter() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		w.h.exit()
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	return func() { w.mu.Unlock(); w.h.exit() }, nil
+	return nil
+}
+
+// leave ends what acquire began (a method, not a closure: no allocation per operation).
+func (w *Writer) leave() {
+	w.mu.Unlock()
+	w.h.exit()
 }

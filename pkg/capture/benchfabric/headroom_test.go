@@ -47,27 +47,85 @@ func sizeName(n uint64) string {
 	return fmt.Sprintf("%dKiB", n>>10)
 }
 
-// figure runs fn headroomRuns times, as a subtest of its own name, and
-// prints ns per op and the headroom: ops per second over the line's rate of
-// ops of opBytes.
+// sample is one testing.Benchmark run: wall time and the process's CPU time
+// (user+sys of every thread, over the final run of the benchmark) per op. On a
+// core shared with other work the CPU time counts only what this process
+// spent.
+type sample struct{ wall, cpu float64 }
+
+// measure runs fn once through testing.Benchmark.
+func measure(t *testing.T, name string, fn func(b *testing.B)) sample {
+	t.Helper()
+	var cpu float64
+	r := testing.Benchmark(func(b *testing.B) {
+		c0 := processCPU(b)
+		fn(b)
+		cpu = float64(processCPU(b)-c0) / float64(b.N)
+	})
+	if r.N == 0 {
+		t.Fatalf("%s: the benchmark failed", name)
+	}
+	return sample{wall: float64(r.T.Nanoseconds()) / float64(r.N), cpu: cpu}
+}
+
+// printFigure prints one figure's line: ns per op and the headroom (ops per
+// second over the line's rate of ops of opBytes), from wall time and from CPU
+// time (cpu-headroom), each the median of the runs with their range.
+func printFigure(name string, opBytes uint64, runs []sample) {
+	ns, cpu := make([]float64, len(runs)), make([]float64, len(runs))
+	for i, r := range runs {
+		ns[i], cpu[i] = r.wall, r.cpu
+	}
+	slices.Sort(ns)
+	slices.Sort(cpu)
+	line := lineBits / 8 / float64(opBytes)
+	hr := func(v float64) float64 { return 1e9 / v / line }
+	m := len(ns) / 2
+	fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  cpu-headroom=%.2f [%.2f, %.2f]  cpu-ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
+		name, hr(ns[m]), hr(ns[len(ns)-1]), hr(ns[0]), ns[m], ns[0], ns[len(ns)-1],
+		hr(cpu[m]), hr(cpu[len(cpu)-1]), hr(cpu[0]), cpu[m], cpu[0], cpu[len(cpu)-1], 1e9/ns[m], len(ns), runtime.GOMAXPROCS(0))
+}
+
+// figure runs fn headroomRuns times, as a subtest of its own name, and prints
+// its line.
 func figure(t *testing.T, name string, opBytes uint64, fn func(b *testing.B)) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		var ns []float64
+		var runs []sample
 		for range headroomRuns {
-			r := testing.Benchmark(fn)
-			if r.N == 0 {
-				t.Fatalf("%s: the benchmark failed", name)
-			}
-			ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
+			runs = append(runs, measure(t, name, fn))
 		}
-		slices.Sort(ns)
-		line := lineBits / 8 / float64(opBytes)
-		hr := func(v float64) float64 { return 1e9 / v / line }
-		med := ns[len(ns)/2]
-		fmt.Printf("headroom %s@400G=%.2f [%.2f, %.2f]  ns/op=%.0f [%.0f, %.0f]  op/s=%.0f  (median of %d runs, GOMAXPROCS=%d)\n",
-			name, hr(med), hr(ns[len(ns)-1]), hr(ns[0]), med, ns[0], ns[len(ns)-1], 1e9/med, len(ns), runtime.GOMAXPROCS(0))
+		printFigure(name, opBytes, runs)
 	})
+}
+
+// floorFigure runs fn and its floor in turn headroomRuns times, prints both
+// lines and `ratio NAME/FLOOR=` of their CPU time per op: the median of the
+// per-round ratios with their range.
+func floorFigure(t *testing.T, name, floorName string, opBytes uint64, fn, floor func(b *testing.B)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		var runs, floors []sample
+		var ratios []float64
+		for range headroomRuns {
+			r, f := measure(t, name, fn), measure(t, floorName, floor)
+			runs, floors, ratios = append(runs, r), append(floors, f), append(ratios, r.cpu/f.cpu)
+		}
+		printFigure(name, opBytes, runs)
+		printFigure(floorName, opBytes, floors)
+		slices.Sort(ratios)
+		fmt.Printf("ratio %s/%s=%.2f [%.2f, %.2f]  (CPU time per op, median of %d rounds, GOMAXPROCS=%d)\n",
+			name, floorName, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios), runtime.GOMAXPROCS(0))
+	})
+}
+
+// processCPU is the process's user+sys CPU time so far, in nanoseconds.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // TestHeadroom runs every figure; -run 'TestHeadroom/recv-send' picks a group,
@@ -85,7 +143,10 @@ func TestHeadroom(t *testing.T) {
 	t.Run("recv-write", func(t *testing.T) {
 		for _, block := range []uint64{1 << 20, 16 << 20} {
 			rig := newRxRig(t, wire.ModeWrite, 4, 1<<20, block, 8)
-			figure(t, fmt.Sprintf("recv-write-%s-qps4", sizeName(block)), block, rig.observe)
+			floor := newRingFloor(t, block, 8)
+			floorFigure(t, fmt.Sprintf("recv-write-%s-qps4", sizeName(block)), fmt.Sprintf("ring-floor-%s", sizeName(block)),
+				block, rig.observe, floor.observe)
+			floor.close(t)
 			rig.close(t)
 		}
 	})
@@ -367,6 +428,76 @@ func (rig *rxRig) close(t *testing.T) {
 		t.Errorf("close writer: %v", err)
 	}
 	if err := rig.h.Destroy(); err != nil {
+		t.Errorf("destroy ring: %v", err)
+	}
+}
+
+// ringFloor is the floor of any writer of a PSRDADA ring in the receiver
+// rig's arrangement: the same ring geometry and the same reader releasing each
+// block at once (releaseBlocks, its own goroutine), and a writer that does
+// nothing per block but what the ring's contract requires (open the next block,
+// waiting for the reader to clear it, and mark it filled: two of the four
+// semaphore operations, the reader making the other two). No engine, no fabric,
+// no credits.
+type ringFloor struct {
+	h      *dada.HDU
+	w      *dada.Writer
+	bufsz  int
+	cancel context.CancelFunc
+	read   chan error
+	closed bool
+}
+
+func newRingFloor(t *testing.T, block, nbufs uint64) *ringFloor {
+	t.Helper()
+	f := &ringFloor{h: createRing(t, nbufs, block), bufsz: int(block), read: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	var err error
+	if f.w, err = f.h.LockWrite(ctx, dada.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { f.read <- releaseBlocks(ctx, f.h) }()
+	t.Cleanup(func() { f.close(t) })
+	return f
+}
+
+// observe writes one observation of b.N blocks: a header, then each block
+// opened and marked filled, the last one with the end of data.
+func (f *ringFloor) observe(b *testing.B) {
+	ctx := context.Background()
+	if err := f.w.WriteHeaderContext(ctx, []byte("HDR_VERSION 1.0\n")); err != nil {
+		die(b, err)
+	}
+	for i := range b.N {
+		if _, err := f.w.OpenBlock(ctx); err != nil {
+			die(b, err)
+		}
+		mark := f.w.MarkFilled
+		if i == b.N-1 {
+			mark = f.w.MarkFilledEOD
+		}
+		if err := mark(f.bufsz); err != nil {
+			die(b, err)
+		}
+	}
+}
+
+// close stops the reader and destroys the ring; idempotent.
+func (f *ringFloor) close(t *testing.T) {
+	t.Helper()
+	if f.closed {
+		return
+	}
+	f.closed = true
+	f.cancel()
+	if err := <-f.read; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("reader: %v", err)
+	}
+	if err := f.w.Close(); err != nil {
+		t.Errorf("close writer: %v", err)
+	}
+	if err := f.h.Destroy(); err != nil {
 		t.Errorf("destroy ring: %v", err)
 	}
 }

@@ -901,5 +901,22 @@ func (c *Conn) Send(m Message) error {
 	return nil
 }
 
+// Queue writes one message without flushing it: Flush, or the next Send,
+// puts it on the wire, so that several queued messages go out in one write.
+func (c *Conn) Queue(m Message) error {
+	if err := WriteMessage(c.w, m); err != nil {
+		return fmt.Errorf("queue %T to %s: %w", m, c.c.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// Flush writes the queued messages.
+func (c *Conn) Flush() error {
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("send to %s: %w", c.c.RemoteAddr(), err)
+	}
+	return nil
+}
+
 // Recv reads one message.
 func (c *Conn) Recv() (Message, error) { return ReadMessage(c.r) }

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"reflect"
 	"testing"
 )
@@ -292,4 +294,42 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip changed %+v into %+v", m, m2)
 		}
 	})
+}
+
+// TestQueuedMessagesGoOutInOneWrite: messages queued on a Conn reach the peer
+// only with Flush, all in one write, in order (the receiver's credits of
+// several freed blocks cost one system call).
+func TestQueuedMessagesGoOutInOneWrite(t *testing.T) {
+	a, b := net.Pipe()
+	defer func() { _ = a.Close(); _ = b.Close() }()
+	k := NewConn(a)
+	want := []Credit{{Seq: 0, Index: 5}, {Seq: 1, Index: 6}, {Seq: 2, Index: 7}}
+	for _, c := range want {
+		if err := k.Queue(c); err != nil { // net.Pipe would block a write: nothing is written yet
+			t.Fatal(err)
+		}
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		n, _ := b.Read(buf) // one Read takes exactly one Write of a net.Pipe
+		got <- buf[:n]
+	}()
+	if err := k.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	raw := <-got
+	r := bufio.NewReader(bytes.NewReader(raw))
+	for i, c := range want {
+		m, err := ReadMessage(r)
+		if err != nil {
+			t.Fatalf("credit %d of the one write: %v (write of %d bytes)", i, err, len(raw))
+		}
+		if m != c {
+			t.Fatalf("credit %d: got %+v, want %+v", i, m, c)
+		}
+	}
+	if r.Buffered() != 0 {
+		t.Fatalf("%d bytes after the credits", r.Buffered())
+	}
 }
