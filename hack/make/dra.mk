@@ -9,3 +9,9 @@ TEST_ALL += test-dra-envtest
 ## test-dra-envtest: the DRA driver publishes its ResourceSlice, follows port changes and writes claim status on a real kube-apiserver, as the chart's service account
 test-dra-envtest: envtest-assets
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -count=1 -tags envtest -run 'OnAPIServer' -timeout 10m ./internal/dra
+
+.PHONY: bench-dra
+
+## bench-dra: on the e2e cluster (plugin.mode both): claim -> pod Running against the device plugin's extended resource, and port down -> slice against ListAndWatch (wrap in flock /work/vm.lock)
+bench-dra:
+	E2E_RUN='^TestBenchDRA$$' RINGCAP_BENCH_DRA=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-14m} test/e2e/harness/e2e.sh

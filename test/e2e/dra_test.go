@@ -41,14 +41,7 @@ type draDeviceData struct {
 // rxe1, the RINGCAP_* environment names it) and the claim's status carries the GID the kernel
 // reports at that index; deleting the pod removes the claim's CDI spec from the node.
 func stepDRAClaim(t *testing.T) {
-	args := []string{"upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
-		"--set", "image.tag=" + s.tag, "--set", "image.pullPolicy=" + string(s.pull), "--set", "plugin.mode=both",
-		"--wait", "--timeout", "5m"}
-	out, err := s.helmCmd(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("helm (plugin.mode both): %s", firstLine(out))
+	installBoth(t)
 	waitForSliceNetdev(t, draClaimNetdev)
 
 	ensureNamespace(t, testNamespace)
@@ -102,6 +95,18 @@ echo "SYSGID $(cat /sys/class/infiniband/$RINGCAP_RDMA_DEVICE/ports/$RINGCAP_RDM
 		}
 		return rc == 0, "/var/run/cdi: " + strings.Join(strings.Fields(out), " "), nil
 	})
+}
+
+// installBoth installs the chart from the working tree with plugin.mode both.
+func installBoth(t *testing.T) {
+	t.Helper()
+	out, err := s.helmCmd("upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
+		"--set", "image.tag="+s.tag, "--set", "image.pullPolicy="+string(s.pull), "--set", "plugin.mode=both",
+		"--wait", "--timeout", "5m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm (plugin.mode both): %s", firstLine(out))
 }
 
 // waitForSliceNetdev waits until the driver's ResourceSlice for the node has a device whose

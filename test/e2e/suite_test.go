@@ -22,6 +22,8 @@ func TestRingcap(t *testing.T) {
 		{"7-readers-behind-reported", stepReadersBehind},
 		{"8-host-network-senders-outside", stepHostNetwork},
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
+		{"10-dra-claimed-capture-streams", stepDRACapture},
+		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

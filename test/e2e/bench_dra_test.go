@@ -1,0 +1,244 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Settings of `make bench-dra` (environment): rounds of the pod-start pair, port down/up runs.
+var (
+	benchRounds   = envInt("BENCH_DRA_ROUNDS", 20)
+	benchPortRuns = envInt("BENCH_DRA_PORT_RUNS", 20)
+)
+
+// TestBenchDRA is `make bench-dra` (RINGCAP_BENCH_DRA=1; `make e2e` leaves it out), on the
+// e2e cluster with the chart in plugin.mode both:
+//   - claim → pod Running: a ResourceClaim selecting rxe1 and a pod using it, from the claim's
+//     creation to the pod's Running phase (polled from the host every 100 ms), beside a pod requesting one
+//     ringcap.io/rdma from the device plugin; both through the scheduler, in alternating order,
+//     each deleted (and the claim gone) before the next: ratio dra/deviceplugin, the median of
+//     the per-round ratios with its distribution-free 95 % interval;
+//   - port down → device gone: portwatch in the guest takes veth1 down and up and times the
+//     DRA driver's ResourceSlice (seen through the API server) and the device plugin's
+//     ListAndWatch stream, both from just before the link command on the guest's clock.
+func TestBenchDRA(t *testing.T) {
+	if os.Getenv("RINGCAP_BENCH_DRA") == "" {
+		t.Skip("a benchmark: `make bench-dra` runs it (RINGCAP_BENCH_DRA=1)")
+	}
+	installBoth(t)
+	waitForSliceNetdev(t, draClaimNetdev)
+	waitAllocatable(t)
+	ensureNamespace(t, testNamespace)
+	benchPodStart(t)
+	benchPortDown(t)
+}
+
+// waitAllocatable waits until the node offers the device plugin's resource.
+func waitAllocatable(t *testing.T) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "node allocatable "+string(rdmaResource), func(ctx context.Context) (bool, string, error) {
+		n, err := s.cs.CoreV1().Nodes().Get(ctx, s.node, metav1.GetOptions{})
+		if err != nil {
+			return retry(err)
+		}
+		a := n.Status.Allocatable[rdmaResource]
+		return a.Value() >= 1, a.String(), nil
+	})
+}
+
+func benchPodStart(t *testing.T) {
+	var dra, dp, ratios []float64
+	for i := range benchRounds {
+		var d, p time.Duration
+		if i%2 == 0 {
+			d, p = podStartDRA(t, i), podStartDevicePlugin(t, i)
+		} else {
+			p, d = podStartDevicePlugin(t, i), podStartDRA(t, i)
+		}
+		t.Logf("round %d: dra %v deviceplugin %v", i+1, d.Round(time.Millisecond), p.Round(time.Millisecond))
+		dra, dp = append(dra, d.Seconds()), append(dp, p.Seconds())
+		ratios = append(ratios, d.Seconds()/p.Seconds())
+	}
+	r, lo, hi := medianCI(ratios)
+	dm, _, _ := medianCI(dra)
+	pm, _, _ := medianCI(dp)
+	report(t, "bench-dra: ratio dra/deviceplugin=%.3f [%.3f, %.3f] (claim -> pod Running: dra median %.2f s, deviceplugin median %.2f s, %d rounds, goal <= 1.2)",
+		r, lo, hi, dm, pm, len(ratios))
+}
+
+// podStartDRA times a ResourceClaim selecting rxe1 and a pod using it, from the claim's
+// creation to the pod running; it deletes both (and waits until the claim is gone).
+func podStartDRA(t *testing.T, i int) time.Duration {
+	t.Helper()
+	name := fmt.Sprintf("bench-dra-%d", i)
+	claim := netdevClaim(name, draClaimNetdev)
+	pod := claimPod(name, name, "exec sleep 600")
+	d := timePodRunning(t, pod, func(ctx context.Context) error {
+		_, err := s.cs.ResourceV1().ResourceClaims(testNamespace).Create(ctx, claim, metav1.CreateOptions{})
+		return err
+	})
+	deletePodAndWait(t, testNamespace, pod.Name)
+	deleteClaim(t, name)
+	waitFor(t, 2*time.Minute, "ResourceClaim "+name+" gone", func(ctx context.Context) (bool, string, error) {
+		_, err := s.cs.ResourceV1().ResourceClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err), nil
+	})
+	return d
+}
+
+// podStartDevicePlugin times the same pod with one ringcap.io/rdma instead of a claim.
+func podStartDevicePlugin(t *testing.T, i int) time.Duration {
+	t.Helper()
+	pod := shellPod(fmt.Sprintf("bench-dp-%d", i), "exec sleep 600")
+	pod.Spec.NodeName = ""
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": s.node}
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{rdmaResource: resource.MustParse("1")}
+	restricted(&pod.Spec.Containers[0])
+	d := timePodRunning(t, pod, nil)
+	deletePodAndWait(t, testNamespace, pod.Name)
+	return d
+}
+
+// timePodRunning runs before (when set) and creates pod, and returns the time from before's
+// start to the first poll (every 100 ms) that sees the pod Running. (A watch on the pod
+// closed without an event on the e2e cluster, so it is polled.)
+func timePodRunning(t *testing.T, pod *corev1.Pod, before func(context.Context) error) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pods := s.cs.CoreV1().Pods(testNamespace)
+	start := time.Now()
+	if before != nil {
+		if err := before(ctx); err != nil {
+			t.Fatalf("before pod %s: %v", pod.Name, err)
+		}
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s: %v", pod.Name, err)
+	}
+	t.Cleanup(func() { deletePodAndWait(t, testNamespace, pod.Name) })
+	last := "not read"
+	for ctx.Err() == nil {
+		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			last = err.Error()
+		case p.Status.Phase == corev1.PodRunning:
+			return time.Since(start)
+		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+			t.Fatalf("pod %s ended: %s", pod.Name, podSummary(p))
+		default:
+			last = podSummary(p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("pod %s did not run within 3m: %s", pod.Name, last)
+	return 0
+}
+
+// benchPortDown runs portwatch in the guest (built here for it, static) and reports the
+// port-down latencies of the driver's slice and the plugin's ListAndWatch.
+func benchPortDown(t *testing.T) {
+	share := os.Getenv("RINGCAP_E2E_GUEST_SHARE")
+	if share == "" {
+		t.Fatal("RINGCAP_E2E_GUEST_SHARE is not set: the port-down half needs the VM harness (make bench-dra)")
+	}
+	build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", filepath.Join(share, "bin", "portwatch"), "./portwatch")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build portwatch: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { restoreLink(t) })
+	up := strings.Join(strings.Split(linkRestoreScript, "\n")[1:4], "; ")
+	script := fmt.Sprintf("exec /mnt/host/bin/portwatch -kubeconfig /mnt/host/cluster/admin.kubeconfig -node %s -netdev %s -device-id %s -runs %d -down %q -up %q",
+		s.node, draClaimNetdev, draClaimDevice, benchPortRuns, "ip link set "+draClaimNetdev+" down", up)
+	out, rc, err := guestRun("portwatch", script, 12*time.Minute)
+	t.Logf("portwatch:\n%s", out)
+	if err != nil || rc != 0 {
+		t.Fatalf("portwatch in the guest: rc %d %v", rc, err)
+	}
+	var slice, law []float64
+	re := regexp.MustCompile(`portwatch run=\d+ down slice_ms=([0-9.]+) listandwatch_ms=([0-9.]+)`)
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
+		a, _ := strconv.ParseFloat(m[1], 64)
+		b, _ := strconv.ParseFloat(m[2], 64)
+		slice, law = append(slice, a), append(law, b)
+	}
+	if len(slice) != benchPortRuns {
+		t.Fatalf("portwatch reported %d runs, want %d", len(slice), benchPortRuns)
+	}
+	sm, slo, shi := medianCI(slice)
+	lm, llo, lhi := medianCI(law)
+	report(t, "bench-dra: port down -> device leaves the slice %.0f ms [%.0f, %.0f], ListAndWatch unhealthy %.0f ms [%.0f, %.0f] (%d runs, rescan interval 1 s)",
+		sm, slo, shi, lm, llo, lhi, len(slice))
+	report(t, "bench-dra: ratio slice/listandwatch=%.2f [%.2f, %.2f] (ratio of the medians; interval from the two medians' intervals)",
+		sm/lm, slo/lhi, shi/llo)
+}
+
+// medianCI returns the median of xs and a distribution-free interval for it: the order
+// statistics k and n+1-k with the largest k that keeps the coverage at least 95 % (for 20
+// values the 6th and 15th, 95.9 %); the range when there are too few values.
+func medianCI(xs []float64) (med, lo, hi float64) {
+	v := slices.Clone(xs)
+	slices.Sort(v)
+	n := len(v)
+	if n == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	med = v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	k := 1
+	for j := 2; 2*j <= n; j++ {
+		if 1-2*binomCDF(n, j-1) < 0.95 {
+			break
+		}
+		k = j
+	}
+	return med, v[k-1], v[n-k]
+}
+
+// binomCDF is P(X <= k) for X ~ Binomial(n, 1/2).
+func binomCDF(n, k int) float64 {
+	p, c := 0.0, 1.0
+	for i := 0; i <= k; i++ {
+		if i > 0 {
+			c = c * float64(n-i+1) / float64(i)
+		}
+		p += c
+	}
+	return p / math.Pow(2, float64(n))
+}
+
+// report prints a figure line on stdout (for the make target's output) and in the test log.
+func report(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	fmt.Println(line)
+	t.Log(line)
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
