@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,8 +306,10 @@ func TestOFIStoppedReaderHoldsASendModeStreamBack(t *testing.T) {
 	const total = 4 * nbufs * bufsz
 	h := testRing(t, nbufs, bufsz)
 	release := make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(release) })
 	readBytes := stoppedReader(t, h, release)
 	r := runOFI(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: qps, MsgBytes: msg, StopObservations: 1}, ofiTCP, fabric.MRWholeRing)
+	t.Cleanup(letGo) // a failed run lets the reader go before the receiver stops
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	type sent struct {
@@ -326,7 +329,7 @@ func TestOFIStoppedReaderHoldsASendModeStreamBack(t *testing.T) {
 	if st.HeldBackSince == "" {
 		t.Fatalf("no hold reported while the reader is stopped: bytes %d, blocks %d", st.BytesReceived, st.BlocksFilled)
 	}
-	close(release)
+	letGo()
 	s := <-done
 	if s.err != nil || !s.res.Complete || s.res.HeldBackSeconds <= 0 {
 		t.Fatalf("send %+v: %v", s.res, s.err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,10 +77,14 @@ func stoppedReaderRuns(t *testing.T, mode wire.Mode) {
 	for i := range 5 {
 		h := testRing(t, nbufs, bufsz)
 		release := make(chan struct{})
+		letGo := sync.OnceFunc(func() { close(release) })
 		readBytes := stoppedReader(t, h, release)
 		hs := startReceiver(t, h, ReceiverConfig{Mode: mode, QPs: qps, MsgBytes: msg, StopObservations: 1}, wire.MRWholeRing)
+		t.Cleanup(letGo) // a failed run lets the reader go before the receiver stops
 		srv := httptest.NewServer(hs.rx.Tracker().Handler())
+		t.Cleanup(srv.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		t.Cleanup(cancel)
 		type sent struct {
 			res sender.Result
 			err error
@@ -98,7 +103,7 @@ func stoppedReaderRuns(t *testing.T, mode wire.Mode) {
 		if st.HeldBackSince == "" {
 			t.Fatalf("run %d: no hold reported while the reader is stopped: bytes %d, blocks %d", i, st.BytesReceived, st.BlocksFilled)
 		}
-		close(release)
+		letGo()
 		r := <-done
 		if r.err != nil || !r.res.Complete || r.res.HeldBackSeconds <= 0 {
 			t.Fatalf("run %d: send %+v: %v", i, r.res, r.err)
@@ -109,7 +114,5 @@ func stoppedReaderRuns(t *testing.T, mode wire.Mode) {
 		if n := <-readBytes; n != total {
 			t.Fatalf("run %d: reader read %d bytes, want %d", i, n, total)
 		}
-		cancel()
-		srv.Close()
 	}
 }
