@@ -88,6 +88,8 @@ func TestReceiverReadyCondition(t *testing.T) {
 	checkConds(t, []condCase{
 		{"listening", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, ep, true), typ, "True/Listening", "senders connect to 10.88.0.7:18515 (device rxe0 port 1)"},
 		{"receiving", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateReceiving, 1), Observed{}, ep, true), typ, "True/Receiving", "10.88.0.7:18515"},
+		{"receiving, latest read failed", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateReceiving, 1), Observed{ReceiverError: "context deadline exceeded"}, ep, true), typ, "True/Receiving",
+			"10.88.0.7:18515 (device rxe0 port 1); the numbers are from the last good status read, the latest failed: context deadline exceeded"},
 		{"listening, no endpoint known", receiverReadyCondition(vScheduled, recvStatus(statusdoc.StateListening, 0), Observed{}, nil, true), typ, "True/Listening", "listening"},
 		{"starting", receiverReadyCondition(vScheduled, &statusdoc.Status{State: statusdoc.StateStarting, Message: "opening rxe0"}, Observed{}, ep, false), typ, "False/ReceiverNotReady", "receiver is Starting: opening rxe0"},
 		{"no status", receiverReadyCondition(vScheduled, nil, Observed{ReceiverError: "timeout"}, ep, false), typ, "False/NoReceiverStatus", "timeout"},

@@ -218,7 +218,7 @@ func receiverReadyCondition(v verdict, rs *statusdoc.Status, in Observed, ep *ri
 	const t, f = ringcapv1.ConditionReceiverReady, metav1.ConditionFalse
 	switch {
 	case listening:
-		return condition(t, metav1.ConditionTrue, rs.State, endpointMessage(ep))
+		return condition(t, metav1.ConditionTrue, rs.State, endpointMessage(ep)+staleSuffix(in))
 	case v.failed:
 		return condition(t, f, ringcapv1.ReasonCaptureFailed, "the capture failed: its pod is stopped")
 	case v.ended:
@@ -475,6 +475,15 @@ func endpointMessage(ep *ringcapv1.EndpointStatus) string {
 		msg += ")"
 	}
 	return msg
+}
+
+// staleSuffix says, when the latest /status read failed, that the numbers shown are
+// those of the last read that worked: a status that stopped moving says why.
+func staleSuffix(in Observed) string {
+	if in.ReceiverError == "" {
+		return ""
+	}
+	return "; the numbers are from the last good status read, the latest failed: " + in.ReceiverError
 }
 
 func receiverUnknown(in Observed) string {

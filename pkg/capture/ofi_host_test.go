@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,4 +295,49 @@ func rawHello(t *testing.T, addr string, preamble []byte, hello wire.Message) wi
 		}
 	}
 	return m
+}
+
+// A reader stopped before a send-mode stream starts holds the receiver back
+// over tcp;ofi_rxm too: status shows the hold once every block has landed,
+// and nothing is lost when the reader goes on.
+func TestOFIStoppedReaderHoldsASendModeStreamBack(t *testing.T) {
+	ofiLeakCheck(t)
+	const nbufs, bufsz, msg, qps = 8, 1 << 20, 64 << 10, 4
+	const total = 4 * nbufs * bufsz
+	h := testRing(t, nbufs, bufsz)
+	release := make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(release) })
+	readBytes := stoppedReader(t, h, release)
+	r := runOFI(t, h, ReceiverConfig{Mode: wire.ModeSend, QPs: qps, MsgBytes: msg, StopObservations: 1}, ofiTCP, fabric.MRWholeRing)
+	t.Cleanup(letGo) // a failed run lets the reader go before the receiver stops
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	type sent struct {
+		res sender.Result
+		err error
+	}
+	done := make(chan sent, 1)
+	go func() {
+		res, err := r.send(ctx, sender.Config{Mode: wire.ModeSend, QPs: qps, MsgBytes: msg, Bytes: total, Source: sender.PatternSource{Seed: 1}}, ofiTCP)
+		done <- sent{res, err}
+	}()
+	st := r.tr.Snapshot()
+	for st.HeldBackSince == "" && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+		st = r.tr.Snapshot()
+	}
+	if st.HeldBackSince == "" {
+		t.Fatalf("no hold reported while the reader is stopped: bytes %d, blocks %d", st.BytesReceived, st.BlocksFilled)
+	}
+	letGo()
+	s := <-done
+	if s.err != nil || !s.res.Complete || s.res.HeldBackSeconds <= 0 {
+		t.Fatalf("send %+v: %v", s.res, s.err)
+	}
+	if err := r.wait(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := <-readBytes; n != total {
+		t.Fatalf("reader read %d bytes, want %d", n, total)
+	}
 }

@@ -272,6 +272,9 @@ func stepReadersBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
+	t.Cleanup(func() {
+		logsOnFailure(t, sender.Name, "main", str(u, "status", "pod"), "receiver", str(u, "status", "pod"), "stopped")
+	})
 	u = waitCapture(t, "behind", 3*time.Minute, "ReadersBehind", func(u *unstructured.Unstructured) bool {
 		st, _, _ := condition(u, "ReadersBehind")
 		return st == "True" && num(u, "status", "heldBackSeconds") > 0
@@ -285,4 +288,19 @@ func stepReadersBehind(t *testing.T) {
 		st, _, _ := condition(u, "ReadersBehind")
 		return st == "True" && num(u, "status", "heldBackSeconds") > held
 	})
+}
+
+// logsOnFailure logs, when t failed, the sender's and the receiver's output (pod,
+// container pairs): whether the stream had started, and what the receiver saw, tell a
+// late or stalled stream from a status that stopped being read.
+func logsOnFailure(t *testing.T, podContainers ...string) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	for i := 0; i+1 < len(podContainers); i += 2 {
+		name, c := podContainers[i], podContainers[i+1]
+		b, err := s.cs.CoreV1().Pods(testNamespace).GetLogs(name, &corev1.PodLogOptions{Container: c}).DoRaw(context.Background())
+		t.Logf("logs of %s[%s] (%v):\n%s", name, c, err, b)
+	}
 }
