@@ -22,6 +22,7 @@ func TestRingcap(t *testing.T) {
 		{"7-readers-behind-reported", stepReadersBehind},
 		{"8-host-network-senders-outside", stepHostNetwork},
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
+		{"12-ofi-verbs-capture-verified", stepOFICapture},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {
