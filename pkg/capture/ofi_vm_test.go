@@ -3,13 +3,9 @@
 package capture
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +26,9 @@ const ofiVerbs = "verbs;ofi_rxm"
 func TestVMOFIMatrix(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
+	// A crash in C code is reported by Go, not by the handler libinfinipath (linked by
+	// Debian's libfabric) installs when it loads (docs/ofi.md).
+	t.Setenv("IPATH_NO_BACKTRACE", "1")
 	const nbufs, bufsz, msg = 4, 256 << 10, 32 << 10
 	for _, mode := range []string{"write", "send"} {
 		for _, mr := range []string{"wholering", "perblock"} {
@@ -59,55 +58,12 @@ func TestVMOFIMatrix(t *testing.T) {
 						st.QueuePairs != qps || st.TransferMode != mode || st.Transport != "ofi" || st.Provider != ofiVerbs {
 						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
 					}
-					if !strings.Contains(recv.output(), fmt.Sprintf("with libfabric provider %q domain %q", ofiVerbs, vmtest.Device1)) {
+					// slog quotes the message: its quotes come escaped.
+					if !strings.Contains(recv.output(), fmt.Sprintf(`with libfabric provider \"%s\" domain \"%s\"`, ofiVerbs, vmtest.Device1)) {
 						t.Fatalf("no registration log line naming the provider and domain:\n%s", recv.output())
 					}
 				})
 			}
 		}
 	}
-}
-
-// `ringcap devices` asks every libfabric provider (no provider named) on a host with RDMA
-// devices, and lists verbs;ofi_rxm on both rxe devices with write and send modes.
-func TestVMOFIDevices(t *testing.T) {
-	vmtest.Require(t)
-	bin := vmtest.Binary(t, "ringcap")
-	// Evidence for docs/ofi.md: libfabric's own fi_info over every provider.
-	for _, c := range []struct{ env, args []string }{{nil, nil}, {[]string{"FI_PROVIDER=^psm"}, nil}, {nil, []string{"-p", "psm"}}, {nil, []string{"-p", "psm2"}}} {
-		cmd := exec.Command("fi_info", c.args...)
-		cmd.Env = append(os.Environ(), c.env...)
-		out, err := cmd.CombinedOutput()
-		t.Logf("fi_info %v %v: %v; last lines:\n%s", c.env, c.args, err, tail(string(out), 12))
-	}
-	out, err := run(t, 2*time.Minute, bin, "devices", "-o", "json")
-	if err != nil {
-		t.Fatalf("ringcap devices: %v\n%s", err, out)
-	}
-	// The fields used of devices.Report (whose package would link libfabric into this binary).
-	var r struct {
-		OFI struct {
-			Providers []struct {
-				Provider, Domain string
-				Modes            []string
-			}
-		}
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("ringcap devices -o json: %v\n%s", err, out)
-	}
-	found := map[string]bool{}
-	for _, p := range r.OFI.Providers {
-		if p.Provider == ofiVerbs && slices.Contains(p.Modes, "write") && slices.Contains(p.Modes, "send") {
-			found[p.Domain] = true
-		}
-	}
-	if !found[vmtest.Device0] || !found[vmtest.Device1] {
-		t.Fatalf("%s with write and send on %v, want %s and %s:\n%s", ofiVerbs, found, vmtest.Device0, vmtest.Device1, out)
-	}
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(l[max(0, len(l)-n):], "\n")
 }

@@ -20,14 +20,8 @@ type EnvDefault struct {
 // fi_enable fails with EINVAL over verbs;ofi_rxm on Soft-RoCE. libfabric has no other knob
 // for that queue (neither fi_info nor the CQ attributes reach it); ringcap's endpoints each
 // talk to exactly one peer, so 16 is ample and the queue holds 4096 entries.
-//
-// FI_PROVIDER=^psm: libfabric's psm provider (Intel True Scale, libpsm_infinipath over
-// libinfinipath) is left out: on a host with other RDMA devices (rxe) its fi_getinfo crashed
-// the process (SIGSEGV in libinfinipath), and ringcap has no use for it. A user who sets
-// FI_PROVIDER chooses the providers instead.
 var EnvDefaults = []EnvDefault{
 	{Name: "FI_UNIVERSE_SIZE", Value: "16", Why: "each endpoint talks to one peer; ofi_rxm's core CQ fits rxe"},
-	{Name: "FI_PROVIDER", Value: "^psm", Why: "the psm provider crashes in libinfinipath where other RDMA devices exist"},
 }
 
 var envOnce sync.Once
