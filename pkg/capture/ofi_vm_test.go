@@ -29,6 +29,7 @@ func TestVMOFIMatrix(t *testing.T) {
 	// A crash in C code is reported by Go, not by the handler libinfinipath (linked by
 	// Debian's libfabric) installs when it loads (docs/ofi.md).
 	t.Setenv("IPATH_NO_BACKTRACE", "1")
+	t.Setenv("GOTRACEBACK", "system") // every goroutine, when one crashes
 	const nbufs, bufsz, msg = 4, 256 << 10, 32 << 10
 	for _, mode := range []string{"write", "send"} {
 		for _, mr := range []string{"wholering", "perblock"} {
