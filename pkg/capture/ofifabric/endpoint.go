@@ -412,6 +412,7 @@ func (ep *endpoint) Close() error {
 	if ep.w != nil {
 		ep.w.close() // before the completion queues whose fds it polls
 	}
+	ep.drain()
 	var errs []error
 	for _, q := range ep.qps {
 		errs = append(errs, q.ep.Close())
@@ -424,6 +425,38 @@ func (ep *endpoint) Close() error {
 	}
 	errs = append(errs, ep.lenTx.close())
 	return errors.Join(errs...)
+}
+
+// Draining before close: ofi_rxm handles the messages its peer's rxm sends
+// on its own (credits, acknowledgements) only while the application reads
+// the completion queue, at most a few per read and none of them reported.
+// Closing an endpoint with such a message still queued makes rxm handle it
+// after it closed the core endpoint it reposts the receive buffer on: a
+// SIGSEGV in fi_close (libfabric 1.17, verbs;ofi_rxm on rxe: a NULL receive
+// operation of the closed verbs endpoint; upstream issue ofiwg/libfabric#11828).
+const (
+	drainQuiet = 256   // reads that return nothing before a queue counts as drained
+	drainMax   = 16384 // reads of one queue at most
+)
+
+// drain reads every completion queue until drainQuiet reads in a row return
+// nothing (drainMax at most), discarding what it reads: the endpoint is
+// closing, and no operation of the engine is outstanding any more.
+func (ep *endpoint) drain() {
+	buf := make([]ofi.Completion, 64)
+	for _, q := range ep.qps {
+		quiet := 0
+		for i := 0; i < drainMax && quiet < drainQuiet; i++ {
+			n, err := q.cq.Read(buf)
+			if err != nil {
+				break
+			}
+			quiet++
+			if n > 0 {
+				quiet = 0
+			}
+		}
+	}
 }
 
 // txOrder is an endpoint's transmit operations in posting order. Each
