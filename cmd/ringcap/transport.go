@@ -78,7 +78,8 @@ func bindHost(hostport string) string {
 func openReceiverFabric(fb wire.Fabric, domain, listen string, mode wire.Mode, mr fabric.MRMode, logf func(string)) func(fabric.DeviceConfig, *dada.Ring) (fabric.ReceiverFabric, error) {
 	return func(dev fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
 		if fb.Transport == wire.TransportOFI {
-			return ofifabric.NewReceiver(ofifabric.Config{Provider: fb.Provider, Domain: domain, Node: bindHost(listen), Mode: mode}, ring, mr, logf)
+			node := cmp.Or(dev.Node, bindHost(listen)) // listen-on rdma: the chosen address
+			return ofifabric.NewReceiver(ofifabric.Config{Provider: fb.Provider, Domain: domain, Node: node, Mode: mode}, ring, mr, logf)
 		}
 		return verbsfabric.NewReceiver(dev, ring, mr, logf)
 	}

@@ -6,9 +6,10 @@
 bench-rdma: vm-image
 	hack/capture/bench-rdma.sh
 
-## bench-ofi: ringcap over libfabric's tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (the host half: ratio ofi-tcp/iperf3)
-bench-ofi:
+## bench-ofi: ringcap over libfabric: tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (ratio ofi-tcp/iperf3), then verbs;ofi_rxm vs raw verbs on one rxe link in the Soft-RoCE VM (ratio ofi-verbs/verbs)
+bench-ofi: vm-image
 	hack/capture/bench-ofi-host.sh
+	hack/capture/bench-ofi-vm.sh
 
 ## fuzz-capture: fuzz the handshake decoder (framed, and each message type) for FUZZTIME (default 60s); new finds land in the corpus
 FUZZTIME ?= 60s

@@ -385,6 +385,21 @@ func TestVMSenderKilled(t *testing.T) {
 // verifies exactly the bytes the sender reports. By default (on rxe, in a VM
 // of two CPUs) the sender posts from two threads, one pinned to each CPU;
 // one-thread posts from a single one.
+// sentProgress is a progress report of a sender that has sent bytes.
+var sentProgress = regexp.MustCompile(`send: progress bytes=[1-9]`)
+
+// waitSent waits (a minute at most) until the sender reports bytes sent.
+func waitSent(t *testing.T, sender *proc) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !sentProgress.MatchString(sender.output()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sender reported no bytes sent within a minute:\n%s", sender.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestVMStreamsEndedByTheSender(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
@@ -399,6 +414,7 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 				switch end {
 				case "interrupt":
 					args[len(args)-1] = "10m"
+					args = append(args, "--progress", "100ms")
 				case "post-list":
 					args = append(args, "--post-list", "1")
 				case "one-thread":
@@ -406,7 +422,9 @@ func TestVMStreamsEndedByTheSender(t *testing.T) {
 				}
 				sender := start(t, bin, args...)
 				if end == "interrupt" {
-					time.Sleep(2 * time.Second)
+					// Interrupt a stream under way: after its first progress report
+					// with bytes sent (a fixed wait raced the handshake under TCG).
+					waitSent(t, sender)
 					if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
 						t.Fatal(err)
 					}

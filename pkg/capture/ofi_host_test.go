@@ -33,6 +33,9 @@ import (
 var (
 	ofiTCP = ofifabric.Config{Provider: "tcp;ofi_rxm", Domain: "lo", Node: "127.0.0.1"}
 	ofiSHM = ofifabric.Config{Provider: "shm"}
+	// ofiTCPLen carries write mode's lengths in length messages, as the
+	// providers with 4 bytes of CQ data (verbs;ofi_rxm, efa) do.
+	ofiTCPLen = ofifabric.Config{Provider: "tcp;ofi_rxm", Domain: "lo", Node: "127.0.0.1", LengthMessages: true}
 )
 
 // ofiLeakCheck fails the test when libfabric objects outlive it.
@@ -96,7 +99,7 @@ func (r *ofiRig) send(ctx context.Context, cfg sender.Config, prov ofifabric.Con
 	return sender.Run(ctx, sender.Stream{
 		Connect: r.addr, Config: cfg, Fabric: wire.Fabric{Transport: wire.TransportOFI, Provider: prov.Provider}, Domain: prov.Domain,
 		Open: func(dev fabric.DeviceConfig, mode wire.Mode, n uint64) (fabric.SenderFabric, error) {
-			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: prov.Node, Mode: mode}, n)
+			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: prov.Node, Mode: mode, LengthMessages: prov.LengthMessages}, n)
 		},
 	})
 }
@@ -107,6 +110,21 @@ func (r *ofiRig) wait(t *testing.T) error {
 	err := <-r.errc
 	r.errc <- nil // for the cleanup
 	return err
+}
+
+// Write mode with its lengths in length messages (as on verbs;ofi_rxm and
+// efa), WholeRing and PerBlock, 1, 4 and 16 endpoints, a stream ending off
+// the block and message boundaries.
+func TestOFILengthMessages(t *testing.T) {
+	const bs, msg = 65536, 8192
+	for _, mr := range []fabric.MRMode{fabric.MRWholeRing, fabric.MRPerBlock} {
+		for _, qps := range []int{1, 4, 16} {
+			t.Run(fmt.Sprintf("%v/%d", mr, qps), func(t *testing.T) {
+				ofiLeakCheck(t)
+				ofiObservation(t, wire.ModeWrite, mr, qps, bs, msg, uint64(5*bs+3*msg+1234), ofiTCPLen)
+			})
+		}
+	}
 }
 
 // Write and send modes, WholeRing and PerBlock registration, 1, 4 and 16
@@ -138,6 +156,7 @@ func TestOFIBlockBoundaryAndSHM(t *testing.T) {
 		mode wire.Mode
 	}{
 		{"tcp/write", ofiTCP, wire.ModeWrite},
+		{"tcp/write/length-messages", ofiTCPLen, wire.ModeWrite},
 		{"shm/write", ofiSHM, wire.ModeWrite},
 		{"shm/send", ofiSHM, wire.ModeSend},
 	} {
@@ -162,7 +181,7 @@ func ofiObservation(t *testing.T, mode wire.Mode, mr fabric.MRMode, qps int, bs,
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 11, 0)
 	r := runOFI(t, h, ReceiverConfig{Mode: mode, QPs: qps, MsgBytes: msg, StopObservations: 1, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}}, prov, mr)
-	res, err := r.send(ctx, sender.Config{Bytes: total, Source: sender.PatternSource{Seed: 11}}, ofifabric.Config{Node: prov.Node})
+	res, err := r.send(ctx, sender.Config{Bytes: total, Source: sender.PatternSource{Seed: 11}}, ofifabric.Config{Node: prov.Node, LengthMessages: prov.LengthMessages})
 	if err != nil || !res.Complete || res.Bytes != total || res.QPs != qps || res.Mode != mode {
 		t.Fatalf("send: %+v %v", res, err)
 	}

@@ -99,10 +99,15 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 		getenv = os.Getenv
 	}
 	l := c.Listen
-	l.NoDevice = c.Transport == wire.TransportOFI
+	// ofi opens its own domain; with listen-on rdma the device is chosen
+	// all the same, for the address its endpoints bind to (verbs;ofi_rxm).
+	l.NoDevice = c.Transport == wire.TransportOFI && l.On != endpoint.ListenRDMA
 	ch, err := endpoint.ChooseListen(c.Roots, l, c.Device, getenv, log)
 	if err != nil {
 		return err
+	}
+	if c.Transport == wire.TransportOFI && l.On == endpoint.ListenRDMA {
+		ch.Device.Node, _, _ = net.SplitHostPort(ch.Addr)
 	}
 	t.Update(func(s *statusdoc.Status) { s.Endpoint = ch.Endpoint })
 	fab, err := c.Open(ch.Device, h.Data)

@@ -24,6 +24,7 @@ func TestRingcap(t *testing.T) {
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
+		{"12-ofi-verbs-capture-verified", stepOFICapture},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

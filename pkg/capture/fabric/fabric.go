@@ -66,6 +66,10 @@ type DeviceConfig struct {
 	GIDIndex int
 	Provider string
 	Domain   string
+	// Node is the local address libfabric endpoints bind to when the
+	// receiver chose it (ofi with --listen-on rdma: the address of the
+	// RDMA netdev's RoCE v2 GID); empty: the listen address's.
+	Node string
 }
 
 // EndpointConfig sizes one connection's queue pairs.

@@ -18,6 +18,14 @@
 // the mode has FI_RX_CQ_DATA, write mode posts a receive for every
 // immediate.
 //
+// A remote write's completion length is never used (fi_cq(3) leaves it to
+// the provider; tcp;ofi_rxm reports 0, verbs;ofi_rxm on rxe its receive
+// buffer's size): with 8 bytes of remote CQ data the length rides in the
+// upper half; with fewer (verbs;ofi_rxm, efa) a write carrying an immediate
+// goes out plain and a 4-byte length message follows it (a send with the
+// immediate as CQ data into a receive posted in registered length words),
+// which needs FI_ORDER_SAW as well.
+//
 // The engine needs RC's ordering: a queue pair's sends fill its posted
 // receives in order (send mode: FI_ORDER_SAS), and a block's plain writes
 // land before the write that carries its immediate (write mode:

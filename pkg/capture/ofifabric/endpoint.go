@@ -39,6 +39,8 @@ type endpoint struct {
 	postImm bool                                     // FI_RX_CQ_DATA: an immediate consumes a posted receive
 	immRecv ofi.Local                                // what such a receive points at (0 bytes)
 	sendMR  *ofi.MR                                  // sender: the send buffer
+	lenRx   *lenRx                                   // receiver with length messages: their words
+	lenTx   *lenWords                                // sender with length messages: their words
 	stash   []fabric.Completion                      // translated, not yet returned by Poll
 	buf     []ofi.Completion
 	ops     []ofi.Op
@@ -157,6 +159,13 @@ func (ep *endpoint) PostRecv(qi int, wrs []fabric.RecvWR) error {
 		switch {
 		case w.Length > 0:
 			o.Local = ep.rxBlock(w.Block, w.Offset, w.Length)
+		case ep.lenRx != nil:
+			s, err := ep.lenRx.take(qi, w.ID)
+			if err != nil {
+				ep.giveBack(qi, ops)
+				return err
+			}
+			o.Local, o.ID = ep.lenRx.w.local(s), uint64(s)
 		case ep.postImm:
 			o.Local = ep.immRecv
 		default:
@@ -165,7 +174,23 @@ func (ep *endpoint) PostRecv(qi int, wrs []fabric.RecvWR) error {
 		ops = append(ops, o)
 	}
 	ep.ops = ops
-	return ep.post(qi, ops)
+	err := ep.post(qi, ops)
+	if err != nil {
+		ep.giveBack(qi, ops[postedOf(err):])
+	}
+	return err
+}
+
+// giveBack frees the length words of receives that were not posted.
+func (ep *endpoint) giveBack(qi int, ops []ofi.Op) {
+	if ep.lenRx == nil {
+		return
+	}
+	for _, o := range ops {
+		if o.Local.Len == lenBytes && o.Local.MR == ep.lenRx.w.mr {
+			ep.lenRx.give(qi, int(o.ID))
+		}
+	}
 }
 
 // PostSend implements fabric.Endpoint: sends and writes carry the immediate
@@ -176,22 +201,11 @@ func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
 	q := ep.qps[qi]
 	ops := ep.ops[:0]
 	for _, w := range wrs {
-		o := ofi.Op{Local: ep.sendMR.Local(w.Offset, int(w.Length)), Peer: q.peer, Data: uint64(w.Imm)}
-		switch w.Op {
-		case fabric.OpSendImm:
-			o.Kind, o.HasData = ofi.OpSend, true
-		case fabric.OpWriteImm:
-			o.Kind, o.HasData, o.Remote = ofi.OpWrite, true, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
-			o.Data = writeData(ep.wideData, w.Imm, w.Length)
-		case fabric.OpWrite:
-			o.Kind, o.Remote = ofi.OpWrite, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
-		default:
-			return fmt.Errorf("post send: unknown op %d", w.Op)
+		var err error
+		if ops, err = ep.appendSend(qi, ops, w); err != nil {
+			q.tx.drop(len(ops))
+			return err
 		}
-		ops = append(ops, o)
-	}
-	for i := range ops {
-		ops[i].ID = q.tx.push(wrs[i].ID, wrs[i].Signaled)
 	}
 	ep.ops = ops
 	if err := ep.post(qi, ops); err != nil {
@@ -199,6 +213,49 @@ func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
 		return err
 	}
 	return nil
+}
+
+// appendSend appends the operations of one work request on endpoint qi to
+// ops, each with its sequence number in q.tx: one, or with length messages
+// a plain write (none for 0 bytes) and the message for a write carrying an
+// immediate.
+func (ep *endpoint) appendSend(qi int, ops []ofi.Op, w fabric.SendWR) ([]ofi.Op, error) {
+	q := ep.qps[qi]
+	o := ofi.Op{Local: ep.sendMR.Local(w.Offset, int(w.Length)), Peer: q.peer, Data: uint64(w.Imm)}
+	switch w.Op {
+	case fabric.OpSendImm:
+		o.Kind, o.HasData = ofi.OpSend, true
+	case fabric.OpWriteImm:
+		o.Kind, o.HasData, o.Remote = ofi.OpWrite, true, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
+		o.Data = writeData(ep.wideData, w.Imm, w.Length)
+		if ep.lenTx != nil {
+			return ep.appendLenWrite(qi, ops, o, w)
+		}
+	case fabric.OpWrite:
+		o.Kind, o.Remote = ofi.OpWrite, ofi.Remote{Addr: w.RemoteAddr, Key: w.RKey}
+	default:
+		return ops, fmt.Errorf("post send: unknown op %d", w.Op)
+	}
+	o.ID = q.tx.push(w.ID, w.Signaled)
+	return append(ops, o), nil
+}
+
+// appendLenWrite appends write o, plain, and its length message (see
+// lengthMessages); the message stands for the work request.
+func (ep *endpoint) appendLenWrite(qi int, ops []ofi.Op, o ofi.Op, w fabric.SendWR) ([]ofi.Op, error) {
+	q := ep.qps[qi]
+	if w.Length > 0 {
+		o.HasData, o.Data, o.ID = false, 0, q.tx.push(0, false)
+		ops = append(ops, o)
+	}
+	if len(q.tx.pend) >= ep.lenTx.slots {
+		return ops, fmt.Errorf("post send on endpoint %d: more than %d operations outstanding for length messages", qi, ep.lenTx.slots)
+	}
+	seq := q.tx.push(w.ID, w.Signaled)
+	s := ep.lenTx.slot(qi, int(seq%uint64(ep.lenTx.slots)))
+	ep.lenTx.put(s, uint32(w.Length))
+	m := ofi.Op{Kind: ofi.OpSend, Local: ep.lenTx.local(s), Peer: q.peer, Data: uint64(w.Imm), HasData: true, ID: seq}
+	return append(ops, m), nil
 }
 
 // stallLimit bounds how long a post waits for a provider that takes
@@ -293,11 +350,21 @@ func (ep *endpoint) readAll() (int, error) {
 func (ep *endpoint) translate(qi int, c ofi.Completion) {
 	switch {
 	case c.Err != nil:
-		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: ep.recv,
+		id := c.ID
+		if ep.lenRx != nil {
+			id, _ = ep.lenRx.give(qi, int(c.ID))
+		}
+		ep.stash = append(ep.stash, fabric.Completion{ID: id, QP: qi, Recv: ep.recv,
 			Err: &fabric.WCError{QP: qi, Status: c.Err.Error(), Recv: ep.recv}})
+	case c.Flags&ofi.CapRemoteWrite != 0 && ep.wideData:
+		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Data >> 32), Imm: uint32(c.Data)})
 	case c.Flags&ofi.CapRemoteWrite != 0:
-		imm, n := writeOf(ep.wideData, c)
-		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: n, Imm: imm})
+		// Its length is not known (see lengthMessages): the sender broke
+		// the agreement.
+		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Err: &fabric.WCError{QP: qi, Recv: true,
+			Status: fmt.Sprintf("a remote write carried immediate %d where its length travels in a length message", uint32(c.Data))}})
+	case c.Flags&ofi.CapRecv != 0 && ep.lenRx != nil:
+		ep.stash = append(ep.stash, ep.lenMessage(qi, c))
 	case c.Flags&ofi.CapRecv != 0:
 		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Len), Imm: uint32(c.Data)})
 	default:
@@ -305,23 +372,32 @@ func (ep *endpoint) translate(qi int, c ofi.Completion) {
 	}
 }
 
+// lenMessage is the engine's completion for a length message received on
+// endpoint qi: the immediate and the length of the write before it.
+func (ep *endpoint) lenMessage(qi int, c ofi.Completion) fabric.Completion {
+	s := int(c.ID)
+	id, ok := ep.lenRx.give(qi, s)
+	switch {
+	case !ok:
+		return fabric.Completion{ID: c.ID, QP: qi, Recv: true, Err: &fabric.WCError{QP: qi, Recv: true,
+			Status: fmt.Sprintf("a length message completed a receive (%d) this endpoint did not post", c.ID)}}
+	case c.Len != lenBytes || !c.HasData:
+		return fabric.Completion{ID: id, QP: qi, Recv: true, Err: &fabric.WCError{QP: qi, Recv: true,
+			Status: fmt.Sprintf("a length message of %d bytes (CQ data %v), want %d bytes with CQ data", c.Len, c.HasData, lenBytes)}}
+	}
+	return fabric.Completion{ID: id, QP: qi, Recv: true, Bytes: ep.lenRx.w.get(s), Imm: uint32(c.Data)}
+}
+
 // writeData is the remote CQ data of a write carrying the immediate imm and
 // n bytes: with 8 bytes of CQ data the length rides in the upper half, since
-// tcp;ofi_rxm (libfabric 1.17) completes remote writes with len 0; with 4
-// (EFA) the completion's len has to do.
+// a remote write's completion length is not reliable across providers
+// (tcp;ofi_rxm in libfabric 1.17 reports 0, verbs;ofi_rxm on rxe the receive
+// buffer's size); with fewer, a length message carries it.
 func writeData(wide bool, imm uint32, n uint64) uint64 {
 	if wide {
 		return uint64(imm) | n<<32
 	}
 	return uint64(imm)
-}
-
-// writeOf is the immediate and byte count of a remote write's completion.
-func writeOf(wide bool, c ofi.Completion) (imm, n uint32) {
-	if wide {
-		return uint32(c.Data), uint32(c.Data >> 32)
-	}
-	return uint32(c.Data), uint32(c.Len)
 }
 
 // Close closes every endpoint, then the address vectors and completion
@@ -336,6 +412,7 @@ func (ep *endpoint) Close() error {
 	if ep.w != nil {
 		ep.w.close() // before the completion queues whose fds it polls
 	}
+	ep.drain()
 	var errs []error
 	for _, q := range ep.qps {
 		errs = append(errs, q.ep.Close())
@@ -343,7 +420,43 @@ func (ep *endpoint) Close() error {
 	for _, q := range ep.qps {
 		errs = append(errs, q.av.Close(), q.cq.Close())
 	}
+	if ep.lenRx != nil {
+		errs = append(errs, ep.lenRx.w.close())
+	}
+	errs = append(errs, ep.lenTx.close())
 	return errors.Join(errs...)
+}
+
+// Draining before close: ofi_rxm handles the messages its peer's rxm sends
+// on its own (credits, acknowledgements) only while the application reads
+// the completion queue, at most a few per read and none of them reported.
+// Closing an endpoint with such a message still queued makes rxm handle it
+// after it closed the core endpoint it reposts the receive buffer on: a
+// SIGSEGV in fi_close (libfabric 1.17, verbs;ofi_rxm on rxe: a NULL receive
+// operation of the closed verbs endpoint; upstream issue ofiwg/libfabric#11828).
+const (
+	drainQuiet = 256   // reads that return nothing before a queue counts as drained
+	drainMax   = 16384 // reads of one queue at most
+)
+
+// drain reads every completion queue until drainQuiet reads in a row return
+// nothing (drainMax at most), discarding what it reads: the endpoint is
+// closing, and no operation of the engine is outstanding any more.
+func (ep *endpoint) drain() {
+	buf := make([]ofi.Completion, 64)
+	for _, q := range ep.qps {
+		quiet := 0
+		for i := 0; i < drainMax && quiet < drainQuiet; i++ {
+			n, err := q.cq.Read(buf)
+			if err != nil {
+				break
+			}
+			quiet++
+			if n > 0 {
+				quiet = 0
+			}
+		}
+	}
 }
 
 // txOrder is an endpoint's transmit operations in posting order. Each

@@ -21,6 +21,22 @@ type Config struct {
 	// Node is the local address to bind (e.g. "127.0.0.1"; empty: any).
 	Node string
 	Mode wire.Mode
+	// LengthMessages makes write mode carry every immediate and its write's
+	// length in a message after the write even where the provider has 8
+	// bytes of remote CQ data (tests exercise the narrow providers' path on
+	// tcp;ofi_rxm with it); both ends must agree.
+	LengthMessages bool
+}
+
+// wideData is the remote CQ data that carries an immediate and a length.
+const wideData = 8
+
+// lengthMessages says whether write mode sends each immediate, with its
+// write's length, in a message after a plain write (see the package doc):
+// where remote CQ data cannot carry the length too, since a remote write's
+// completion length is not reliable across providers (fi_cq(3)).
+func lengthMessages(cfg Config, i ofi.Info) bool {
+	return cfg.Mode == wire.ModeWrite && (cfg.LengthMessages || i.CQDataSize < wideData)
 }
 
 // immBytes is the remote CQ data the engine's immediates need.
@@ -47,7 +63,9 @@ func (c Config) hints() ofi.Hints {
 }
 
 // Lacks says what a provider's answer lacks for a transfer mode ("" when
-// nothing): FI_RMA for write mode, 4 bytes of remote CQ data, the ordering.
+// nothing): FI_RMA for write mode, 4 bytes of remote CQ data, the ordering
+// (with fewer than 8 bytes of CQ data write mode sends length messages
+// after its writes: send after write too).
 func Lacks(m wire.Mode, i ofi.Info) string {
 	var miss []string
 	if m == wire.ModeWrite && i.Caps&ofi.CapRMA == 0 {
@@ -57,6 +75,9 @@ func Lacks(m wire.Mode, i ofi.Info) string {
 		miss = append(miss, fmt.Sprintf("%d bytes of remote CQ data for the immediate (cq_data_size %d)", immBytes, i.CQDataSize))
 	}
 	need := Order(m)
+	if m == wire.ModeWrite && i.CQDataSize < wideData {
+		need |= ofi.OrderSAW // the length message lands after its write
+	}
 	if i.TxMsgOrder&need != need || i.RxMsgOrder&need != need {
 		miss = append(miss, fmt.Sprintf("message order %v (it keeps %v transmitting, %v receiving)", need, i.TxMsgOrder, i.RxMsgOrder))
 	}

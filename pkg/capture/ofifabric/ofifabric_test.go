@@ -21,6 +21,10 @@ func TestLacks(t *testing.T) {
 	noWAW.TxMsgOrder = ofi.OrderSAS
 	efa := good
 	efa.CQDataSize = 4
+	efa.TxMsgOrder |= ofi.OrderSAW
+	efa.RxMsgOrder |= ofi.OrderSAW
+	efaNoSAW := efa
+	efaNoSAW.RxMsgOrder = all
 	for _, c := range []struct {
 		name string
 		mode wire.Mode
@@ -30,6 +34,8 @@ func TestLacks(t *testing.T) {
 		{"write", wire.ModeWrite, good, ""},
 		{"send", wire.ModeSend, good, ""},
 		{"4 bytes of CQ data", wire.ModeWrite, efa, ""},
+		{"4 bytes of CQ data, no send after write", wire.ModeWrite, efaNoSAW, "message order [FI_ORDER_WAW FI_ORDER_SAW]"},
+		{"send with 4 bytes of CQ data ignores send after write", wire.ModeSend, efaNoSAW, ""},
 		{"write without RMA", wire.ModeWrite, noRMA, "cannot carry write mode: it lacks FI_RMA"},
 		{"send without RMA", wire.ModeSend, noRMA, ""},
 		{"no CQ data", wire.ModeSend, noData, "4 bytes of remote CQ data for the immediate (cq_data_size 0)"},
@@ -82,15 +88,43 @@ func TestTxOrderReleasesInPostingOrder(t *testing.T) {
 	}
 }
 
-// A write's length rides in the upper half of 8-byte CQ data; with 4 bytes
-// the completion's length is taken.
-func TestWriteDataCarriesTheLength(t *testing.T) {
-	d := writeData(true, 0xabcdef, 1234)
-	if imm, n := writeOf(true, ofi.Completion{Data: d, Len: 0}); imm != 0xabcdef || n != 1234 {
-		t.Errorf("wide: %#x %d", imm, n)
+// A write's length rides in the upper half of 8-byte CQ data, whatever the
+// completion's len says; with less, in a length message read from the word
+// its receive was posted into, and a remote write's immediate (whose length
+// is unknown) is an error, never trusted.
+func TestWriteLengthNeverFromTheCompletion(t *testing.T) {
+	wide := &endpoint{recv: true, wideData: true}
+	wide.translate(1, ofi.Completion{Flags: ofi.CapRemoteWrite, Data: writeData(true, 0xabcdef, 1234), Len: 8192, HasData: true})
+	if want := []fabric.Completion{{QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}}; !reflect.DeepEqual(wide.stash, want) {
+		t.Errorf("wide: %+v, want %+v", wide.stash, want)
 	}
-	d = writeData(false, 0xabcdef, 1234)
-	if imm, n := writeOf(false, ofi.Completion{Data: d, Len: 99}); d != 0xabcdef || imm != 0xabcdef || n != 99 {
-		t.Errorf("narrow: %#x %#x %d", d, imm, n)
+	if d := writeData(false, 0xabcdef, 1234); d != 0xabcdef {
+		t.Errorf("narrow CQ data %#x", d)
+	}
+	w := &lenWords{buf: make([]byte, 2*2*lenSlot), slots: 2}
+	narrow := &endpoint{recv: true, lenRx: &lenRx{w: w, free: [][]int{{0, 1}, {2, 3}}, ids: make([]uint64, 4)}}
+	s, err := narrow.lenRx.take(1, 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.put(s, 1234)
+	narrow.translate(1, ofi.Completion{ID: uint64(s), Flags: ofi.CapRecv, Data: 0xabcdef, HasData: true, Len: lenBytes})
+	narrow.translate(1, ofi.Completion{Flags: ofi.CapRemoteWrite, Data: 5, HasData: true, Len: 8192})
+	if len(narrow.stash) != 2 || narrow.stash[0] != (fabric.Completion{ID: 77, QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}) {
+		t.Fatalf("narrow: %+v", narrow.stash)
+	}
+	if e := narrow.stash[1].Err; e == nil || !strings.Contains(e.Error(), "a remote write carried immediate 5 where its length travels in a length message") {
+		t.Errorf("a remote write with an immediate: %v", e)
+	}
+	if len(narrow.lenRx.free[1]) != 2 {
+		t.Errorf("the word was not freed: %v", narrow.lenRx.free)
+	}
+	for _, k := range []int{0, 1} {
+		if _, err := narrow.lenRx.take(0, 1); err != nil {
+			t.Fatalf("take %d: %v", k, err)
+		}
+	}
+	if _, err := narrow.lenRx.take(0, 1); err == nil || !strings.Contains(err.Error(), "endpoint 0: more than 2 receives posted for length messages") {
+		t.Errorf("a third receive on endpoint 0: %v", err)
 	}
 }

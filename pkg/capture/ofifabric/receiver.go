@@ -27,6 +27,7 @@ type Receiver struct {
 	bytes  uint64
 	mrs    []*ofi.MR
 	blocks []blockMR
+	lenMsg bool // write mode with length messages (see lengthMessages)
 }
 
 // NewReceiver opens the domain and registers the ring's data blocks by the
@@ -42,7 +43,8 @@ func NewReceiver(cfg Config, ring fabric.Ring, mode fabric.MRMode, logf func(str
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{d: d, prov: fabricOf(d), mode: chosen, reason: reason, bytes: uint64(ring.NBufs()) * uint64(ring.BufSize())}
+	r := &Receiver{d: d, prov: fabricOf(d), mode: chosen, reason: reason, bytes: uint64(ring.NBufs()) * uint64(ring.BufSize()),
+		lenMsg: lengthMessages(cfg, d.Info())}
 	if err := r.register(ring, region); err != nil {
 		_ = d.Close()
 		return nil, err
@@ -101,6 +103,12 @@ func (r *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 	if r.d.Info().Mode&ofi.ModeRxCQData != 0 {
 		ep.immRecv = r.blocks[0].mr.Local(0, 0)
 		ep.postImm = true
+	}
+	if r.lenMsg {
+		if ep.lenRx, err = newLenRx(r.d, cfg.QPs, cfg.RecvDepth); err != nil {
+			_ = ep.Close()
+			return nil, fmt.Errorf("open endpoints: %w", err)
+		}
 	}
 	return ep, nil
 }

@@ -19,6 +19,8 @@ type Sender struct {
 	prov wire.Fabric
 	buf  []byte
 	mr   *ofi.MR
+	// lenMsg: write mode with length messages (see lengthMessages).
+	lenMsg bool
 }
 
 // NewSender opens the domain and registers a send buffer of n bytes
@@ -42,7 +44,7 @@ func NewSender(cfg Config, n uint64) (*Sender, error) {
 		_ = unix.Munmap(buf)
 		return nil, fmt.Errorf("register the %d-byte send buffer: %w", n, err)
 	}
-	return &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr}, nil
+	return &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr, lenMsg: lengthMessages(cfg, d.Info())}, nil
 }
 
 // Open implements fabric.SenderFabric.
@@ -55,6 +57,15 @@ func (s *Sender) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endp
 		return nil, err
 	}
 	ep.sendMR = s.mr
+	if s.lenMsg {
+		// A work request is at most two operations; the words of the
+		// SendDepth outstanding ones, and of two more, are never reused
+		// before their messages complete (appendLenWrite checks).
+		if ep.lenTx, err = newLenWords(s.d, cfg.QPs, 2*cfg.SendDepth+2, ofi.CapSend); err != nil {
+			_ = ep.Close()
+			return nil, fmt.Errorf("open endpoints: %w", err)
+		}
+	}
 	return ep, nil
 }
 

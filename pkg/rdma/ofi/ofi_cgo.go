@@ -214,6 +214,7 @@ func cstr(s string) *C.char {
 }
 
 func getinfo(h Hints) (*C.struct_fi_info, error) {
+	applyEnvDefaults() // before libfabric's first call initialises it
 	prov, dom, node, svc := cstr(h.Provider), cstr(h.Domain), cstr(h.Node), cstr(h.Service)
 	defer func() {
 		for _, p := range []*C.char{prov, dom, node, svc} {

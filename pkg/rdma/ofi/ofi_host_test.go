@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -673,5 +674,18 @@ func TestWaitFDWakesOnACompletion(t *testing.T) {
 	}
 	if err := shm.TryWait(nil); err == nil {
 		t.Error("TryWait over no CQ accepted")
+	}
+}
+
+// The binding's libfabric environment defaults are in place once libfabric has initialised
+// (FI_UNIVERSE_SIZE: see EnvDefaults), unless the environment set them first.
+func TestEnvDefaultsSetWhenLibfabricInitialises(t *testing.T) {
+	if _, err := Discover(providers[0].hints); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range EnvDefaults {
+		if v, ok := os.LookupEnv(e.Name); !ok || v == "" {
+			t.Errorf("%s unset after Discover, want %s (%s) or the environment's", e.Name, e.Value, e.Why)
+		}
 	}
 }

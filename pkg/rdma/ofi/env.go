@@ -1,0 +1,38 @@
+package ofi
+
+import (
+	"os"
+	"sync"
+)
+
+// EnvDefault is a libfabric environment variable the binding sets when the environment
+// does not, before libfabric initialises (the process's first Discover or Open).
+type EnvDefault struct {
+	Name, Value string
+	Why         string
+}
+
+// EnvDefaults are the variables set before libfabric initialises:
+//
+// FI_UNIVERSE_SIZE: ofi_rxm sizes the completion queue of its core endpoints (verbs, tcp) as
+// the universe size (the peers one endpoint talks to, 256 by default in 1.17) times its
+// core receive and transmit sizes, 256*(128+128) entries, beyond what rxe allows (32767):
+// fi_enable fails with EINVAL over verbs;ofi_rxm on Soft-RoCE. libfabric has no other knob
+// for that queue (neither fi_info nor the CQ attributes reach it); ringcap's endpoints each
+// talk to exactly one peer, so 16 is ample and the queue holds 4096 entries.
+var EnvDefaults = []EnvDefault{
+	{Name: "FI_UNIVERSE_SIZE", Value: "16", Why: "each endpoint talks to one peer; ofi_rxm's core CQ fits rxe"},
+}
+
+var envOnce sync.Once
+
+// applyEnvDefaults sets EnvDefaults the environment does not set, once per process.
+func applyEnvDefaults() {
+	envOnce.Do(func() {
+		for _, e := range EnvDefaults {
+			if _, set := os.LookupEnv(e.Name); !set {
+				_ = os.Setenv(e.Name, e.Value)
+			}
+		}
+	})
+}
