@@ -47,6 +47,7 @@ type recvOpts struct {
 	metricsAddr string
 	summaryFile string
 	wait        time.Duration
+	drain       time.Duration
 }
 
 // devFlags are the --device/--ib-port/--gid-index flags shared by recv and send.
@@ -95,6 +96,7 @@ func newRecvCmd() *cobra.Command {
 	fs.BoolVarP(&o.ring.Lock, "lock", "l", false, "with --create: lock the ring in memory (SHM_LOCK)")
 	fs.BoolVar(&o.ring.HugePages, "hugepages", false, "with --create: back data blocks with huge pages")
 	fs.DurationVar(&o.wait, "wait", 0, "without --create: wait this long for the ring to exist")
+	fs.DurationVar(&o.drain, "drain-timeout", time.Minute, "with --create, after a stop condition: wait for the readers to read every filled block before destroying the ring, giving up (and failing) after this long without a reader clearing a block (0: destroy at once)")
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")
 	fs.StringVar(&o.mr, "mr", "auto", "memory registration: auto, wholering (one MR over the contiguously mapped ring) or perblock")
 	fs.StringVar(&o.listen, "listen", "0.0.0.0:18515", "TCP address for the connection handshake")
@@ -139,7 +141,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 		return err
 	}
 	return capture.Run(ctx, capture.Capture{
-		Ring: o.ring, Create: o.create, Wait: o.wait, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
+		Ring: o.ring, Create: o.create, Wait: o.wait, Drain: o.drain, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
 		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: rdma.DefaultRoots,
 		Listen: endpoint.Listen{Addr: o.listen, On: o.listenOn, Interface: o.listenIface, Allowed: o.allowed},
 		Receiver: capture.ReceiverConfig{

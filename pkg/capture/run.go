@@ -30,6 +30,11 @@ type Capture struct {
 	Ring   dada.Config
 	Create bool
 	Wait   time.Duration
+	// Drain is how long a run that created its ring and ended of itself (a
+	// stop condition, not ctx) waits without any reader clearing a block for
+	// the readers to read what it wrote, before it destroys the ring (0: it
+	// destroys it at once).
+	Drain time.Duration
 	// Connect says how the ring's blocks are mapped (Contiguous: back to
 	// back, so that one memory region can cover the ring).
 	Connect        dada.ConnectOptions
@@ -84,7 +89,12 @@ func Run(ctx context.Context, c Capture) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, release()) }()
+	defer func() {
+		if c.Create && c.Drain > 0 && ctx.Err() == nil {
+			err = errors.Join(err, drainReaders(ctx, h, c.Drain, log))
+		}
+		err = errors.Join(err, release())
+	}()
 	t.Update(func(s *statusdoc.Status) {
 		s.Ring = statusdoc.Ring{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
 	})
