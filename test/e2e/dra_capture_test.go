@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,40 +160,6 @@ func claimPod(name, claim, script string) *corev1.Pod {
 	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "rdma"}}
 	restricted(&pod.Spec.Containers[0])
 	return pod
-}
-
-// checkVerifiedRun checks a finished capture against its sender's log: one observation, every
-// container exited 0, and the reader verified as many bytes as the sender sent and the status
-// counted, without a mismatch.
-func checkVerifiedRun(t *testing.T, end *unstructured.Unstructured, senderLog string) {
-	t.Helper()
-	total := num(end, "status", "bytesReceived")
-	if num(end, "status", "observations") != 1 {
-		t.Errorf("final status %s observations=%d, want 1", captureSummary(end), num(end, "status", "observations"))
-	}
-	pod, err := s.cs.CoreV1().Pods(testNamespace).Get(context.Background(), str(end, "status", "pod"), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			t.Errorf("capture pod container %s did not exit 0: %+v", cs.Name, cs.State)
-		}
-	}
-	rlog := podLogs(t, testNamespace, pod.Name, "verify")
-	t.Logf("reader: %s", lastLine(rlog))
-	m := regexp.MustCompile(`read: bytes=(\d+) blocks=(\d+) observations=(\d+) mismatches=(\d+)`).FindStringSubmatch(rlog)
-	if m == nil {
-		t.Fatalf("reader printed no summary line:\n%s", rlog)
-	}
-	sm := regexp.MustCompile(`send: bytes=(\d+) .*complete=true`).FindStringSubmatch(senderLog)
-	if sm == nil {
-		t.Fatalf("sender did not report a complete transfer:\n%s", senderLog)
-	}
-	if m[4] != "0" || m[3] != "1" || m[1] != sm[1] || strconv.FormatInt(total, 10) != sm[1] {
-		t.Errorf("sender sent %s bytes; reader: bytes=%s observations=%s mismatches=%s; final status bytesReceived=%d", sm[1], m[1], m[3], m[4], total)
-	}
-	t.Logf("%d bytes over RoCE, verified by the reader", total)
 }
 
 // deleteClaimedCapture deletes the capture and waits until its pod and the operator's

@@ -86,23 +86,6 @@ func receiverMetric(t *testing.T, u *unstructured.Unstructured, metricsPort int,
 	return m[1]
 }
 
-// readerVerified checks that a finished capture's reader verified every byte the sender
-// sent (sendLog has the sender's summary line).
-func readerVerified(t *testing.T, u *unstructured.Unstructured, sendLog string) {
-	t.Helper()
-	rlog := podLogs(t, testNamespace, str(u, "status", "pod"), "verify")
-	m := regexp.MustCompile(`read: bytes=(\d+) blocks=(\d+) observations=(\d+) mismatches=(\d+)`).FindStringSubmatch(rlog)
-	sm := regexp.MustCompile(`send: bytes=(\d+) .*complete=true`).FindStringSubmatch(sendLog)
-	if m == nil || sm == nil {
-		t.Fatalf("%s: no reader summary or no complete send:\nreader: %s\nsender: %s", u.GetName(), rlog, sendLog)
-	}
-	if m[4] != "0" || m[3] != "1" || m[1] != sm[1] || strconv.FormatInt(num(u, "status", "bytesReceived"), 10) != sm[1] {
-		t.Errorf("%s: sender sent %s bytes; reader: bytes=%s observations=%s mismatches=%s; status bytesReceived=%d",
-			u.GetName(), sm[1], m[1], m[3], m[4], num(u, "status", "bytesReceived"))
-	}
-	t.Logf("%s: %s bytes verified by the reader", u.GetName(), sm[1])
-}
-
 // stepHostNetwork is issue 33: senders that are not pods (processes in the VM's own network
 // namespace on the other rxe device, as a digitiser host on the data network) stream into
 // Host-mode captures at status.endpoint, two of them on one node at once; a third capture on
@@ -198,6 +181,6 @@ exit $((ra | rb))
 				own = append(own, strings.TrimPrefix(l, name+": "))
 			}
 		}
-		readerVerified(t, u, strings.Join(own, "\n"))
+		checkVerifiedRun(t, u, strings.Join(own, "\n"))
 	}
 }

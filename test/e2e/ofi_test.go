@@ -47,5 +47,5 @@ func stepOFICapture(t *testing.T) {
 	if tr, p := str(end, "status", "running", "transport"), str(end, "status", "running", "ofiProvider"); tr != "OFI" || p != provider {
 		t.Errorf("status.running transport %q provider %q, want OFI %s", tr, p, provider)
 	}
-	readerVerified(t, end, out)
+	checkVerifiedRun(t, end, out)
 }
