@@ -1,6 +1,6 @@
 # Packaging and the end-to-end tier (issue 7): images, Helm chart, the real cluster with Soft-RoCE.
 # See test/e2e/README.md.
-.PHONY: images test-chart chart-manifests e2e e2e-up e2e-down e2e-kind
+.PHONY: images test-chart chart-manifests e2e e2e-up e2e-down e2e-kind bench-capture-start
 .SECONDEXPANSION:
 
 ## images: build ringcap/{plugin,operator,ringcap}:TAG from the working tree without Docker
@@ -21,6 +21,10 @@ chart-manifests: $$(filter-out chart-manifests,$$(GENERATE))
 ## e2e: real single-node Kubernetes with its node in the Soft-RoCE VM; installs the chart, runs test/e2e
 e2e:
 	test/e2e/harness/e2e.sh
+
+## bench-capture-start: on the e2e cluster: RingCapture created -> receiver Listening with its endpoint in status, beside a plain pod of the same image and resource reaching Running (ratio capture-start/pod-start; wrap in flock /work/vm.lock)
+bench-capture-start:
+	E2E_RUN='^TestBenchCaptureStart$$' RINGCAP_BENCH_START=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-14m} test/e2e/harness/e2e.sh
 
 ## e2e-up: bring the e2e cluster up and leave it running (e2e-down tears it down)
 e2e-up:
