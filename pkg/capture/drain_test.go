@@ -2,6 +2,8 @@ package capture
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -11,22 +13,25 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
-// A run that created its ring and reaches its stop condition while a slow
-// reader is still blocks behind waits for it before destroying the ring: the
-// reader gets every byte (e2e step 8 saw "clear block of ring b1: ring was
-// removed" with two blocks unread when the ring was destroyed at once).
-func TestRunWaitsForASlowReaderBeforeDestroyingItsRing(t *testing.T) {
+// A run that created its ring and reaches its stop condition while a reader
+// is still blocks behind waits for it before destroying the ring, saying so in
+// its status (Finished: the operator shows the readers draining): the reader
+// gets every byte. (e2e step 8 saw "clear block of ring b1: ring was removed"
+// with two blocks unread when the ring was destroyed at once.)
+func TestRunWaitsForAReaderBehindBeforeDestroyingItsRing(t *testing.T) {
 	key := reserveKey()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := memfabric.NewNet()
-	const total = 8 * 8192
+	const total, bufsz = 8 * 8192, 8192
 	tr, errc := runCapture(t, Capture{
-		Ring: dada.Config{Key: key, NBufs: 4, BufSize: 8192, HeaderBufSize: 4096, Readers: 1}, Create: true, Drain: 30 * time.Second,
+		Ring: dada.Config{Key: key, NBufs: 4, BufSize: bufsz, HeaderBufSize: 4096, Readers: 1}, Create: true, Drain: 30 * time.Second,
 		Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{GIDIndex: -1}, Getenv: noEnv,
 		Receiver: ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}},
 	}, n)
@@ -35,21 +40,78 @@ func TestRunWaitsForASlowReaderBeforeDestroyingItsRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = h.Close() }()
-	reads := readObservations(t, ctx, h, 1, 3, 100*time.Millisecond)
+	resume := make(chan struct{})
+	reads := gatedReader(ctx, h, 4, resume) // stops after 4 of the 8 blocks (the ring holds the other 4) until resumed
 	cfg := sender.Config{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: total, Source: sender.PatternSource{Seed: 3}}
 	res, err := sender.Send(ctx, "127.0.0.1:"+strconv.Itoa(tr.Snapshot().Endpoint.Port), cfg, memfabric.NewSender(n, make([]byte, sender.SendBufferBytes(cfg))))
 	if err != nil || !res.Complete {
 		t.Fatalf("send: %+v %v", res, err)
 	}
+	for s := tr.Snapshot(); s.State != statusdoc.StateFinished || !strings.Contains(s.Message, "waiting for the readers"); s = tr.Snapshot() {
+		select {
+		case err := <-errc:
+			t.Fatalf("Run returned %v while its reader held blocks unread (status %s: %s)", err, s.State, s.Message)
+		case <-ctx.Done():
+			t.Fatalf("status while the reader is behind: %s: %s", s.State, s.Message)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	close(resume)
 	if err := <-errc; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if obs := <-reads; len(obs) != 1 || obs[0].bytes != total || obs[0].mismatches != 0 || obs[0].err != nil {
-		t.Fatalf("reader %+v, want all %d bytes read before the ring went", obs, total)
+	if r := <-reads; r.err != nil || r.bytes != total || r.bad != 0 {
+		t.Fatalf("reader %+v, want all %d bytes read before the ring went", r, total)
 	}
 	if _, err := dada.Connect(key, dada.ConnectOptions{}); err == nil {
 		t.Fatalf("ring %s still there after Run", key)
 	}
+}
+
+type gatedRead struct {
+	bytes uint64
+	bad   int
+	err   error
+}
+
+// gatedReader reads one observation of the pattern (seed 3), stopping after
+// `after` blocks until resume is closed.
+func gatedReader(ctx context.Context, h *dada.HDU, after int, resume <-chan struct{}) <-chan gatedRead {
+	out := make(chan gatedRead, 1)
+	go func() {
+		var res gatedRead
+		defer func() { out <- res }()
+		r, err := h.LockRead(ctx)
+		if err != nil {
+			res.err = err
+			return
+		}
+		defer func() { _ = r.Close() }()
+		if _, res.err = r.ReadHeader(ctx); res.err != nil {
+			return
+		}
+		for i := 0; ; i++ {
+			if i == after {
+				<-resume
+			}
+			b, err := r.NextBlock(ctx)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				res.err = err
+				return
+			}
+			if _, ok := pattern.Verify(b.Data, 3, res.bytes); !ok {
+				res.bad++
+			}
+			res.bytes += uint64(len(b.Data))
+			if res.err = r.MarkCleared(); res.err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // fillAndClose writes n full blocks and ends the observation.

@@ -91,6 +91,9 @@ func Run(ctx context.Context, c Capture) (err error) {
 	}
 	defer func() {
 		if c.Create && c.Drain > 0 && ctx.Err() == nil {
+			if err == nil { // the operator shows a Finished receiver as its readers draining the ring
+				t.SetState(statusdoc.StateFinished, "stop condition reached; waiting for the readers to read the ring")
+			}
 			err = errors.Join(err, drainReaders(ctx, h, c.Drain, log))
 		}
 		err = errors.Join(err, release())
