@@ -237,49 +237,115 @@ func BenchmarkRegistration(b *testing.B) {
 }
 
 // BenchmarkRegistrationRaw times registering a 1 GiB ring (256 blocks of 4 MiB,
-// attached contiguously, no huge pages in the VM) as WholeRing and as PerBlock
-// beside one raw ibv_reg_mr of the same bytes with the same access (and
-// PerBlock beside its floor, one raw ibv_reg_mr per block), each
-// registered and deregistered, the four alternating in every round (each round
-// starting with the next); it prints
-// `ratio register/raw-reg-mr` for both modes, from the fastest round of each
-// (the least disturbed by the shared host).
+// attached contiguously, no huge pages) as WholeRing and as PerBlock beside one raw
+// ibv_reg_mr of the same bytes with the same access (and PerBlock beside its floor,
+// one raw ibv_reg_mr per block): see benchRegisterRaw.
 func BenchmarkRegistrationRaw(b *testing.B) {
+	benchRegisterRaw(b, "", 256, 4<<20, false)
+}
+
+// BenchmarkRegistrationRawHugePages is BenchmarkRegistrationRaw with the ring's blocks
+// in 2 MiB huge pages (reserved for the run through /proc/sys/vm/nr_hugepages, restored
+// after).
+func BenchmarkRegistrationRawHugePages(b *testing.B) {
 	vmtest.Require(b)
 	const blocks, blockSize = 256, 4 << 20
-	key := vmtest.NewRing(b, blocks, blockSize)
-	h := vmtest.ConnectRing(b, key, true)
+	reserveHugePages(b, blocks*blockSize)
+	benchRegisterRaw(b, "hugepages", blocks, blockSize, true)
+}
+
+// BenchmarkRegistrationRawLargest is BenchmarkRegistrationRaw with the largest ring of
+// 4 MiB blocks that fits in 60 % of the VM's available memory (the raw registration
+// pins the same pages, so nothing more is needed; boot the VM with more memory,
+// RINGCAP_VM_MEM, for a larger ring).
+func BenchmarkRegistrationRawLargest(b *testing.B) {
+	vmtest.Require(b)
+	const blockSize = 4 << 20
+	avail, err := memAvailable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	blocks := int(avail * 6 / 10 / blockSize)
+	if blocks < 256 {
+		b.Fatalf("the VM has %d MiB available: the largest ring would not exceed the 1 GiB of BenchmarkRegistrationRaw", avail>>20)
+	}
+	benchRegisterRaw(b, "largest", blocks, blockSize, false)
+}
+
+// memAvailable is MemAvailable of /proc/meminfo in bytes.
+func memAvailable() (uint64, error) {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		var kib uint64
+		if _, err := fmt.Sscanf(l, "MemAvailable: %d kB", &kib); err == nil {
+			return kib << 10, nil
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
+}
+
+// reserveHugePages raises the pool of default-size huge pages by enough for n bytes
+// until the benchmark ends.
+func reserveHugePages(b *testing.B, n int) {
+	b.Helper()
+	const knob = "/proc/sys/vm/nr_hugepages"
+	raw, err := os.ReadFile(knob)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var had int
+	if _, err := fmt.Sscan(string(raw), &had); err != nil {
+		b.Fatalf("parse %s: %v", knob, err)
+	}
+	want := had + n/(2<<20)
+	if err := os.WriteFile(knob, []byte(fmt.Sprint(want)), 0o644); err != nil {
+		b.Fatalf("reserve %d huge pages: %v", want, err)
+	}
+	b.Cleanup(func() { _ = os.WriteFile(knob, []byte(fmt.Sprint(had)), 0o644) })
+	raw, _ = os.ReadFile(knob)
+	var got int
+	if _, err := fmt.Sscan(string(raw), &got); err != nil || got < want {
+		b.Fatalf("asked for %d huge pages, the kernel gave %s", want, strings.TrimSpace(string(raw)))
+	}
+}
+
+// newBenchRing creates a ring of blocks x blockSize (huge: in huge pages) until the
+// benchmark ends and attaches it contiguously.
+func newBenchRing(b *testing.B, blocks, blockSize int, huge bool) *dada.HDU {
+	b.Helper()
+	cfg := dada.DefaultConfig()
+	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.HugePages = vmtest.NewKey(), uint64(blocks), uint64(blockSize), huge
+	created, err := dada.Create(cfg)
+	if err != nil {
+		b.Fatalf("create ring %d x %d (huge pages %v): %v", blocks, blockSize, huge, err)
+	}
+	b.Cleanup(func() {
+		if err := created.Destroy(); err != nil {
+			b.Errorf("destroy ring %s: %v", cfg.Key, err)
+		}
+	})
+	return vmtest.ConnectRing(b, cfg.Key, true)
+}
+
+// benchRegisterRaw times registering a ring of blocks x blockSize as WholeRing and as
+// PerBlock beside one raw ibv_reg_mr of the same bytes with the same access (and
+// PerBlock beside its floor, one raw ibv_reg_mr per block), each registered and
+// deregistered, the four alternating in every round (each round starting with the
+// next); it prints `ratio register/raw-reg-mr` (label in brackets when set) for both
+// modes, from the fastest round of each (the least disturbed by the shared host).
+func benchRegisterRaw(b *testing.B, label string, blocks, blockSize int, huge bool) {
+	vmtest.Require(b)
+	h := newBenchRing(b, blocks, blockSize, huge)
 	region, ok, reason := h.Data.Contiguous()
 	if !ok {
 		b.Fatalf("the ring is not attached contiguously: %s", reason)
 	}
 	pd := openPD(b)
 	access := verbs.AccessLocalWrite | verbs.AccessRemoteWrite
-	register := map[string]func() error{
-		"raw": func() error {
-			mr, err := pd.RegisterMR(region, access)
-			if err != nil {
-				return err
-			}
-			return mr.Close()
-		},
-	}
-	// PerBlock's floor: one raw ibv_reg_mr per block, all held, then released.
-	register["raw-perblock"] = func() error {
-		mrs := make([]*verbs.MR, 0, blocks)
-		var err error
-		for i := range blocks {
-			var mr *verbs.MR
-			if mr, err = pd.RegisterMR(h.Data.Block(i), access); err != nil {
-				break
-			}
-			mrs = append(mrs, mr)
-		}
-		for _, mr := range mrs {
-			err = errors.Join(err, mr.Close())
-		}
-		return err
-	}
+	register := rawRegistrations(pd, h.Data, region, access)
 	for _, mode := range []MRMode{WholeRing, PerBlock} {
 		register[mode.String()] = func() error {
 			reg, err := Register(pd, h.Data, mode, RegisterOptions{Access: access, Log: quiet, Name: "key=" + h.Data.Key().String()})
@@ -289,7 +355,51 @@ func BenchmarkRegistrationRaw(b *testing.B) {
 			return reg.Close()
 		}
 	}
-	order := []string{"raw", WholeRing.String(), "raw-perblock", PerBlock.String()}
+	times := timeRegistrations(b, register, []string{"raw", WholeRing.String(), "raw-perblock", PerBlock.String()})
+	ms := func(name string) float64 { return float64(slices.Min(times[name])) / float64(time.Millisecond) }
+	raw, whole, rawPer, per := ms("raw"), ms(WholeRing.String()), ms("raw-perblock"), ms(PerBlock.String())
+	tag := ""
+	if label != "" {
+		tag = "[" + label + "]"
+	}
+	fmt.Printf("register_ms%s raw=%.1f wholering=%.1f raw-perblock=%.1f perblock=%.1f (ring %d MiB in %d blocks, huge pages %v, register+deregister, best of %d)\n",
+		tag, raw, whole, rawPer, per, blocks*blockSize>>20, blocks, huge, len(times["raw"]))
+	fmt.Printf("ratio register/raw-reg-mr%s wholering=%.2f perblock=%.2f\n", tag, whole/raw, per/raw)
+	fmt.Printf("ratio perblock/raw-reg-mr-per-block%s=%.2f (PerBlock against its floor, %d raw ibv_reg_mr)\n", tag, per/rawPer, blocks)
+}
+
+// rawRegistrations are the anchors: one raw ibv_reg_mr over the region ("raw") and one
+// per block, all held, then released ("raw-perblock", PerBlock's floor).
+func rawRegistrations(pd *verbs.PD, ring *dada.Ring, region []byte, access verbs.Access) map[string]func() error {
+	return map[string]func() error{
+		"raw": func() error {
+			mr, err := pd.RegisterMR(region, access)
+			if err != nil {
+				return err
+			}
+			return mr.Close()
+		},
+		"raw-perblock": func() error {
+			mrs := make([]*verbs.MR, 0, ring.NBufs())
+			var err error
+			for i := range ring.NBufs() {
+				var mr *verbs.MR
+				if mr, err = pd.RegisterMR(ring.Block(i), access); err != nil {
+					break
+				}
+				mrs = append(mrs, mr)
+			}
+			for _, mr := range mrs {
+				err = errors.Join(err, mr.Close())
+			}
+			return err
+		},
+	}
+}
+
+// timeRegistrations runs each registration 8 rounds per b.N, in order, each round
+// starting with the next name, and returns every time taken by name.
+func timeRegistrations(b *testing.B, register map[string]func() error, order []string) map[string][]time.Duration {
 	const rounds = 8 // each of the four first twice
 	times := map[string][]time.Duration{}
 	b.ResetTimer()
@@ -306,10 +416,5 @@ func BenchmarkRegistrationRaw(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	ms := func(name string) float64 { return float64(slices.Min(times[name])) / float64(time.Millisecond) }
-	raw, whole, rawPer, per := ms("raw"), ms(WholeRing.String()), ms("raw-perblock"), ms(PerBlock.String())
-	fmt.Printf("register_ms raw=%.1f wholering=%.1f raw-perblock=%.1f perblock=%.1f (ring %d MiB in %d blocks, register+deregister, best of %d)\n",
-		raw, whole, rawPer, per, blocks*blockSize>>20, blocks, len(times["raw"]))
-	fmt.Printf("ratio register/raw-reg-mr wholering=%.2f perblock=%.2f\n", whole/raw, per/raw)
-	fmt.Printf("ratio perblock/raw-reg-mr-per-block=%.2f (PerBlock against its floor, %d raw ibv_reg_mr)\n", per/rawPer, blocks)
+	return times
 }
