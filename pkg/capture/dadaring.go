@@ -26,6 +26,9 @@ func (d DadaWriter) MarkFilled(nbytes int, eod bool) error {
 	return d.W.MarkFilled(nbytes)
 }
 
+// MarkFilledFull implements FullBlocksFiller.
+func (d DadaWriter) MarkFilledFull(k int) error { return d.W.MarkFilledFull(k) }
+
 // EndOfData implements BlockWriter.
 func (d DadaWriter) EndOfData() error { return d.W.EndOfData() }
 

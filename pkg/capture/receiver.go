@@ -32,6 +32,13 @@ type BlockWriter interface {
 	EndOfData() error
 }
 
+// FullBlocksFiller is a BlockWriter that can mark several full blocks filled
+// in one step (one wake-up of each reader instead of one per block), as if
+// MarkFilled(block size, false) had been called k times.
+type FullBlocksFiller interface {
+	MarkFilledFull(k int) error
+}
+
 // RingGeometry is the shape of the ring the receiver fills.
 type RingGeometry struct {
 	NBufs   int

@@ -31,7 +31,8 @@ type ringWorker struct {
 }
 
 type ringCmd struct {
-	n     int
+	n     int // bytes in each block
+	count int // blocks to mark filled (more than one: full blocks, no eod)
 	eod   bool
 	end   bool
 	reply chan error
@@ -57,9 +58,9 @@ func (rw *ringWorker) run(ctx context.Context) {
 			// would start the next observation in the ring.
 			rw.limit(total)
 		}
-		open--
-		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
-			rw.errc <- fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+		open -= c.count
+		if err := rw.markFilled(c); err != nil {
+			rw.errc <- err
 			return true
 		}
 		return false
@@ -104,6 +105,23 @@ func (rw *ringWorker) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// markFilled marks the c.count oldest open blocks filled: several full ones
+// in one step when the writer can (FullBlocksFiller), else one at a time.
+func (rw *ringWorker) markFilled(c ringCmd) error {
+	if f, ok := rw.w.(FullBlocksFiller); ok && c.count > 1 {
+		if err := f.MarkFilledFull(c.count); err != nil {
+			return fmt.Errorf("mark %d ring blocks filled: %w", c.count, err)
+		}
+		return nil
+	}
+	for range c.count {
+		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
+			return fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+		}
+	}
+	return nil
 }
 
 // openContext reports whether another block may be opened (fewer than the
@@ -168,12 +186,12 @@ func (rw *ringWorker) call(c ringCmd) error {
 	}
 }
 
-// fill queues marking the oldest open block filled; it does not wait (the
-// worker may be waiting for a reader to free a block to open). Errors come
-// on errc.
-func (rw *ringWorker) fill(n int, eod bool) error {
+// fill queues marking the count oldest open blocks filled with n bytes each
+// (count > 1 only for full blocks without eod); it does not wait (the worker
+// may be waiting for a reader to free a block to open). Errors come on errc.
+func (rw *ringWorker) fill(n, count int, eod bool) error {
 	select {
-	case rw.cmds <- ringCmd{n: n, eod: eod}:
+	case rw.cmds <- ringCmd{n: n, count: count, eod: eod}:
 		return nil
 	case <-rw.done:
 		select {

@@ -309,6 +309,9 @@ func (l *streamLoop) commitFilled() *ending {
 			return ringEnding(l.ctx, err)
 		}
 	}
+	if err := s.flushFull(); err != nil {
+		return ringEnding(l.ctx, err)
+	}
 	if s.a.hasEnd {
 		s.rw.limit(s.a.endBlocks())
 	}

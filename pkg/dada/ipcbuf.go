@@ -211,6 +211,28 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 	return eod, nil
 }
 
+// markFilledFull marks the k oldest open blocks filled with bufsz bytes each, inside the
+// open transfer (state WRITING, no end of data): each block's count and w_buf_curr as
+// markFilled sets them, then one FULL +k per reader instead of k posts of +1. A reader
+// sees the same values it would see had it not run between k single posts (PSRDADA's
+// enable_sod posts FULL +n the same way), and each of its FULL -1 waits finds a block.
+func (w *wbuf) markFilledFull(k uint64) error {
+	r, s := w.r, w.r.sync
+	nb := uint64(r.nbufs)
+	curr := s.wBufCurr()
+	for b := curr; b < curr+k; b++ {
+		s.setCount(b%nb, s.count(b%nb)+1)
+	}
+	s.setWBufCurr(curr + k)
+	// The shared fields above are written before FULL is posted: semop is the barrier.
+	for i := 0; i < r.nreaders; i++ {
+		if err := r.semOp(context.Background(), r.dataSem[i], semFull, int16(k), 0); err != nil {
+			return fmt.Errorf("post %d full blocks to reader %d of ring %s: %w", k, i, r.key, err)
+		}
+	}
+	return nil
+}
+
 // finishXfer moves both write counters past the last transfer's EOD block (ipcio_stop).
 func (w *wbuf) finishXfer() {
 	s := w.r.sync

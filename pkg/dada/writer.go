@@ -206,6 +206,38 @@ func (w *Writer) markFilled(nbytes int, eod bool) error {
 	return nil
 }
 
+// MarkFilledFull marks the k oldest open blocks filled, each with BufSize bytes, inside the
+// observation (no end of data): as k calls of MarkFilled(BufSize), with one post of k
+// full blocks to each reader instead of k posts of one, so a reader waiting for the
+// first is woken once, not k times. The readers' protocol is unchanged (each still takes
+// one FULL per block).
+func (w *Writer) MarkFilledFull(k int) error {
+	if err := w.acquire(); err != nil {
+		return err
+	}
+	defer w.leave()
+	switch {
+	case w.cur != nil:
+		return errors.New("mark filled: a streaming Write is in progress")
+	case k < 0 || k > len(w.open):
+		return fmt.Errorf("mark %d blocks filled: %d open: %w", k, len(w.open), ErrNoOpenBlock)
+	case k == 0:
+		return nil
+	case k == 1 || w.data.state != stateWriting:
+		for range k { // the first block of an observation (start of data), one at a time
+			if err := w.markFilled(w.h.Data.bufsz, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := w.data.markFilledFull(uint64(k)); err != nil {
+		return fmt.Errorf("mark blocks %d..%d filled: %w", w.open[0].Seq, w.open[k-1].Seq, err)
+	}
+	w.open = w.open[:copy(w.open, w.open[k:])]
+	return nil
+}
+
 // endObs discards blocks still open after an EOD and moves the counters past it.
 func (w *Writer) endObs() {
 	w.open = nil
