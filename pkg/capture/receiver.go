@@ -39,6 +39,13 @@ type FullBlocksFiller interface {
 	MarkFilledFull(k int) error
 }
 
+// BlocksOpener is a BlockWriter that can open several blocks in one step:
+// into idx, the first as OpenBlock does (waiting), then as many of the next
+// ones as are free at once; at least one, at most len(idx).
+type BlocksOpener interface {
+	OpenBlocks(ctx context.Context, idx []int) (int, error)
+}
+
 // RingGeometry is the shape of the ring the receiver fills.
 type RingGeometry struct {
 	NBufs   int

@@ -13,6 +13,7 @@ import (
 type ringWorker struct {
 	w      BlockWriter
 	window int
+	idx    []int // the blocks one open call opened
 	opened chan int
 	cmds   chan ringCmd
 	errc   chan error
@@ -39,7 +40,7 @@ type ringCmd struct {
 }
 
 func newRingWorker(w BlockWriter, window int) *ringWorker {
-	return &ringWorker{w: w, window: window, opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
+	return &ringWorker{w: w, window: window, idx: make([]int, max(window, 1)), opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
 		errc: make(chan error, 1), done: make(chan struct{}), max: ^uint64(0), quit: make(chan struct{})}
 }
 
@@ -78,7 +79,12 @@ func (rw *ringWorker) run(ctx context.Context) {
 		}
 		octx, canOpen := rw.openContext(ctx, open, total)
 		if canOpen {
-			idx, err := rw.w.OpenBlock(octx)
+			n, err := rw.open(octx, open, total)
+			for _, idx := range rw.idx[:n] {
+				rw.opened <- idx
+			}
+			open += n
+			total += uint64(n)
 			if err != nil {
 				if octx.Err() != nil && ctx.Err() == nil {
 					continue // cancelled because no more blocks are needed
@@ -89,9 +95,6 @@ func (rw *ringWorker) run(ctx context.Context) {
 				rw.errc <- fmt.Errorf("open ring block: %w", err)
 				return
 			}
-			open++
-			total++
-			rw.opened <- idx
 			continue
 		}
 		select {
@@ -105,6 +108,29 @@ func (rw *ringWorker) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// open opens the next block into rw.idx[0], waiting for it, and with a
+// BlocksOpener as many more as the window and the limit allow that are free
+// at once; it returns how many it opened.
+func (rw *ringWorker) open(ctx context.Context, open int, total uint64) (int, error) {
+	if bo, ok := rw.w.(BlocksOpener); ok {
+		rw.mu.Lock()
+		k := uint64(rw.window - open)
+		if rw.max <= total {
+			k = 0 // limited since openContext: nothing more to open
+		} else if left := rw.max - total; left < k {
+			k = left
+		}
+		rw.mu.Unlock()
+		return bo.OpenBlocks(ctx, rw.idx[:k])
+	}
+	idx, err := rw.w.OpenBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rw.idx[0] = idx
+	return 1, nil
 }
 
 // markFilled marks the c.count oldest open blocks filled: several full ones

@@ -144,6 +144,44 @@ func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
 	return w.openBlock(ctx)
 }
 
+// OpenBlocks opens the next blocks to fill into dst, at least one and at most len(dst), and
+// returns how many it opened: the first as OpenBlock does (waiting while the slowest reader
+// holds it), then as many of the following ones as every reader has already cleared,
+// without waiting, taking their clears from each reader in one step instead of one per
+// block. The readers' protocol is unchanged.
+func (w *Writer) OpenBlocks(ctx context.Context, dst []WriteBlock) (int, error) {
+	if err := w.acquire(); err != nil {
+		return 0, err
+	}
+	defer w.leave()
+	switch {
+	case w.cur != nil:
+		return 0, errors.New("open blocks: a streaming Write is in progress")
+	case len(dst) == 0:
+		return 0, nil
+	}
+	b, err := w.openBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	dst[0] = b
+	if len(dst) == 1 || w.data.state != stateWriting {
+		return 1, nil
+	}
+	seq, n, err := w.data.openFree(len(dst) - 1)
+	if err != nil {
+		return 1, fmt.Errorf("open blocks: %w", err)
+	}
+	nb := uint64(w.h.Data.nbufs)
+	for i := range n {
+		idx := int((seq + uint64(i)) % nb)
+		b := WriteBlock{Index: idx, Seq: seq + uint64(i), Data: w.h.Data.blocks[idx]}
+		w.open = append(w.open, b)
+		dst[1+i] = b
+	}
+	return 1 + n, nil
+}
+
 func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
 	if w.data.state == stateWriter { // previous observation ended: the next one starts here
 		w.data.finishXfer()
