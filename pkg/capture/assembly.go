@@ -32,8 +32,10 @@ type assembler struct {
 	hasEnd bool
 	short  uint64 // a slice shorter than its full length marks the end here
 	hasSh  bool
-	landed uint64 // bytes landed in total
-	filled uint64 // blocks handed out by takeFilled
+	landed uint64      // bytes landed in total
+	filled uint64      // blocks handed out by takeFilled
+	spare  []*asmBlock // blocks taken out of the window, reused by openBlock
+	out    []Filled    // takeFilled's result, reused
 	// hold keeps the newest full block back while the end of the stream is
 	// unknown and nothing has landed after it, so that a stream ending on
 	// that block boundary can still end on it (needs a window of >= 2).
@@ -58,10 +60,25 @@ func newAssembler(g wire.Geometry) (*assembler, error) {
 // openBlock adds the next block (ring index) to the window and returns its
 // sequence number.
 func (a *assembler) openBlock(index int) uint64 {
-	b := &asmBlock{seq: a.next, index: index, present: make([]uint64, (a.s+63)/64)}
+	var b *asmBlock
+	if n := len(a.spare); n > 0 {
+		b, a.spare = a.spare[n-1], a.spare[:n-1]
+		clear(b.present)
+		*b = asmBlock{present: b.present}
+	} else {
+		b = &asmBlock{present: make([]uint64, (a.s+63)/64)}
+	}
+	b.seq, b.index = a.next, index
 	a.open = append(a.open, b)
 	a.next++
 	return b.seq
+}
+
+// dropFront takes the n oldest blocks out of the window, keeping them for
+// reuse; the window's array is shifted down so that appends reuse it.
+func (a *assembler) dropFront(n int) {
+	a.spare = append(a.spare, a.open[:n]...)
+	a.open = a.open[:copy(a.open, a.open[n:])]
 }
 
 // room is the number of open blocks that can still take data: when it is 0
@@ -211,23 +228,25 @@ func (a *assembler) expected(seq uint64) uint64 {
 
 // takeFilled pops the complete blocks at the front of the window, oldest
 // first. A block is complete when all its bytes have landed: a full block, or
-// the last block of an announced stream.
+// the last block of an announced stream. The result is valid until the next
+// call.
 func (a *assembler) takeFilled() []Filled {
-	var out []Filled
-	for len(a.open) > 0 {
-		b := a.open[0]
+	out, n := a.out[:0], 0
+	for ; n < len(a.open); n++ {
+		b := a.open[n]
 		want := a.expected(b.seq)
 		if want == 0 || b.bytes != want {
 			break
 		}
-		if a.hold && !a.hasEnd && (len(a.open) < 2 || a.open[1].count == 0) {
+		if a.hold && !a.hasEnd && (len(a.open) < n+2 || a.open[n+1].count == 0) {
 			break
 		}
 		last := a.hasEnd && b.seq+1 == a.endBlocks()
 		out = append(out, Filled{Seq: b.seq, Index: b.index, Bytes: b.bytes, Last: last})
-		a.open = a.open[1:]
 		a.filled++
 	}
+	a.dropFront(n)
+	a.out = out
 	return out
 }
 

@@ -18,6 +18,16 @@ func (d DadaWriter) OpenBlock(ctx context.Context) (int, error) {
 	return b.Index, err
 }
 
+// OpenBlocks implements BlocksOpener (at most 16 blocks per call).
+func (d DadaWriter) OpenBlocks(ctx context.Context, idx []int) (int, error) {
+	var wb [16]dada.WriteBlock
+	n, err := d.W.OpenBlocks(ctx, wb[:min(len(idx), len(wb))])
+	for i := range n {
+		idx[i] = wb[i].Index
+	}
+	return n, err
+}
+
 // MarkFilled implements BlockWriter.
 func (d DadaWriter) MarkFilled(nbytes int, eod bool) error {
 	if eod {
@@ -25,6 +35,9 @@ func (d DadaWriter) MarkFilled(nbytes int, eod bool) error {
 	}
 	return d.W.MarkFilled(nbytes)
 }
+
+// MarkFilledFull implements FullBlocksFiller.
+func (d DadaWriter) MarkFilledFull(k int) error { return d.W.MarkFilledFull(k) }
 
 // EndOfData implements BlockWriter.
 func (d DadaWriter) EndOfData() error { return d.W.EndOfData() }

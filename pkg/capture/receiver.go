@@ -32,6 +32,20 @@ type BlockWriter interface {
 	EndOfData() error
 }
 
+// FullBlocksFiller is a BlockWriter that can mark several full blocks filled
+// in one step (one wake-up of each reader instead of one per block), as if
+// MarkFilled(block size, false) had been called k times.
+type FullBlocksFiller interface {
+	MarkFilledFull(k int) error
+}
+
+// BlocksOpener is a BlockWriter that can open several blocks in one step:
+// into idx, the first as OpenBlock does (waiting), then as many of the next
+// ones as are free at once; at least one, at most len(idx).
+type BlocksOpener interface {
+	OpenBlocks(ctx context.Context, idx []int) (int, error)
+}
+
 // RingGeometry is the shape of the ring the receiver fills.
 type RingGeometry struct {
 	NBufs   int

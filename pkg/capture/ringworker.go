@@ -13,6 +13,7 @@ import (
 type ringWorker struct {
 	w      BlockWriter
 	window int
+	idx    []int // the blocks one open call opened
 	opened chan int
 	cmds   chan ringCmd
 	errc   chan error
@@ -31,14 +32,15 @@ type ringWorker struct {
 }
 
 type ringCmd struct {
-	n     int
+	n     int // bytes in each block
+	count int // blocks to mark filled (more than one: full blocks, no eod)
 	eod   bool
 	end   bool
 	reply chan error
 }
 
 func newRingWorker(w BlockWriter, window int) *ringWorker {
-	return &ringWorker{w: w, window: window, opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
+	return &ringWorker{w: w, window: window, idx: make([]int, max(window, 1)), opened: make(chan int, window+1), cmds: make(chan ringCmd, window+2),
 		errc: make(chan error, 1), done: make(chan struct{}), max: ^uint64(0), quit: make(chan struct{})}
 }
 
@@ -57,9 +59,9 @@ func (rw *ringWorker) run(ctx context.Context) {
 			// would start the next observation in the ring.
 			rw.limit(total)
 		}
-		open--
-		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
-			rw.errc <- fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+		open -= c.count
+		if err := rw.markFilled(c); err != nil {
+			rw.errc <- err
 			return true
 		}
 		return false
@@ -77,7 +79,12 @@ func (rw *ringWorker) run(ctx context.Context) {
 		}
 		octx, canOpen := rw.openContext(ctx, open, total)
 		if canOpen {
-			idx, err := rw.w.OpenBlock(octx)
+			n, err := rw.open(octx, open, total)
+			for _, idx := range rw.idx[:n] {
+				rw.opened <- idx
+			}
+			open += n
+			total += uint64(n)
 			if err != nil {
 				if octx.Err() != nil && ctx.Err() == nil {
 					continue // cancelled because no more blocks are needed
@@ -88,9 +95,6 @@ func (rw *ringWorker) run(ctx context.Context) {
 				rw.errc <- fmt.Errorf("open ring block: %w", err)
 				return
 			}
-			open++
-			total++
-			rw.opened <- idx
 			continue
 		}
 		select {
@@ -104,6 +108,46 @@ func (rw *ringWorker) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// open opens the next block into rw.idx[0], waiting for it, and with a
+// BlocksOpener as many more as the window and the limit allow that are free
+// at once; it returns how many it opened.
+func (rw *ringWorker) open(ctx context.Context, open int, total uint64) (int, error) {
+	if bo, ok := rw.w.(BlocksOpener); ok {
+		rw.mu.Lock()
+		k := uint64(rw.window - open)
+		if rw.max <= total {
+			k = 0 // limited since openContext: nothing more to open
+		} else if left := rw.max - total; left < k {
+			k = left
+		}
+		rw.mu.Unlock()
+		return bo.OpenBlocks(ctx, rw.idx[:k])
+	}
+	idx, err := rw.w.OpenBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rw.idx[0] = idx
+	return 1, nil
+}
+
+// markFilled marks the c.count oldest open blocks filled: several full ones
+// in one step when the writer can (FullBlocksFiller), else one at a time.
+func (rw *ringWorker) markFilled(c ringCmd) error {
+	if f, ok := rw.w.(FullBlocksFiller); ok && c.count > 1 {
+		if err := f.MarkFilledFull(c.count); err != nil {
+			return fmt.Errorf("mark %d ring blocks filled: %w", c.count, err)
+		}
+		return nil
+	}
+	for range c.count {
+		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
+			return fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
+		}
+	}
+	return nil
 }
 
 // openContext reports whether another block may be opened (fewer than the
@@ -168,12 +212,12 @@ func (rw *ringWorker) call(c ringCmd) error {
 	}
 }
 
-// fill queues marking the oldest open block filled; it does not wait (the
-// worker may be waiting for a reader to free a block to open). Errors come
-// on errc.
-func (rw *ringWorker) fill(n int, eod bool) error {
+// fill queues marking the count oldest open blocks filled with n bytes each
+// (count > 1 only for full blocks without eod); it does not wait (the worker
+// may be waiting for a reader to free a block to open). Errors come on errc.
+func (rw *ringWorker) fill(n, count int, eod bool) error {
 	select {
-	case rw.cmds <- ringCmd{n: n, eod: eod}:
+	case rw.cmds <- ringCmd{n: n, count: count, eod: eod}:
 		return nil
 	case <-rw.done:
 		select {

@@ -30,8 +30,11 @@ type session struct {
 	qpc      []qpCounters    // per queue pair, its metrics
 	bytes    uint64
 	blocks   uint64
-	held     holdClock    // this observation's holds
-	heldRep  holdReporter // what the sender was told of them
+	// fullPending counts full blocks committed but not yet sent to the ring
+	// worker (see flushFull).
+	fullPending int
+	held        holdClock    // this observation's holds
+	heldRep     holdReporter // what the sender was told of them
 
 	obs        int       // the observation's number
 	firstByte  time.Time // when the first completion came (zero before)
@@ -230,18 +233,42 @@ func (s *session) finish(fill []Filled) error {
 			return err
 		}
 	}
+	if err := s.flushFull(); err != nil {
+		return err
+	}
 	return s.rw.endOfData()
 }
 
+// commit hands block f to the ring worker to be marked filled. Full blocks
+// inside the observation wait in fullPending until flushFull (or a block that
+// is not full) sends them as one command.
 func (s *session) commit(f Filled) error {
 	if err := s.writeHeader(); err != nil {
 		return err
 	}
-	if err := s.rw.fill(int(f.Bytes), f.Last); err != nil {
-		return err
+	if f.Bytes == s.g.BlockBytes && !f.Last {
+		s.fullPending++
+	} else {
+		if err := s.flushFull(); err != nil {
+			return err
+		}
+		if err := s.rw.fill(int(f.Bytes), 1, f.Last); err != nil {
+			return err
+		}
 	}
 	s.bytes += f.Bytes
 	s.blocks++
 	s.r.t.blockFilled()
 	return nil
+}
+
+// flushFull sends the full blocks committed since the last flush to the ring
+// worker, to be marked filled in one step (one wake-up of each reader).
+func (s *session) flushFull() error {
+	k := s.fullPending
+	if k == 0 {
+		return nil
+	}
+	s.fullPending = 0
+	return s.rw.fill(int(s.g.BlockBytes), k, false)
 }

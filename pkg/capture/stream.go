@@ -225,7 +225,7 @@ func (l *streamLoop) takeOpened() (bool, *ending) {
 		s.holdEnded()
 		seq := s.openBlock(idx)
 		if s.r.cfg.Mode == wire.ModeWrite {
-			if err := s.k.Queue(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
+			if err := s.k.QueueCredit(wire.Credit{Seq: seq, Index: uint32(idx)}); err != nil {
 				l.peerGone = true
 			}
 			credits++
@@ -308,6 +308,9 @@ func (l *streamLoop) commitFilled() *ending {
 		if err := s.commit(f); err != nil {
 			return ringEnding(l.ctx, err)
 		}
+	}
+	if err := s.flushFull(); err != nil {
+		return ringEnding(l.ctx, err)
 	}
 	if s.a.hasEnd {
 		s.rw.limit(s.a.endBlocks())

@@ -3,6 +3,7 @@ package dada
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // This file holds the per-process side of one ring (PSRDADA's ipcbuf_t) for a writer and a
@@ -154,6 +155,46 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 	return int(b), next, nil
 }
 
+// openFree opens up to k more blocks after w_buf_next without waiting: as many, in order,
+// as every reader has already cleared. Each reader's CLEAR value (GETVAL) is a lower bound
+// of what it has cleared, since only the writer takes from CLEAR. The CLEARs those blocks
+// need are taken with one semop of -n per reader instead of n of -1 (getNextWrite's loop
+// would not have waited for any of them), and they end with the same counts and w_buf_next.
+// It returns the absolute count of the first block opened and how many were.
+func (w *wbuf) openFree(k int) (uint64, int, error) {
+	r, s := w.r, w.r.sync
+	avail := math.MaxInt
+	for i := 0; i < r.nreaders; i++ {
+		v, err := semValue(r.dataSem[i], semClear)
+		if err != nil {
+			return 0, 0, fmt.Errorf("read how many blocks reader %d of ring %s cleared: %w", i, r.key, semErr(err))
+		}
+		avail = min(avail, v)
+	}
+	next, nb := s.wBufNext(), uint64(r.nbufs)
+	// Never more than the ring holds: a block still open has count 0 too.
+	k = min(k, int(nb-min(nb, next-s.wBufCurr())))
+	need, n := 0, 0
+	for ; n < k; n++ {
+		c := int(s.count((next + uint64(n)) % nb))
+		if need+c > avail {
+			break
+		}
+		need += c
+	}
+	for i := 0; need > 0 && i < r.nreaders; i++ {
+		// Cannot wait (see above), so no context: a failure means the ring is gone.
+		if err := r.semOp(context.Background(), r.dataSem[i], semClear, int16(-need), 0); err != nil {
+			return 0, 0, fmt.Errorf("take %d cleared blocks from reader %d of ring %s: %w", need, i, r.key, err)
+		}
+	}
+	for b := next; b < next+uint64(n); b++ {
+		s.setCount(b%nb, 0)
+	}
+	s.setWBufNext(next + uint64(n))
+	return next, n, nil
+}
+
 // xferOpen reports whether the writer's current transfer slot has seen start-of-data and no
 // end-of-data since (eod is left set on slots whose SOD came after buffer 0, so compare
 // e_buf with s_buf as well).
@@ -209,6 +250,28 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 		}
 	}
 	return eod, nil
+}
+
+// markFilledFull marks the k oldest open blocks filled with bufsz bytes each, inside the
+// open transfer (state WRITING, no end of data): each block's count and w_buf_curr as
+// markFilled sets them, then one FULL +k per reader instead of k posts of +1. A reader
+// sees the same values it would see had it not run between k single posts (PSRDADA's
+// enable_sod posts FULL +n the same way), and each of its FULL -1 waits finds a block.
+func (w *wbuf) markFilledFull(k uint64) error {
+	r, s := w.r, w.r.sync
+	nb := uint64(r.nbufs)
+	curr := s.wBufCurr()
+	for b := curr; b < curr+k; b++ {
+		s.setCount(b%nb, s.count(b%nb)+1)
+	}
+	s.setWBufCurr(curr + k)
+	// The shared fields above are written before FULL is posted: semop is the barrier.
+	for i := 0; i < r.nreaders; i++ {
+		if err := r.semOp(context.Background(), r.dataSem[i], semFull, int16(k), 0); err != nil {
+			return fmt.Errorf("post %d full blocks to reader %d of ring %s: %w", k, i, r.key, err)
+		}
+	}
+	return nil
 }
 
 // finishXfer moves both write counters past the last transfer's EOD block (ipcio_stop).

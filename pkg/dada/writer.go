@@ -144,6 +144,44 @@ func (w *Writer) OpenBlock(ctx context.Context) (WriteBlock, error) {
 	return w.openBlock(ctx)
 }
 
+// OpenBlocks opens the next blocks to fill into dst, at least one and at most len(dst), and
+// returns how many it opened: the first as OpenBlock does (waiting while the slowest reader
+// holds it), then as many of the following ones as every reader has already cleared,
+// without waiting, taking their clears from each reader in one step instead of one per
+// block. The readers' protocol is unchanged.
+func (w *Writer) OpenBlocks(ctx context.Context, dst []WriteBlock) (int, error) {
+	if err := w.acquire(); err != nil {
+		return 0, err
+	}
+	defer w.leave()
+	switch {
+	case w.cur != nil:
+		return 0, errors.New("open blocks: a streaming Write is in progress")
+	case len(dst) == 0:
+		return 0, nil
+	}
+	b, err := w.openBlock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	dst[0] = b
+	if len(dst) == 1 || w.data.state != stateWriting {
+		return 1, nil
+	}
+	seq, n, err := w.data.openFree(len(dst) - 1)
+	if err != nil {
+		return 1, fmt.Errorf("open blocks: %w", err)
+	}
+	nb := uint64(w.h.Data.nbufs)
+	for i := range n {
+		idx := int((seq + uint64(i)) % nb)
+		b := WriteBlock{Index: idx, Seq: seq + uint64(i), Data: w.h.Data.blocks[idx]}
+		w.open = append(w.open, b)
+		dst[1+i] = b
+	}
+	return 1 + n, nil
+}
+
 func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
 	if w.data.state == stateWriter { // previous observation ended: the next one starts here
 		w.data.finishXfer()
@@ -203,6 +241,38 @@ func (w *Writer) markFilled(nbytes int, eod bool) error {
 	if ended {
 		w.endObs()
 	}
+	return nil
+}
+
+// MarkFilledFull marks the k oldest open blocks filled, each with BufSize bytes, inside the
+// observation (no end of data): as k calls of MarkFilled(BufSize), with one post of k
+// full blocks to each reader instead of k posts of one, so a reader waiting for the
+// first is woken once, not k times. The readers' protocol is unchanged (each still takes
+// one FULL per block).
+func (w *Writer) MarkFilledFull(k int) error {
+	if err := w.acquire(); err != nil {
+		return err
+	}
+	defer w.leave()
+	switch {
+	case w.cur != nil:
+		return errors.New("mark filled: a streaming Write is in progress")
+	case k < 0 || k > len(w.open):
+		return fmt.Errorf("mark %d blocks filled: %d open: %w", k, len(w.open), ErrNoOpenBlock)
+	case k == 0:
+		return nil
+	case k == 1 || w.data.state != stateWriting:
+		for range k { // the first block of an observation (start of data), one at a time
+			if err := w.markFilled(w.h.Data.bufsz, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := w.data.markFilledFull(uint64(k)); err != nil {
+		return fmt.Errorf("mark blocks %d..%d filled: %w", w.open[0].Seq, w.open[k-1].Seq, err)
+	}
+	w.open = w.open[:copy(w.open, w.open[k:])]
 	return nil
 }
 

@@ -595,12 +595,21 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	blocks := (total + rig.block - 1) / rig.block
 	granted := uint64(0)
 	for {
-		// Write mode: keep nbufs blocks granted ahead of those landed.
+		// Write mode: keep nbufs blocks granted ahead of those landed. The credits
+		// of one pass go out in one write, as ringcap's receiver sends those of
+		// the blocks that came free together.
+		queued := false
 		for rig.mode == wire.ModeWrite && granted < blocks && granted < fab.WriteImms()+rig.nbufs {
-			if err := k.Send(wire.Credit{Seq: granted, Index: uint32(granted % rig.nbufs)}); err != nil {
+			if err := k.QueueCredit(wire.Credit{Seq: granted, Index: uint32(granted % rig.nbufs)}); err != nil {
 				return err
 			}
 			granted++
+			queued = true
+		}
+		if queued {
+			if err := k.Flush(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-fab.Landed():

@@ -428,8 +428,7 @@ func encode(m Message) ([]byte, error) {
 	case Reject:
 		b = appendText(b, m.Message)
 	case Credit:
-		b = binary.BigEndian.AppendUint64(b, m.Seq)
-		b = binary.BigEndian.AppendUint32(b, m.Index)
+		b = appendCredit(b, m)
 	case End:
 		b = binary.BigEndian.AppendUint64(b, m.Bytes)
 		b = append(b, boolByte(m.Complete))
@@ -865,9 +864,16 @@ func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint64, err error) 
 
 // Conn frames messages over one stream connection (TCP), buffered both ways.
 type Conn struct {
-	c net.Conn
-	r *bufio.Reader
-	w *bufio.Writer
+	c       net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	scratch []byte // QueueCredit's frame, reused
+}
+
+// appendCredit appends a Credit's body.
+func appendCredit(b []byte, m Credit) []byte {
+	b = binary.BigEndian.AppendUint64(b, m.Seq)
+	return binary.BigEndian.AppendUint32(b, m.Index)
 }
 
 // NewConn wraps c; the caller still owns (and closes) c.
@@ -905,6 +911,18 @@ func (c *Conn) Send(m Message) error {
 // puts it on the wire, so that several queued messages go out in one write.
 func (c *Conn) Queue(m Message) error {
 	if err := WriteMessage(c.w, m); err != nil {
+		return fmt.Errorf("queue %T to %s: %w", m, c.c.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// QueueCredit is Queue for a Credit without allocating: write mode queues one
+// per ring block.
+func (c *Conn) QueueCredit(m Credit) error {
+	b := appendCredit(append(c.scratch[:0], typeCredit, 0, 0, 0, 0), m)
+	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
+	c.scratch = b
+	if _, err := c.w.Write(b); err != nil {
 		return fmt.Errorf("queue %T to %s: %w", m, c.c.RemoteAddr(), err)
 	}
 	return nil

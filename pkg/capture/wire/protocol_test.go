@@ -298,14 +298,19 @@ func FuzzDecode(f *testing.F) {
 
 // TestQueuedMessagesGoOutInOneWrite: messages queued on a Conn reach the peer
 // only with Flush, all in one write, in order (the receiver's credits of
-// several freed blocks cost one system call).
+// several freed blocks cost one system call); QueueCredit queues the same frame
+// as Queue.
 func TestQueuedMessagesGoOutInOneWrite(t *testing.T) {
 	a, b := net.Pipe()
 	defer func() { _ = a.Close(); _ = b.Close() }()
 	k := NewConn(a)
-	want := []Credit{{Seq: 0, Index: 5}, {Seq: 1, Index: 6}, {Seq: 2, Index: 7}}
-	for _, c := range want {
-		if err := k.Queue(c); err != nil { // net.Pipe would block a write: nothing is written yet
+	want := []Credit{{Seq: 0, Index: 5}, {Seq: 1, Index: 6}, {Seq: 2, Index: 7}, {Seq: 1<<40 + 3, Index: 1<<31 + 1}}
+	for i, c := range want {
+		queue := k.Queue
+		if i%2 == 1 {
+			queue = func(Message) error { return k.QueueCredit(c) }
+		}
+		if err := queue(c); err != nil { // net.Pipe would block a write: nothing is written yet
 			t.Fatal(err)
 		}
 	}
