@@ -29,18 +29,15 @@ func (d DadaWriter) OpenBlocks(ctx context.Context, idx []int) (int, error) {
 }
 
 // MarkFilled implements BlockWriter.
-func (d DadaWriter) MarkFilled(nbytes int, eod bool) error {
-	if eod {
-		return d.W.MarkFilledEOD(nbytes)
-	}
-	return d.W.MarkFilled(nbytes)
+func (d DadaWriter) MarkFilled(ctx context.Context, nbytes int, eod bool) error {
+	return d.W.MarkFilledContext(ctx, nbytes, eod)
 }
 
 // MarkFilledFull implements FullBlocksFiller.
 func (d DadaWriter) MarkFilledFull(k int) error { return d.W.MarkFilledFull(k) }
 
 // EndOfData implements BlockWriter.
-func (d DadaWriter) EndOfData() error { return d.W.EndOfData() }
+func (d DadaWriter) EndOfData(ctx context.Context) error { return d.W.EndOfDataContext(ctx) }
 
 // RingGeometryOf returns the geometry of a ring's data blocks.
 func RingGeometryOf(r *dada.Ring) RingGeometry {

@@ -164,3 +164,50 @@ func TestUnreadBlocksPerSlot(t *testing.T) {
 		t.Fatalf("empty ring: %q", d)
 	}
 }
+
+// A stop (SIGINT/SIGTERM) while no reader frees a block ends the run within the stop
+// grace instead of waiting for ever to end the observation, and the ring it created
+// is gone.
+func TestRunStopsWhileTheReadersHoldEveryBlock(t *testing.T) {
+	key := reserveKey()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	n := memfabric.NewNet()
+	tr, errc := runCaptureContext(t, ctx, Capture{
+		Ring: dada.Config{Key: key, NBufs: 4, BufSize: 8192, HeaderBufSize: 4096, Readers: 1}, Create: true, Drain: 30 * time.Second,
+		Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{GIDIndex: -1}, Getenv: noEnv,
+		Receiver: ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}},
+	}, n)
+	sctx, scancel := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	go func() {
+		cfg := sender.Config{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: 16 * 8192, Source: sender.PatternSource{Seed: 3}}
+		_, err := sender.Send(sctx, "127.0.0.1:"+strconv.Itoa(tr.Snapshot().Endpoint.Port), cfg, memfabric.NewSender(n, make([]byte, sender.SendBufferBytes(cfg))))
+		sent <- err
+	}()
+	defer func() {
+		scancel()
+		if err := <-sent; err != nil {
+			t.Logf("sender after the stop: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for s := tr.Snapshot(); s.HeldBackSince == ""; s = tr.Snapshot() { // nobody reads: the 4 blocks fill and stay
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver was never held back: %+v", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run stopped while held: %v, want a clean stop", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return a minute after its stop while the readers held every block")
+	}
+	if _, err := dada.Connect(key, dada.ConnectOptions{}); err == nil {
+		t.Fatalf("ring %s still there after Run", key)
+	}
+}

@@ -157,9 +157,9 @@ func (w *recordingWriter) WriteHeader(h []byte) error {
 	w.headers = append(w.headers, h)
 	return nil
 }
-func (w *recordingWriter) OpenBlock(context.Context) (int, error) { return 0, nil }
-func (w *recordingWriter) MarkFilled(int, bool) error             { return nil }
-func (w *recordingWriter) EndOfData() error                       { return nil }
+func (w *recordingWriter) OpenBlock(context.Context) (int, error)      { return 0, nil }
+func (w *recordingWriter) MarkFilled(context.Context, int, bool) error { return nil }
+func (w *recordingWriter) EndOfData(context.Context) error             { return nil }
 
 // The receiver writes an observation's header once, before its first block,
 // with UTC_START when the first byte landed (not when the sender connected),

@@ -361,9 +361,9 @@ func (w *stuckWriter) OpenBlock(ctx context.Context) (int, error) {
 	return 0, ctx.Err()
 }
 
-func (w *stuckWriter) MarkFilled(int, bool) error { return nil }
+func (w *stuckWriter) MarkFilled(context.Context, int, bool) error { return nil }
 
-func (w *stuckWriter) EndOfData() error {
+func (w *stuckWriter) EndOfData(context.Context) error {
 	close(w.ending)
 	<-w.release
 	return nil

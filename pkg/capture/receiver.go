@@ -26,10 +26,12 @@ type BlockWriter interface {
 	OpenBlock(ctx context.Context) (int, error)
 	// MarkFilled marks the oldest open block filled with nbytes. eod ends the
 	// observation on this block (also implied by nbytes < block size).
-	MarkFilled(nbytes int, eod bool) error
+	// ctx ends the waits an end of data may have for the readers.
+	MarkFilled(ctx context.Context, nbytes int, eod bool) error
 	// EndOfData ends the observation when no block carried the end (nothing
-	// was received) and releases blocks that were opened but not used.
-	EndOfData() error
+	// was received) and releases blocks that were opened but not used; ctx
+	// ends its waits for the readers.
+	EndOfData(ctx context.Context) error
 }
 
 // FullBlocksFiller is a BlockWriter that can mark several full blocks filled
@@ -224,6 +226,13 @@ func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 			r.busy.Store(true)
 			err := r.handle(ctx, p)
 			r.busy.Store(false)
+			if err != nil && ctx.Err() != nil {
+				// A stop (SIGINT/SIGTERM) ended the stream: what failed after it
+				// (ending the observation in the ring) is the stop's doing; the
+				// writer's close ends the observation if the readers let it.
+				r.log.Warn("Stream ended by a stop", "err", err.Error())
+				return ctx.Err()
+			}
 			if err != nil {
 				r.t.SetState(statusdoc.StateFailed, err.Error())
 				return err

@@ -51,7 +51,7 @@ func (rw *ringWorker) run(ctx context.Context) {
 	// exec runs one command; it reports whether the worker is done.
 	exec := func(c ringCmd) bool {
 		if c.end {
-			c.reply <- rw.w.EndOfData()
+			c.reply <- rw.w.EndOfData(ctx)
 			return true
 		}
 		if c.eod {
@@ -60,7 +60,7 @@ func (rw *ringWorker) run(ctx context.Context) {
 			rw.limit(total)
 		}
 		open -= c.count
-		if err := rw.markFilled(c); err != nil {
+		if err := rw.markFilled(ctx, c); err != nil {
 			rw.errc <- err
 			return true
 		}
@@ -135,7 +135,7 @@ func (rw *ringWorker) open(ctx context.Context, open int, total uint64) (int, er
 
 // markFilled marks the c.count oldest open blocks filled: several full ones
 // in one step when the writer can (FullBlocksFiller), else one at a time.
-func (rw *ringWorker) markFilled(c ringCmd) error {
+func (rw *ringWorker) markFilled(ctx context.Context, c ringCmd) error {
 	if f, ok := rw.w.(FullBlocksFiller); ok && c.count > 1 {
 		if err := f.MarkFilledFull(c.count); err != nil {
 			return fmt.Errorf("mark %d ring blocks filled: %w", c.count, err)
@@ -143,7 +143,7 @@ func (rw *ringWorker) markFilled(c ringCmd) error {
 		return nil
 	}
 	for range c.count {
-		if err := rw.w.MarkFilled(c.n, c.eod); err != nil {
+		if err := rw.w.MarkFilled(ctx, c.n, c.eod); err != nil {
 			return fmt.Errorf("mark ring block filled (%d bytes): %w", c.n, err)
 		}
 	}

@@ -143,7 +143,29 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	if err != nil {
 		return errors.Join(err, w.Close())
 	}
-	return errors.Join(listenAndServe(ctx, rx, ch.Addr, t), w.Close())
+	return errors.Join(listenAndServe(ctx, rx, ch.Addr, t), closeWriter(ctx, w, log))
+}
+
+// stopGrace is how long, after a stop (SIGINT/SIGTERM), ending the open
+// observation may wait for the readers to free a block.
+const stopGrace = 5 * time.Second
+
+// closeWriter ends the open observation and unlocks the ring. After a stop
+// (ctx done) it waits at most stopGrace for the readers, so a stop never
+// hangs on readers that hold every block: the observation is then left
+// without its end (a reader sees no more data), which the log says.
+func closeWriter(ctx context.Context, w *dada.Writer, log *slog.Logger) error {
+	if ctx.Err() == nil {
+		return w.Close()
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
+	defer cancel()
+	err := w.CloseContext(cctx)
+	if err != nil && cctx.Err() != nil {
+		log.Warn("Stopped without ending the open observation: the readers held the ring's blocks", "waited", stopGrace.String(), "err", err)
+		return nil
+	}
+	return err
 }
 
 // listenAndServe listens for senders on addr and serves them; an interrupt

@@ -41,6 +41,15 @@ func noEnv(string) string { return "" }
 // and result channel once it listens.
 func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan error) {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return runCaptureContext(t, ctx, c, n)
+}
+
+// runCaptureContext is runCapture with the caller's context (its cancel is a
+// SIGINT/SIGTERM to the run).
+func runCaptureContext(t *testing.T, ctx context.Context, c Capture, n *memfabric.Net) (*Tracker, <-chan error) {
+	t.Helper()
 	c.Status = NewTracker()
 	c.Roots = syntheticRoots(t)
 	c.Open = func(_ fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
@@ -50,10 +59,8 @@ func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan err
 		}
 		return memfabric.NewReceiver(n, blocks, wire.MRWholeRing), nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- Run(ctx, c) }()
-	t.Cleanup(cancel)
 	deadline := time.Now().Add(30 * time.Second)
 	for s := c.Status.Snapshot(); s.State != statusdoc.StateListening; s = c.Status.Snapshot() {
 		if time.Now().After(deadline) || s.State == statusdoc.StateFailed {

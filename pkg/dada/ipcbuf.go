@@ -140,19 +140,30 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 			return 0, 0, err
 		}
 	}
+	if err := w.awaitNextClear(ctx); err != nil {
+		return 0, 0, err
+	}
 	next := s.wBufNext()
-	b := next % uint64(r.nbufs)
+	s.setWBufNext(next + 1)
+	return int(next % uint64(r.nbufs)), next, nil
+}
+
+// awaitNextClear waits until every reader has cleared the block getNextWrite hands out
+// next, taking the CLEARs it needs. It changes nothing a reader looks at, and a wait
+// cancelled half way resumes where it stopped.
+func (w *wbuf) awaitNextClear(ctx context.Context) error {
+	r, s := w.r, w.r.sync
+	b := s.wBufNext() % uint64(r.nbufs)
 	for s.count(b) > 0 {
 		for ; w.clearDone < r.nreaders; w.clearDone++ {
 			if err := r.semOp(ctx, r.dataSem[w.clearDone], semClear, -1, 0); err != nil {
-				return 0, 0, fmt.Errorf("wait for reader %d to clear block %d of ring %s: %w", w.clearDone, b, r.key, err)
+				return fmt.Errorf("wait for reader %d to clear block %d of ring %s: %w", w.clearDone, b, r.key, err)
 			}
 		}
 		w.clearDone = 0
 		s.setCount(b, s.count(b)-1)
 	}
-	s.setWBufNext(next + 1)
-	return int(b), next, nil
+	return nil
 }
 
 // openFree opens up to k more blocks after w_buf_next without waiting: as many, in order,
@@ -224,6 +235,14 @@ func (w *wbuf) markFilled(ctx context.Context, nbytes uint64) (eod bool, err err
 		for ; w.eodDone < r.nreaders; w.eodDone++ {
 			if err := r.semOp(ctx, r.dataSem[w.eodDone], semEODAck, -1, 0); err != nil {
 				return false, fmt.Errorf("end of data on ring %s: wait for reader %d to acknowledge an earlier transfer: %w", r.key, w.eodDone, err)
+			}
+		}
+		if nbytes == 0 {
+			// The empty end-of-data block takes the next block as well: wait for it
+			// before the end is published, so that a cancelled wait leaves nothing
+			// half done (the getNextWrite below then finds it clear).
+			if err := w.awaitNextClear(ctx); err != nil {
+				return false, fmt.Errorf("end of data on ring %s: %w", r.key, err)
 			}
 		}
 		w.eodDone = 0

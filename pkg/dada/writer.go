@@ -200,18 +200,25 @@ func (w *Writer) openBlock(ctx context.Context) (WriteBlock, error) {
 // MarkFilled marks the oldest open block as holding nbytes bytes. nbytes < BufSize ends the
 // observation (end-of-data); other blocks still open are then discarded.
 func (w *Writer) MarkFilled(nbytes int) error {
-	return w.markFilledGuarded(nbytes, false)
+	return w.markFilledGuarded(context.Background(), nbytes, false)
 }
 
 // MarkFilledEOD marks the oldest open block as holding nbytes bytes and ends the
 // observation with it, also when the block is full.
 func (w *Writer) MarkFilledEOD(nbytes int) error {
-	return w.markFilledGuarded(nbytes, true)
+	return w.markFilledGuarded(context.Background(), nbytes, true)
+}
+
+// MarkFilledContext is MarkFilled, or MarkFilledEOD when eod, with a context for the
+// waits an end of data may have (readers acknowledging the previous one, a free block
+// for an empty end): when ctx ends first, nothing of the end is published.
+func (w *Writer) MarkFilledContext(ctx context.Context, nbytes int, eod bool) error {
+	return w.markFilledGuarded(ctx, nbytes, eod)
 }
 
 // markFilledGuarded is MarkFilled and MarkFilledEOD: it holds the handle and the writer's
 // lock around markFilled and refuses a closed writer or one in the middle of a streaming Write.
-func (w *Writer) markFilledGuarded(nbytes int, eod bool) error {
+func (w *Writer) markFilledGuarded(ctx context.Context, nbytes int, eod bool) error {
 	if err := w.acquire(); err != nil {
 		return err
 	}
@@ -219,10 +226,10 @@ func (w *Writer) markFilledGuarded(nbytes int, eod bool) error {
 	if w.cur != nil {
 		return errors.New("mark filled: a streaming Write is in progress")
 	}
-	return w.markFilled(nbytes, eod)
+	return w.markFilled(ctx, nbytes, eod)
 }
 
-func (w *Writer) markFilled(nbytes int, eod bool) error {
+func (w *Writer) markFilled(ctx context.Context, nbytes int, eod bool) error {
 	if len(w.open) == 0 {
 		return fmt.Errorf("mark filled: %w", ErrNoOpenBlock)
 	}
@@ -232,7 +239,7 @@ func (w *Writer) markFilled(nbytes int, eod bool) error {
 	if eod {
 		w.data.enableEOD()
 	}
-	ended, err := w.data.markFilled(context.Background(), uint64(nbytes))
+	ended, err := w.data.markFilled(ctx, uint64(nbytes))
 	if err != nil {
 		return fmt.Errorf("mark block %d filled: %w", w.open[0].Seq, err)
 	}
@@ -263,7 +270,7 @@ func (w *Writer) MarkFilledFull(k int) error {
 		return nil
 	case k == 1 || w.data.state != stateWriting:
 		for range k { // the first block of an observation (start of data), one at a time
-			if err := w.markFilled(w.h.Data.bufsz, false); err != nil {
+			if err := w.markFilled(context.Background(), w.h.Data.bufsz, false); err != nil {
 				return err
 			}
 		}
@@ -302,7 +309,7 @@ func (w *Writer) WriteContext(ctx context.Context, p []byte) (int, error) {
 	for len(p) > 0 {
 		if w.cur != nil && w.curOff == len(w.cur) {
 			w.cur = nil
-			if err := w.markFilled(len(w.open[0].Data), false); err != nil {
+			if err := w.markFilled(ctx, len(w.open[0].Data), false); err != nil {
 				return n, err
 			}
 		}
@@ -362,7 +369,7 @@ func (w *Writer) endOfData(ctx context.Context) error {
 		}
 	}
 	w.data.enableEOD()
-	if err := w.markFilled(nbytes, true); err != nil {
+	if err := w.markFilled(ctx, nbytes, true); err != nil {
 		return fmt.Errorf("end of data: %w", err)
 	}
 	return nil
