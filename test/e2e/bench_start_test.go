@@ -13,7 +13,7 @@ import (
 )
 
 // benchStartRounds is the number of capture/pod pairs of `make bench-capture-start`.
-var benchStartRounds = envInt("BENCH_START_ROUNDS", 10)
+var benchStartRounds = envInt("BENCH_START_ROUNDS", 8)
 
 // TestBenchCaptureStart is `make bench-capture-start` (RINGCAP_BENCH_START=1; `make e2e`
 // leaves it out), issue 38's capture start on the e2e cluster with the chart's device
