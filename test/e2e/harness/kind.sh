@@ -79,6 +79,16 @@ extraPortMappings:"
 - {containerPort: $p, hostPort: $p, protocol: TCP}"; done
   if [ "$KIND_ENGINE" = podman ]; then
     kind_config "$extra" | sed "s|^networking:|networking:\n  apiServerAddress: ${KIND_API_ADDRESS:-127.0.0.1}\n  apiServerPort: 6443|"
+    # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): how long kubeadm init waits for
+    # the control plane (kubeadm's default, 4m, is shorter than etcd and kube-apiserver take there;
+    # kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before v1.36)
+    [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || cat <<YAML
+kubeadmConfigPatches:
+- |
+  kind: ClusterConfiguration
+  apiServer:
+    timeoutForControlPlane: $KIND_KUBEADM_TIMEOUT
+YAML
   else
     cat <<YAML
 kind: Cluster
