@@ -10,6 +10,6 @@ kind-node-check:
 	hack/kind/host-check.sh
 
 .PHONY: e2e-kind-vm
-## e2e-kind-vm: suite steps 1-7 on kind (podman, local node image) in the Soft-RoCE VM; not yet run to green, not in test-all
+## e2e-kind-vm: the e2e suite on kind (podman, local node image) in the Soft-RoCE VM; not in test-all
 e2e-kind-vm:
 	test/e2e/harness/kind-vm.sh

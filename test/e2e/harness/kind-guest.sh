@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs in the Soft-RoCE VM of `make e2e-kind-vm` (guest-boot.sh runs it as /mnt/host/guest-node.sh,
 # after the mounts, modules and rxe0/rxe1 are up): the VM's disk (ext4, made by kind-vm.sh) holds
-# podman's storage; loads ringcap's kind node image, then kind.sh up with the podman provider
+# podman's storage with ringcap's kind node image in it; kind.sh up with the podman provider
 # (the cluster's API server published on the VM's tap address). Writes /mnt/host/kind/up.rc (0 or
 # the failing status) for the host, logs to /mnt/host/logs.
 set -u
@@ -11,18 +11,17 @@ log() { echo "kind-guest[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 L=/mnt/host/logs; mkdir -p $L /mnt/host/kind
 rc=1; trap 'echo $rc > /mnt/host/kind/up.rc' EXIT
 for m in virtio_blk ext4; do modprobe $m || log "modprobe $m failed"; done
-mkdir -p /mnt/disk
+mkdir -p /mnt/disk /run/cdi
 for _ in $(seq 20); do [ -b /dev/vda ] && break; sleep 0.5; done
 mount -t ext4 /dev/vda /mnt/disk || { log "mounting the VM's disk failed"; exit; }
 export RINGCAP_CACHE=/mnt/disk/ringcap KIND_WORK=/mnt/host/kind KIND_ENGINE=podman KIND_CLUSTER=$KIND_CLUSTER \
-  KIND_IMAGES_DIR=/mnt/host/images KIND_API_ADDRESS=$E2E_GUEST_IP KIND_PODMAN_ULIMITS="nofile=1048576:1048576 memlock=-1:-1"
+  KIND_IMAGES_DIR=/mnt/host/images KIND_API_ADDRESS=$E2E_GUEST_IP KIND_SHARE_CDI=1 KIND_KUBEADM_TIMEOUT=15m0s \
+  KIND_PUBLISH_PORTS="20515 21515 22515" KIND_PODMAN_ULIMITS="nofile=1048576:1048576 memlock=-1:-1"
 . /mnt/host/repo/hack/kind/env.sh
-log "podman load $(du -m /mnt/host/node.tar | cut -f1) MiB"
-podman_load() {
-  . /mnt/host/repo/hack/kind/podman-env.sh && kind_podman_env && podman load -q -i /mnt/host/node.tar
-}
-( podman_load ) > $L/podman-load.log 2>&1 || { log "podman load failed: $(tail -3 $L/podman-load.log)"; exit; }
-log "node image loaded; kind.sh up"
+# the disk comes with the node image in podman's storage (kind-vm.sh disk_template)
+node_image() { . /mnt/host/repo/hack/kind/podman-env.sh && kind_podman_env && podman image exists "$KIND_NODE_IMAGE"; }
+( node_image ) > $L/podman-image.log 2>&1 || { log "node image $KIND_NODE_IMAGE not on the VM's disk: $(tail -3 $L/podman-image.log)"; exit; }
+log "node image $KIND_NODE_IMAGE on the VM's disk; kind.sh up"
 bash /mnt/host/repo/test/e2e/harness/kind.sh up > $L/kind-up.log 2>&1
 rc=$?
 log "kind.sh up rc=$rc; memory $(free -m | awk '/^Mem:/ {print $3 " MiB used, " $7 " MiB available of " $2}')"

@@ -2,13 +2,13 @@
 # `make e2e-kind-vm`: the kind path on ringcap's CI machines, inside the Soft-RoCE VM. The host
 # has no RDMA and no Docker; the VM boots Debian's kernel (rdma_rxe, TCG) with its own guest root
 # (the e2e root + podman) and a fresh ext4 disk for podman's storage. In the VM, kind-guest.sh
-# loads ringcap's kind node image (hack/kind/build-node-image.sh) and runs kind.sh up with the
+# finds ringcap's kind node image (hack/kind/build-node-image.sh) on its disk and runs kind.sh up with the
 # podman provider: rxe0/rxe1 exist before the cluster, /dev/infiniband is mapped into the node,
 # the images are loaded with `kind load image-archive`. The suite runs on this host against the
 # cluster's API server, published on the VM's tap address. Always stops qemu by PID and deletes
 # the tap and the disk, on failure too (KEEP=1 leaves the VM running; kind-vm.sh down).
 #
-# Env: E2E_RUN (default: the steps that need no shell in the VM's own namespaces, 1-7),
+# Env: E2E_RUN (go test -run filter, default the whole suite ^TestRingcap$),
 # KIND_VM_MEM (MiB, default 6144: see docs/kind.md), E2E_TIMEOUT.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +43,25 @@ prepare() {
   TAG=$(IMAGES_DIR=$W/images MKIMAGE_GZIP_LEVEL=0 "$REPO_ROOT/hack/images/build.sh" 2> "$W/build-images.log" | tail -n1) ||
     { tail -20 "$W/build-images.log"; die "image build failed"; }
   E2E_WORK=$W E2E_ROOT_EXTRA_PKGS=podman "$HERE/build-root.sh" || die "building the kind VM's guest root failed"
+  disk_template || die "making the VM's podman storage (node image loaded) failed"
   command -v kind >/dev/null || "$REPO_ROOT/hack/install-tools.sh" >&2
+}
+# podman's storage for the VM with the node image already in it, made here (podman load of the
+# archive takes about 6 minutes under TCG, seconds here): the image loaded into a storage tree laid
+# out as the guest mounts the disk (/mnt/disk/ringcap/podman), less libpod's database (it records
+# this host's paths; the guest makes its own), then an ext4 image of the tree (mkfs.ext4 -d keeps
+# the layers' whiteouts and xattrs). Kept while the archive is unchanged.
+disk_template() {
+  local t=$W/disk-template.img r=$W/disk-root a=$KIND_NODE_ARCHIVE
+  [ "$t" -nt "$KIND_NODE_ARCHIVE" ] && return 0
+  umount "$r/ringcap/podman/storage/overlay" 2>/dev/null # containers/storage's own bind mount, if a load was cut short
+  rm -rf "$r" "$t"; mkdir -p "$r/ringcap/podman"
+  ( PODMAN_DIR=$r/ringcap/podman KIND_DIR=$r/conf; . "$REPO_ROOT/hack/kind/podman-env.sh" && kind_podman_env &&
+    podman load -q -i "$a" ) >&2 || return 1
+  rm -rf "$r/conf" "$r/ringcap/podman/storage/libpod" "$r/ringcap/podman/run" "$r/ringcap/podman/tmp"
+  truncate -s 16G "$t.tmp" && mkfs.ext4 -q -F -d "$r" "$t.tmp" && mv "$t.tmp" "$t" || return 1
+  rm -rf "$r"
+  log "VM disk template $t: node image $KIND_NODE_IMAGE in podman's storage"
 }
 if [ "${1:-}" = down ]; then down; exit 0; fi
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
@@ -53,7 +71,7 @@ for b in qemu-system-x86_64 mkfs.ext4 socat; do command -v $b >/dev/null || die 
 rc=1
 finish() {
   if [ "$rc" != 0 ]; then
-    for f in "$S"/logs/*.log "$W/serial.log"; do [ -s "$f" ] && { echo "----- tail $f"; tail -n 30 "$f"; }; done >&2
+    for f in "$S"/logs/*.log "$W/serial.log"; do [ -s "$f" ] && { echo "----- tail $f"; tail -n 80 "$f"; }; done >&2
   fi
   if [ -z "${KEEP:-}" ]; then down; else log "KEEP=1: VM left running; $0 down stops it"; fi
   log "e2e-kind-vm $([ "$rc" = 0 ] && echo PASSED || echo FAILED) after $((EPOCHSECONDS - t_start)) s"
@@ -65,11 +83,13 @@ trap 'exit 130' INT TERM
 down
 
 prepare
-rm -rf "$S"; mkdir -p "$S"/{logs,images,bin,kind,repo/hack/kind,repo/test/e2e/harness}
+rm -rf "$S"; mkdir -p "$S"/{logs,images,bin,cmd,kind,repo/hack/kind,repo/test/e2e/harness}
 for t in plugin operator ringcap; do cp "$W/images/$t.tar" "$S/images/"; done
 echo "$TAG" > "$S/images/TAG"
-ln "$KIND_NODE_ARCHIVE" "$S/node.tar" 2>/dev/null || cp "$KIND_NODE_ARCHIVE" "$S/node.tar"
 cp "$(command -v kind)" "$S/bin/kind"
+# ringcap itself for senders outside the cluster (steps 8, 11, 12: processes in the VM's own
+# namespaces, as a digitiser host beside the node), as in the split layout (up.sh)
+cp "$W/images/bin/ringcap" "$S/bin/ringcap" || die "ringcap binary missing in $W/images/bin"
 cp "$REPO_ROOT/hack/env.sh" "$S/repo/hack/"; cp "$REPO_ROOT"/hack/kind/*.sh "$S/repo/hack/kind/"
 cp "$HERE"/{kind.sh,common.sh} "$S/repo/test/e2e/harness/"
 cp "$HERE/guest-boot.sh" "$S/"; cp "$HERE/kind-guest.sh" "$S/guest-node.sh"
@@ -79,8 +99,9 @@ E2E_HOST_IP=$HOST_IP
 E2E_GUEST_IP=$GUEST_IP
 KIND_CLUSTER=$KIND_CLUSTER
 ENV
-# podman's storage: a fresh sparse ext4 disk per run (overlayfs cannot sit on the 9p root)
-truncate -s 16G "$DISK" && mkfs.ext4 -q -F "$DISK" || die "making the VM's disk failed"
+# podman's storage: a fresh sparse ext4 disk per run (overlayfs cannot sit on the 9p root), a copy
+# of the template with the node image in it
+cp --sparse=always "$W/disk-template.img" "$DISK" || die "making the VM's disk failed"
 
 ip tuntap add dev "$TAPDEV" mode tap && ip addr add "$HOST_IP/30" dev "$TAPDEV" && ip link set "$TAPDEV" up ||
   die "creating tap $TAPDEV failed"
@@ -106,8 +127,14 @@ wait_for "kind cluster in the VM (kind-guest.sh finished)" 900 guest_up || die "
 [ "$(cat "$S/kind/up.rc")" = 0 ] || die "kind.sh up failed in the VM (log $S/logs/kind-up.log)"
 . "$S/kind/$KIND_CLUSTER.env"
 export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
+# the suite's shell in the VM (guestRun): the debug shell on the VM's second serial port
+export RINGCAP_E2E_GUEST_SHELL=$W/guest-shell.sock RINGCAP_E2E_GUEST_SHARE=$S
 kubectl get nodes -o wide >&2 || die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
+# the node's own address (podman's network in the VM, 10.204.0.0/24: hack/kind/podman-env.sh)
+# through the VM, for the suite's requests to host-network pods (a receiver's /metrics); the
+# route goes with the tap
+ip route add 10.204.0.0/24 via "$GUEST_IP" dev "$TAPDEV" || die "routing the kind network through $TAPDEV failed"
 log "cluster up $((EPOCHSECONDS - t_start)) s after start; running the suite"
 cd "$REPO_ROOT/test/e2e" && "$W/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
-  -test.run "${E2E_RUN:-TestRingcap/^[1-7]}"
+  -test.run "${E2E_RUN:-^TestRingcap\$}"
 rc=$?

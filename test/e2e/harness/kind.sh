@@ -17,7 +17,8 @@
 # Env: KIND_ENGINE docker|podman (default docker), KIND_CLUSTER (ringcap-e2e), KIND_NODE_IMAGE
 # (default with docker: kind's own; with podman: ringcap's local one), KIND_IMAGES_DIR (podman:
 # plugin.tar operator.tar ringcap.tar and TAG, as `make images-podman` writes them),
-# KIND_API_ADDRESS (where the API server listens, default 127.0.0.1), E2E_RUN, KEEP.
+# KIND_API_ADDRESS (where the API server listens, default 127.0.0.1), KIND_SHARE_CDI,
+# KIND_PUBLISH_PORTS (see cluster_config), E2E_RUN, KEEP.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 USER_NODE_IMAGE=${KIND_NODE_IMAGE:-}
@@ -64,8 +65,30 @@ need_rdma() {
 cluster_config() {
   local extra="extraMounts:
 - {hostPath: /dev/infiniband, containerPath: /dev/infiniband}"
+  # KIND_SHARE_CDI=1 (the Soft-RoCE VM): the node's CDI spec dir is the host's /run/cdi, so the
+  # suite's shell on the host sees the DRA driver's claim specs where the split layout's node has them
+  [ -z "${KIND_SHARE_CDI:-}" ] || extra+="
+- {hostPath: /run/cdi, containerPath: /run/cdi}"
+  # KIND_PUBLISH_PORTS: TCP ports of Host-mode receivers to publish on the host's addresses. The
+  # node is a container: a host-network pod listens in the node's network namespace, not the
+  # host's, so senders on the data network reach it only through a published port.
+  local p
+  [ -z "${KIND_PUBLISH_PORTS:-}" ] || extra+="
+extraPortMappings:"
+  for p in ${KIND_PUBLISH_PORTS:-}; do extra+="
+- {containerPort: $p, hostPort: $p, protocol: TCP}"; done
   if [ "$KIND_ENGINE" = podman ]; then
     kind_config "$extra" | sed "s|^networking:|networking:\n  apiServerAddress: ${KIND_API_ADDRESS:-127.0.0.1}\n  apiServerPort: 6443|"
+    # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): how long kubeadm init waits for
+    # the control plane (kubeadm's default, 4m, is shorter than etcd and kube-apiserver take there;
+    # kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before v1.36)
+    [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || cat <<YAML
+kubeadmConfigPatches:
+- |
+  kind: ClusterConfiguration
+  apiServer:
+    timeoutForControlPlane: $KIND_KUBEADM_TIMEOUT
+YAML
   else
     cat <<YAML
 kind: Cluster
@@ -107,7 +130,8 @@ up() {
     args+=(${USER_NODE_IMAGE:+--image "$USER_NODE_IMAGE"})
   fi
   log "kind create cluster ($KIND_ENGINE)"
-  kind create cluster "${args[@]}" >&2
+  # --retain: a node that failed to come up stays for its logs (kind_failure_logs); down deletes it
+  kind create cluster --retain "${args[@]}" >&2 || { kind_failure_logs; return 1; }
   # kind's own node images bring their CNI (kindnetd); ringcap's local one has none (cluster.sh)
   [ "$KIND_ENGINE" != podman ] || kind_install_cni "$CLUSTER"
   kind_wait_system "$CLUSTER" 600
@@ -121,6 +145,17 @@ ENV
 kind_install_cni_if_local() {
   # kind's own node images bring kindnetd; ringcap's local one has no CNI manifest (cluster.sh)
   if [ "${KIND_ENGINE_NAME:-$KIND_ENGINE}" = podman ] || [ -n "${KIND_LOCAL_CNI:-}" ]; then kind_install_cni "$CLUSTER"; fi
+}
+
+# kind_failure_logs: why the node did not come up: kind's export of its logs under $KIND_WORK,
+# and the tail of the node's containerd and kubelet journal on stderr
+kind_failure_logs() {
+  local n=$CLUSTER-control-plane
+  log "kind create cluster failed; node logs in $KIND_WORK/logs-$CLUSTER"
+  kind export logs --name "$CLUSTER" "$KIND_WORK/logs-$CLUSTER" >/dev/null 2>&1 || true
+  "$KIND_ENGINE" ps -a >&2 || true
+  "$KIND_ENGINE" exec "$n" crictl ps -a >&2 || true
+  "$KIND_ENGINE" exec "$n" journalctl --no-pager -n 60 -u containerd -u kubelet >&2 || true
 }
 
 down() {
