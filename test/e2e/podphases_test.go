@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // podPhases follows the test namespace's pods through an informer and tells waiters when a
@@ -72,7 +73,8 @@ func (pp *podPhases) listWatch(t *testing.T) *cache.ListWatch {
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			if n := pp.watches.Add(1); n > 1 {
-				t.Logf("pod watch %d from resourceVersion %q (the one before ended after %v)", n, o.ResourceVersion, time.Since(since).Round(time.Millisecond))
+				t.Logf("pod watch %d from resourceVersion %q, sendInitialEvents %v (the one before ended after %v)",
+					n, o.ResourceVersion, ptr.Deref(o.SendInitialEvents, false), time.Since(since).Round(time.Millisecond))
 			}
 			since = time.Now()
 			return pods.Watch(ctx, o)
