@@ -1,6 +1,6 @@
 // Command portwatch is `make bench-dra`'s probe inside the e2e VM: it takes an RDMA port's
 // netdev down and up again, RUNS times, and times how long each change takes to show in the
-// DRA driver's ResourceSlice (a watch on the API server) and in the device plugin's
+// DRA driver's ResourceSlice (an informer on the API server) and in the device plugin's
 // ListAndWatch stream (a second client on the plugin's socket, as the kubelet is one). Both
 // are timed from just before the link command, on the guest's clock, in one process. It
 // prints one line per run and brings the link up again on every way out.
@@ -18,8 +18,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -153,61 +156,69 @@ func (w *waiter) until(want bool, start time.Time) (map[string]time.Duration, er
 }
 
 // watchSlices sends whether the driver's slices for the node list a device with the netdev,
-// at the start and whenever that changes.
+// at the start and whenever that changes. An informer follows the slices: one list, then a
+// watch that the reflector resumes from the last resourceVersion it saw whenever the API
+// server ends it; each new watch and each watch error is logged on stderr.
 func watchSlices(ctx context.Context, cs kubernetes.Interface, o options, ch chan<- obs) error {
-	sel := metav1.ListOptions{FieldSelector: "spec.nodeName=" + o.node + ",spec.driver=" + o.driver}
+	slices := cs.ResourceV1().ResourceSlices()
+	sel := fields.AndSelectors(
+		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorNodeName, o.node),
+		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorDriver, o.driver)).String()
+	watches := 0
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			lo.FieldSelector = sel
+			return slices.List(ctx, lo)
+		},
+		WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
+			if watches++; watches > 1 {
+				fmt.Fprintf(os.Stderr, "portwatch: slice watch %d from resourceVersion %q\n", watches, lo.ResourceVersion)
+			}
+			lo.FieldSelector = sel
+			return slices.Watch(ctx, lo)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &resourcev1.ResourceSlice{}, 0, cache.Indexers{})
+	if err := inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		fmt.Fprintln(os.Stderr, "portwatch: slice watch ended with an error:", err)
+	}); err != nil {
+		return err
+	}
 	last, known := false, false
-	for ctx.Err() == nil {
-		l, err := cs.ResourceV1().ResourceSlices().List(ctx, sel)
-		if err != nil {
-			return fmt.Errorf("list ResourceSlices: %w", err)
-		}
-		has := map[string]bool{}
-		for i := range l.Items {
-			has[l.Items[i].Name] = hasNetdev(&l.Items[i], o.netdev)
-		}
-		opts := sel
-		opts.ResourceVersion = l.ResourceVersion
-		wi, err := cs.ResourceV1().ResourceSlices().Watch(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("watch ResourceSlices: %w", err)
-		}
-		report := func() {
-			now := anyTrue(has)
-			if !known || now != last {
-				known, last = true, now
-				ch <- obs{src: srcSlice, up: now, at: time.Now()}
+	report := func(any) {
+		now := storeHasNetdev(inf.GetStore(), o.netdev)
+		if !known || now != last {
+			known, last = true, now
+			select {
+			case ch <- obs{src: srcSlice, up: now, at: time.Now()}:
+			case <-ctx.Done():
 			}
-		}
-		report()
-		for ev := range wi.ResultChan() {
-			sl, ok := ev.Object.(*resourcev1.ResourceSlice)
-			if !ok {
-				continue // a watch error: list again
-			}
-			if ev.Type == watch.Deleted {
-				delete(has, sl.Name)
-			} else {
-				has[sl.Name] = hasNetdev(sl, o.netdev)
-			}
-			report()
 		}
 	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    report,
+		UpdateFunc: func(_, obj any) { report(obj) },
+		DeleteFunc: report,
+	}); err != nil {
+		return err
+	}
+	inf.RunWithContext(ctx)
 	return nil
 }
 
-func hasNetdev(sl *resourcev1.ResourceSlice, netdev string) bool {
-	for _, d := range sl.Spec.Devices {
-		if v := d.Attributes["ringcap.io/netdev"].StringValue; v != nil && *v == netdev {
+// storeHasNetdev says whether any slice in the store has a device with the netdev.
+func storeHasNetdev(st cache.Store, netdev string) bool {
+	for _, obj := range st.List() {
+		if sl, ok := obj.(*resourcev1.ResourceSlice); ok && hasNetdev(sl, netdev) {
 			return true
 		}
 	}
 	return false
 }
 
-func anyTrue(m map[string]bool) bool {
-	for _, v := range m {
-		if v {
+func hasNetdev(sl *resourcev1.ResourceSlice, netdev string) bool {
+	for _, d := range sl.Spec.Devices {
+		if v := d.Attributes["ringcap.io/netdev"].StringValue; v != nil && *v == netdev {
 			return true
 		}
 	}
