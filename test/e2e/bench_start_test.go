@@ -22,7 +22,8 @@ var benchStartRounds = envInt("BENCH_START_ROUNDS", 8)
 // of the same image asking for the same ringcap.io/rdma reaching Running (podStartDevicePlugin,
 // bench-dra's anchor), in alternating order, each deleted before the next: ratio
 // capture-start/pod-start, the median of the per-round ratios with its distribution-free
-// 95 % interval. Both are polled from the host every 100 ms.
+// 95 % interval. The capture's status is polled from the host every 100 ms, the pod's
+// phase comes from an informer (as in bench-dra).
 func TestBenchCaptureStart(t *testing.T) {
 	if os.Getenv("RINGCAP_BENCH_START") == "" {
 		t.Skip("a benchmark: `make bench-capture-start` runs it (RINGCAP_BENCH_START=1)")
@@ -30,13 +31,14 @@ func TestBenchCaptureStart(t *testing.T) {
 	stepInstall(t)
 	waitAllocatable(t)
 	ensureNamespace(t, testNamespace)
+	pods := startPodPhases(t)
 	var capt, pod, ratios []float64
 	for i := range benchStartRounds {
 		var c, p time.Duration
 		if i%2 == 0 {
-			c, p = captureStart(t, i), podStartDevicePlugin(t, i)
+			c, p = captureStart(t, i), podStartDevicePlugin(t, pods, i)
 		} else {
-			p, c = podStartDevicePlugin(t, i), captureStart(t, i)
+			p, c = podStartDevicePlugin(t, pods, i), captureStart(t, i)
 		}
 		t.Logf("round %d: capture %v pod %v", i+1, c.Round(time.Millisecond), p.Round(time.Millisecond))
 		capt, pod = append(capt, c.Seconds()), append(pod, p.Seconds())
