@@ -1,7 +1,6 @@
 package ofifabric
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -29,7 +28,7 @@ type qp struct {
 type endpoint struct {
 	d    *ofi.Domain
 	recv bool    // receiver side: every completion is a receive
-	w    *waiter // sleeps until a completion may be there (nil: poll)
+	w    *waiter // receiver: sleeps until a completion may be there (nil: poll)
 	// wideData: remote CQ data has 8 bytes, and a write's length rides in
 	// its upper half (see writeData).
 	wideData bool
@@ -66,7 +65,7 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 		if q.av, err = d.OpenAV(1); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
-		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: true}); err != nil {
+		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: recv}); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
 		if q.ep, err = d.OpenEndpoint(ofi.EndpointConfig{AV: q.av, TxCQ: q.cq, RxCQ: q.cq}); err != nil {
@@ -79,11 +78,13 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 			return nil, fmt.Errorf("endpoint %d: its %d-byte address exceeds the handshake's %d bytes", i, len(q.name), wire.MaxAddrBytes)
 		}
 	}
-	cqs := make([]*ofi.CQ, len(ep.qps))
-	for i, q := range ep.qps {
-		cqs[i] = q.cq
+	if recv {
+		cqs := make([]*ofi.CQ, len(ep.qps))
+		for i, q := range ep.qps {
+			cqs[i] = q.cq
+		}
+		ep.w, _ = newWaiter(cqs) // without one the receive loop polls
 	}
-	ep.w, _ = newWaiter(cqs) // without one the receive loop and the sender poll
 	return ep, nil
 }
 
@@ -110,32 +111,6 @@ func (ep *endpoint) Arm() error {
 		ep.w.sleep()
 	}
 	return nil
-}
-
-// PollWait implements fabric.Waiter, for the sender while every send slot
-// is in flight: Poll, and while nothing is there, a sleep on the completion
-// queues' wait fds (Arm) until one wakes or ctx ends. Without wait fds (shm)
-// ok is false and the sender polls. (A sender polling with short sleeps
-// instead read every completion queue tens of thousands of times a second,
-// each read a cgo call that progresses the provider.)
-func (ep *endpoint) PollWait(ctx context.Context, wcs []fabric.Completion) (int, bool, error) {
-	if ep.w == nil {
-		return 0, false, nil
-	}
-	for {
-		n, err := ep.Poll(wcs)
-		if n > 0 || err != nil {
-			return n, true, err
-		}
-		if err := ep.Arm(); err != nil {
-			return 0, true, err
-		}
-		select {
-		case <-ep.w.events:
-		case <-ctx.Done():
-			return 0, true, ctx.Err()
-		}
-	}
 }
 
 // Events implements fabric.Notifier.
