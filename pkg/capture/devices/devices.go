@@ -216,11 +216,11 @@ func ask(discover Discoverer, node string, seen map[string]bool, rep *OFIReport)
 // boundAddrs are the IPv4 addresses of the active RoCE ports' RoCE v2 GIDs, each once.
 // libfabric's verbs provider (1.17) offers its FI_EP_MSG domains, and so
 // verbs;ofi_rxm, only for a source address it can resolve: asked without one it
-// resolves a default through rdma_getaddrinfo, which fails where the host name does
-// not resolve (the Soft-RoCE VM: "rdma_getaddrinfo: Resource temporarily
-// unavailable"), and only verbs;ofi_rxd's datagram domains are listed. Bound to a
-// port's address it offers that device's domain, as `ringcap recv --transport ofi
-// --listen ADDR` opens it.
+// resolves the host name through rdma_getaddrinfo, which fails where the host name
+// does not resolve (the Soft-RoCE VM: host name "(none)", no /etc/hosts;
+// "rdma_getaddrinfo: Resource temporarily unavailable"), and only verbs;ofi_rxd's
+// datagram domains are listed. Bound to a port's address it offers that device's
+// domain, as `ringcap recv --transport ofi --listen ADDR` opens it.
 func boundAddrs(devs []rdma.Device) []string {
 	var out []string
 	seen := map[string]bool{}
