@@ -3,14 +3,18 @@
 package capture
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/devices"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
@@ -65,6 +69,49 @@ func TestVMOFIMatrix(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestVMOFIDevices: `ringcap devices` lists verbs;ofi_rxm on both rxe devices, each
+// bound to its port's address (libfabric's verbs provider offers it only there in
+// the VM), with both modes and 4 bytes of remote CQ data; the text output too.
+func TestVMOFIDevices(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	t.Setenv("IPATH_NO_BACKTRACE", "1")
+	out, err := exec.Command(bin, "devices", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("ringcap devices -o json: %v\n%s", err, out)
+	}
+	var r devices.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("decode ringcap devices -o json: %v\n%s", err, out)
+	}
+	if !r.OFI.Available || len(r.OFI.Skipped) != 0 {
+		t.Fatalf("libfabric report %+v", r.OFI)
+	}
+	text, err := exec.Command(bin, "devices").Output()
+	if err != nil {
+		t.Fatalf("ringcap devices: %v\n%s", err, text)
+	}
+	for _, dev := range []struct{ name, ip string }{{vmtest.Device0, vmtest.IP0}, {vmtest.Device1, vmtest.IP1}} {
+		var got *devices.OFIProvider
+		for i, p := range r.OFI.Providers {
+			if p.Provider == ofiVerbs && p.Domain == dev.name {
+				got = &r.OFI.Providers[i]
+			}
+		}
+		if got == nil {
+			t.Fatalf("no %s domain %s among %+v", ofiVerbs, dev.name, r.OFI.Providers)
+		}
+		if got.Node != dev.ip || got.LocalOnly || !got.RMA || !got.Msg || !got.RemoteCQData || got.CQDataSize != 4 ||
+			strings.Join(got.Modes, ",") != "write,send" || got.Missing != "" {
+			t.Errorf("%s on %s: %+v; want bound to %s, RMA, messages, 4 bytes of remote CQ data, write and send", ofiVerbs, dev.name, *got, dev.ip)
+		}
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ofiVerbs) + ` +` + dev.name + ` +` + regexp.QuoteMeta(dev.ip) + ` +yes +yes +4 bytes .* write, send$`)
+		if !line.Match(text) {
+			t.Errorf("ringcap devices names no %s line for %s bound to %s:\n%s", ofiVerbs, dev.name, dev.ip, text)
 		}
 	}
 }

@@ -56,8 +56,12 @@ type OFIReport struct {
 	// fi_getinfo failed; Error says which.
 	Available bool   `json:"available"`
 	Error     string `json:"error,omitempty"`
-	// Providers are the provider/domain pairs, in libfabric's order of preference.
+	// Providers are the provider/domain pairs, in libfabric's order of preference:
+	// those offered without an address first, then those offered only when bound to
+	// a verbs port's address (Node).
 	Providers []OFIProvider `json:"providers"`
+	// Skipped are the addresses whose questions failed, with the error.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // OFIProvider is one provider on one domain.
@@ -65,6 +69,9 @@ type OFIProvider struct {
 	Provider string `json:"provider"`
 	Fabric   string `json:"fabric"`
 	Domain   string `json:"domain"`
+	// Node is the local address fi_getinfo was asked to bind to when the provider
+	// offered the domain only then (verbs;ofi_rxm: see boundAddrs); empty otherwise.
+	Node string `json:"node,omitempty"`
 	// LocalOnly: the provider reaches processes on this host only (no FI_REMOTE_COMM).
 	LocalOnly    bool   `json:"localOnly,omitempty"`
 	RMA          bool   `json:"rma"`
@@ -91,7 +98,7 @@ func Collect(roots rdma.Roots, discover Discoverer) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discover verbs devices: %w", err)
 	}
-	r := &Report{Verbs: []VerbsDevice{}, OFI: collectOFI(discover)}
+	r := &Report{Verbs: []VerbsDevice{}, OFI: collectOFI(discover, boundAddrs(devs))}
 	for _, d := range devs {
 		r.Verbs = append(r.Verbs, verbsDevice(d))
 	}
@@ -154,28 +161,85 @@ var questions = []struct {
 	{ofi.Hints{Caps: ofi.CapMsg}, false, false},
 }
 
-func collectOFI(discover Discoverer) OFIReport {
+func collectOFI(discover Discoverer, addrs []string) OFIReport {
 	rep := OFIReport{Available: true, Providers: []OFIProvider{}}
 	seen := map[string]bool{}
+	if err := ask(discover, "", seen, &rep); err != nil {
+		return failed(err)
+	}
+	for _, a := range addrs {
+		err := ask(discover, a, seen, &rep)
+		if errors.Is(err, ofi.ErrNotSupported) {
+			return failed(err)
+		}
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("bound to %s: %v", a, err))
+		}
+	}
+	return rep
+}
+
+// failed is the report of a discovery that could not run.
+func failed(err error) OFIReport {
+	if errors.Is(err, ofi.ErrNotSupported) {
+		return OFIReport{Error: "libfabric is not available: " + err.Error(), Providers: []OFIProvider{}}
+	}
+	return OFIReport{Error: err.Error(), Providers: []OFIProvider{}}
+}
+
+// ask puts the questions, bound to node when it is set, and adds the provider/domain
+// pairs not yet seen to rep.
+func ask(discover Discoverer, node string, seen map[string]bool, rep *OFIReport) error {
 	for _, q := range questions {
-		infos, err := discover(q.hints)
+		h := q.hints
+		h.Node, h.Source = node, node != ""
+		infos, err := discover(h)
 		switch {
-		case errors.Is(err, ofi.ErrNotSupported):
-			return OFIReport{Error: "libfabric is not available: " + err.Error(), Providers: []OFIProvider{}}
 		case noMatch(err):
 			continue
 		case err != nil:
-			return OFIReport{Error: err.Error(), Providers: []OFIProvider{}}
+			return err
 		}
 		for _, i := range infos {
 			k := i.Provider + "\x00" + i.Domain
 			if !seen[k] {
 				seen[k] = true
-				rep.Providers = append(rep.Providers, ofiProvider(i, q.localOnly))
+				p := ofiProvider(i, q.localOnly)
+				p.Node = node
+				rep.Providers = append(rep.Providers, p)
 			}
 		}
 	}
-	return rep
+	return nil
+}
+
+// boundAddrs are the IPv4 addresses of the active RoCE ports' RoCE v2 GIDs, each once.
+// libfabric's verbs provider (1.17) offers its FI_EP_MSG domains, and so
+// verbs;ofi_rxm, only for a source address it can resolve: asked without one it
+// resolves the host name through rdma_getaddrinfo, which fails where the host name
+// does not resolve (the Soft-RoCE VM: host name "(none)", no /etc/hosts;
+// "rdma_getaddrinfo: Resource temporarily unavailable"), and only verbs;ofi_rxd's
+// datagram domains are listed. Bound to a port's address it offers that device's
+// domain, as `ringcap recv --transport ofi --listen ADDR` opens it.
+func boundAddrs(devs []rdma.Device) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range devs {
+		for _, p := range d.Ports {
+			if !p.Active() || !p.RoCE() {
+				continue
+			}
+			for _, g := range p.GIDs {
+				v4 := g.GID.To4()
+				if g.Type != rdma.GIDTypeRoCEv2 || v4 == nil || seen[v4.String()] {
+					continue
+				}
+				seen[v4.String()] = true
+				out = append(out, v4.String())
+			}
+		}
+	}
+	return out
 }
 
 // enodata is FI_ENODATA: fi_getinfo found no provider for the hints.

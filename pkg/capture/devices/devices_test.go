@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -145,5 +146,51 @@ func TestCollectVerbs(t *testing.T) {
 	// No RDMA at all is an empty list, not an error.
 	if r, err := Collect(rdma.Roots{Sys: t.TempDir(), Dev: t.TempDir()}, func(ofi.Hints) ([]ofi.Info, error) { return nil, ofi.ErrNotSupported }); err != nil || len(r.Verbs) != 0 {
 		t.Errorf("no RDMA: %+v, %v", r, err)
+	}
+}
+
+// A provider offered only when bound to a RoCE port's address (verbs;ofi_rxm with
+// libfabric 1.17 where rdma_getaddrinfo finds no default): the active RoCE v2 IPv4
+// addresses are asked, once each, the domain is listed with the address, and a
+// failing question for one address is reported without losing the others.
+func TestCollectOFIBoundToAddress(t *testing.T) {
+	var asked []string
+	rxm := ofi.Info{Provider: "verbs;ofi_rxm", Domain: "mlx5_0", Caps: ofi.CapMsg | ofi.CapRMA | ofi.CapRemoteComm, CQDataSize: 4,
+		MRMode: ofi.MRLocal | ofi.MRVirtAddr | ofi.MRAllocated | ofi.MRProvKey, MaxMsgSize: 1 << 30}
+	r, err := Collect(roots("pci"), func(h ofi.Hints) ([]ofi.Info, error) {
+		if h.Node == "" {
+			return nil, &ofi.CallError{Call: "fi_getinfo", Errno: enodata, Text: "No data available"}
+		}
+		asked = append(asked, fmt.Sprintf("%s source=%v caps=%v", h.Node, h.Source, h.Caps))
+		if h.Caps != ofi.CapMsg|ofi.CapRMA|ofi.CapRemoteComm {
+			return nil, errors.New("only the first question is answered")
+		}
+		return []ofi.Info{rxm}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mlx5_0 (ACTIVE) has 10.0.0.5 and 10.100.0.5 as RoCE v2 GIDs (the second on a
+	// VLAN); mlx5_1 is DOWN, mlx5_2 InfiniBand. The domain is listed once.
+	wantAsked := []string{"10.0.0.5 source=true caps=[FI_MSG FI_RMA FI_REMOTE_COMM]", "10.0.0.5 source=true caps=[FI_MSG FI_RMA]",
+		"10.100.0.5 source=true caps=[FI_MSG FI_RMA FI_REMOTE_COMM]", "10.100.0.5 source=true caps=[FI_MSG FI_RMA]"}
+	if !reflect.DeepEqual(asked, wantAsked) {
+		t.Errorf("asked\n%s\nwant\n%s", strings.Join(asked, "\n"), strings.Join(wantAsked, "\n"))
+	}
+	want := []OFIProvider{{Provider: "verbs;ofi_rxm", Domain: "mlx5_0", Node: "10.0.0.5", RMA: true, Msg: true, RemoteCQData: true, CQDataSize: 4,
+		MRMode: "[FI_MR_LOCAL FI_MR_VIRT_ADDR FI_MR_ALLOCATED FI_MR_PROV_KEY]", ModeBits: "[]", MaxMsgSize: 1 << 30, Modes: []string{"write", "send"}}}
+	if !r.OFI.Available || !reflect.DeepEqual(r.OFI.Providers, want) {
+		t.Errorf("providers\n%+v\nwant\n%+v", r.OFI.Providers, want)
+	}
+	if len(r.OFI.Skipped) != 2 || r.OFI.Skipped[1] != "bound to 10.100.0.5: only the first question is answered" {
+		t.Errorf("skipped %q", r.OFI.Skipped)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^verbs;ofi_rxm +mlx5_0 +10\.0\.0\.5 +yes +yes +4 bytes .* write, send$`).MatchString(b.String()) ||
+		!strings.Contains(b.String(), "skipped: libfabric bound to 10.0.0.5: only the first question is answered") {
+		t.Errorf("text:\n%s", b.String())
 	}
 }

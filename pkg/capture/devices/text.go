@@ -29,12 +29,16 @@ func (r *Report) WriteText(w io.Writer) error {
 	if !r.OFI.Available {
 		p.line("libfabric: %s", r.OFI.Error)
 	} else {
-		p.line("LIBFABRIC PROVIDER (FI_EP_RDM)\tDOMAIN\tRMA\tMSG\tREMOTE CQ DATA\tMR MODE\tMAX MESSAGE\tMODES (--transport ofi --ofi-provider P --ofi-domain D)")
+		p.line("LIBFABRIC PROVIDER (FI_EP_RDM)\tDOMAIN\tBOUND TO\tRMA\tMSG\tREMOTE CQ DATA\tMR MODE\tMAX MESSAGE\tMODES (--transport ofi --ofi-provider P --ofi-domain D)")
 		if len(r.OFI.Providers) == 0 {
-			p.line("(none)\t\t\t\t\t\t\t")
+			p.line("(none)\t\t\t\t\t\t\t\t")
 		}
 		for _, o := range r.OFI.Providers {
-			p.line("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", o.Provider, o.Domain, yesNo(o.RMA), yesNo(o.Msg), cqDataText(o), o.MRMode, sizeText(o.MaxMsgSize), modesText(o.Modes, o.Missing))
+			p.line("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", o.Provider, o.Domain, orDash(o.Node), yesNo(o.RMA), yesNo(o.Msg), cqDataText(o), o.MRMode,
+				sizeText(o.MaxMsgSize), modesText(o.Modes, o.Missing))
+		}
+		for _, s := range r.OFI.Skipped {
+			p.line("skipped: libfabric %s", s)
 		}
 	}
 	if p.err != nil {
