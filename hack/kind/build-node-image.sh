@@ -80,6 +80,7 @@ rm -rf "$IMGS"
 # --- the node's files ---
 cp "$CTRD_BIN"/{containerd,containerd-shim-runc-v2,ctr} "$KIND_BIN/crictl" "$CTX/bin/"
 cp "$HERE/node/entrypoint.sh" "$CTX/bin/ringcap-kind-entrypoint"
+cp "$HERE/node/kubeadm.sh" "$CTX/bin/kubeadm"
 cp "$KIND_K8S_BIN"/{kubeadm,kubelet,kubectl} "$CTX/k8s/"
 cp "$HERE/node/config.toml" "$CTX/etc/containerd/"
 cp "$HERE/node/crictl.yaml" "$CTX/etc/"
