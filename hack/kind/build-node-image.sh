@@ -8,10 +8,12 @@
 #
 # Contents: hack/kind/node/Containerfile (Debian bookworm, systemd, runc, CNI plugins) + the
 # binaries of build-bins.sh + the images kubeadm $K8S_VERSION runs, built here and tagged as
-# `kubeadm config images list` names them (the build fails when they differ):
-#   kube-apiserver, kube-controller-manager, kube-scheduler, etcd, coredns, pause   single-layer
-#       images of the static binaries (hack/images/mkimage)
-#   kube-proxy   podman build of node/kube-proxy.Containerfile (it runs iptables)
+# `kubeadm config images list` names them (the build fails when they differ), all single-layer:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, etcd, coredns, pause   images of
+#       the static binaries (hack/images/mkimage)
+#   kube-proxy   podman build --squash-all of node/kube-proxy.Containerfile (it runs iptables)
+# They reach the node already imported and unpacked: containerd-state.sh fills a containerd root
+# here, which becomes the image's /var/lib/containerd (nothing is imported at boot).
 # The node has no default CNI manifest and no storage provisioner: clusters set
 # networking.disableDefaultCNI and install a bridge conflist (hack/kind/cluster.sh does).
 # A node image already built from the same inputs is kept (REBUILD=1 forces a build).
@@ -25,7 +27,7 @@ need_podman
 "$HERE/build-bins.sh"
 CTRD_BIN=$KIND_CONTAINERD_BIN
 # the inputs: this directory's files, the versions, and every binary going in
-inputs=$( { cat "$HERE"/node/* "$HERE"/env.sh; echo "$K8S_VERSION $CONTAINERD_VERSION $ETCD_VERSION $COREDNS_VERSION $CRICTL_VERSION"
+inputs=$( { cat "$HERE"/node/* "$HERE"/env.sh "$HERE"/containerd-state.sh; echo "$K8S_VERSION $CONTAINERD_VERSION $ETCD_VERSION $COREDNS_VERSION $CRICTL_VERSION"
             sha256sum "$KIND_K8S_BIN"/* "$KIND_BIN"/* "$CTRD_BIN"/*; } | sha256sum | cut -c1-16)
 have=$("${PODMAN[@]}" image inspect --format '{{index .Config.Labels "org.ringcap.kind-node-inputs"}}' "$KIND_NODE_IMAGE" 2>/dev/null || true)
 save() {
@@ -43,7 +45,8 @@ fi
 
 "$KIND_REPO_ROOT/hack/images/podman/bases.sh"
 CTX=$KIND_DIR/node-context
-rm -rf "$CTX"; mkdir -p "$CTX"/{bin,k8s,kind/bin,kind/images,etc/containerd,etc/systemd/system} "$PODMAN_DIR/tmp"
+IMGS=$KIND_DIR/node-images
+rm -rf "$CTX" "$IMGS"; mkdir -p "$CTX"/{bin,k8s,kind/bin,etc/containerd,etc/systemd/system} "$IMGS" "$PODMAN_DIR/tmp"
 export TMPDIR=$PODMAN_DIR/tmp
 
 # --- the images kubeadm runs, tagged as it names them ---
@@ -60,26 +63,29 @@ $R/pause:$PAUSE_TAG"
 $(diff <(echo "$want") <(echo "$made"))"
 MK() { "$KIND_BIN/mkimage" -gzip-level 1 -env PATH=/usr/local/bin:/usr/bin:/bin "$@" >/dev/null; }
 for c in kube-apiserver kube-controller-manager kube-scheduler; do
-  MK -t "$R/$c:$K8S_VERSION" -o "$CTX/kind/images/$c.tar" -entrypoint "/usr/local/bin/$c" "$KIND_K8S_BIN/$c:/usr/local/bin/$c"
+  MK -t "$R/$c:$K8S_VERSION" -o "$IMGS/$c.tar" -entrypoint "/usr/local/bin/$c" "$KIND_K8S_BIN/$c:/usr/local/bin/$c"
 done
-MK -t "$R/etcd:$ETCD_TAG" -o "$CTX/kind/images/etcd.tar" -entrypoint /usr/local/bin/etcd "$KIND_BIN/etcd:/usr/local/bin/etcd"
-MK -t "$R/coredns/coredns:$COREDNS_VERSION" -o "$CTX/kind/images/coredns.tar" -entrypoint /coredns "$KIND_BIN/coredns:/coredns"
-MK -t "$R/pause:$PAUSE_TAG" -o "$CTX/kind/images/pause.tar" -entrypoint /pause "$KIND_BIN/pause:/pause"
+MK -t "$R/etcd:$ETCD_TAG" -o "$IMGS/etcd.tar" -entrypoint /usr/local/bin/etcd "$KIND_BIN/etcd:/usr/local/bin/etcd"
+MK -t "$R/coredns/coredns:$COREDNS_VERSION" -o "$IMGS/coredns.tar" -entrypoint /coredns "$KIND_BIN/coredns:/coredns"
+MK -t "$R/pause:$PAUSE_TAG" -o "$IMGS/pause.tar" -entrypoint /pause "$KIND_BIN/pause:/pause"
 kp=$KIND_DIR/kube-proxy-context; rm -rf "$kp"; mkdir -p "$kp"; cp "$KIND_K8S_BIN/kube-proxy" "$kp/"
-"${PODMAN[@]}" build --pull=never --network host -q --build-arg "BASE=$RUNTIME_BASE" \
+"${PODMAN[@]}" build --pull=never --network host -q --squash-all --build-arg "BASE=$RUNTIME_BASE" \
   -f "$HERE/node/kube-proxy.Containerfile" -t "$R/kube-proxy:$K8S_VERSION" "$kp" >/dev/null
-"${PODMAN[@]}" save -q --format docker-archive -o "$CTX/kind/images/kube-proxy.tar" "$R/kube-proxy:$K8S_VERSION"
+"${PODMAN[@]}" save -q --format docker-archive -o "$IMGS/kube-proxy.tar" "$R/kube-proxy:$K8S_VERSION"
 "${PODMAN[@]}" rmi -f "$R/kube-proxy:$K8S_VERSION" >/dev/null; rm -rf "$kp"
 kind_log "images: $(echo $made)"
+"$HERE/containerd-state.sh" "$CTX/containerd.tar" "$IMGS"/*.tar
+rm -rf "$IMGS"
 
 # --- the node's files ---
 cp "$CTRD_BIN"/{containerd,containerd-shim-runc-v2,ctr} "$KIND_BIN/crictl" "$CTX/bin/"
 cp "$HERE/node/entrypoint.sh" "$CTX/bin/ringcap-kind-entrypoint"
+cp "$HERE/node/kubeadm.sh" "$CTX/bin/kubeadm"
 cp "$KIND_K8S_BIN"/{kubeadm,kubelet,kubectl} "$CTX/k8s/"
 cp "$HERE/node/config.toml" "$CTX/etc/containerd/"
 cp "$HERE/node/crictl.yaml" "$CTX/etc/"
-cp "$HERE"/node/{containerd.service,kubelet.service,kubelet.slice,ringcap-kind-images.service} "$CTX/etc/systemd/system/"
-cp "$HERE/node/import-images.sh" "$HERE/node/kubelet-cgroups.sh" "$CTX/kind/bin/"
+cp "$HERE"/node/{containerd.service,kubelet.service,kubelet.slice} "$CTX/etc/systemd/system/"
+cp "$HERE/node/kubelet-cgroups.sh" "$CTX/kind/bin/"
 echo "$K8S_VERSION" > "$CTX/kind/version"
 kind_log "podman build $KIND_NODE_IMAGE"
 prev=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$KIND_NODE_IMAGE" 2>/dev/null || true)

@@ -40,7 +40,7 @@ rc=1
 finish() {
   if [ "$rc" != 0 ]; then
     kind_log "FAILED; the node's units and the kubelet's last lines:"
-    podman exec "$CLUSTER-control-plane" sh -c 'systemctl --no-pager --failed; journalctl --no-pager -u kubelet -u containerd -u ringcap-kind-images | tail -40' >&2 2>/dev/null || true
+    podman exec "$CLUSTER-control-plane" sh -c 'systemctl --no-pager --failed; journalctl --no-pager -u kubelet -u containerd | tail -40' >&2 2>/dev/null || true
   fi
   if [ -n "${KEEP:-}" ]; then kind_log "KEEP=1: cluster $CLUSTER left; hack/kind/host-check.sh --down removes it"
   else down || rc=1; fi
