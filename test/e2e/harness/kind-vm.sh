@@ -9,7 +9,8 @@
 # the tap and the disk, on failure too (KEEP=1 leaves the VM running; kind-vm.sh down).
 #
 # Env: E2E_RUN (go test -run filter, default the whole suite ^TestRingcap$),
-# KIND_VM_MEM (MiB, default 6144: see docs/kind.md), E2E_TIMEOUT.
+# KIND_VM_MEM (MiB, default 6144: see docs/kind.md), KIND_VM_UP_WAIT (seconds to wait for the
+# cluster in the VM, default 1800: kind create alone takes about 9.5 min under TCG), E2E_TIMEOUT.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
@@ -123,7 +124,7 @@ guest_up() {
   [ -f "$S/kind/up.rc" ]
 }
 exec 3>&2
-wait_for "kind cluster in the VM (kind-guest.sh finished)" 900 guest_up || die "the kind cluster did not come up in 15 min"
+wait_for "kind cluster in the VM (kind-guest.sh finished)" "${KIND_VM_UP_WAIT:-1800}" guest_up || die "the kind cluster did not come up in ${KIND_VM_UP_WAIT:-1800} s"
 [ "$(cat "$S/kind/up.rc")" = 0 ] || die "kind.sh up failed in the VM (log $S/logs/kind-up.log)"
 . "$S/kind/$KIND_CLUSTER.env"
 export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
