@@ -67,18 +67,9 @@ func waitAllocatable(t *testing.T) {
 
 func benchPodStart(t *testing.T) {
 	pods := startPodPhases(t)
-	var dra, dp, ratios []float64
-	for i := range benchRounds {
-		var d, p time.Duration
-		if i%2 == 0 {
-			d, p = podStartDRA(t, pods, i), podStartDevicePlugin(t, pods, i)
-		} else {
-			p, d = podStartDevicePlugin(t, pods, i), podStartDRA(t, pods, i)
-		}
-		t.Logf("round %d: dra %v deviceplugin %v", i+1, d.Round(time.Millisecond), p.Round(time.Millisecond))
-		dra, dp = append(dra, d.Seconds()), append(dp, p.Seconds())
-		ratios = append(ratios, d.Seconds()/p.Seconds())
-	}
+	dra, dp, ratios := alternateRounds(t, benchRounds, "dra", "deviceplugin",
+		func(i int) time.Duration { return podStartDRA(t, pods, i) },
+		func(i int) time.Duration { return podStartDevicePlugin(t, pods, i) })
 	r, lo, hi := medianCI(ratios)
 	dm, _, _ := medianCI(dra)
 	pm, _, _ := medianCI(dp)
@@ -189,6 +180,25 @@ func benchPortDown(t *testing.T) {
 		sm, slo, shi, lm, llo, lhi, len(slice))
 	report(t, "bench-dra: ratio slice/listandwatch=%.2f [%.2f, %.2f] (ratio of the medians; interval from the two medians' intervals)",
 		sm/lm, slo/lhi, shi/llo)
+}
+
+// alternateRounds runs n rounds of a and b (a first in even rounds, b first in odd
+// ones, so that no place favours one) and returns their times in seconds and the
+// per-round ratios a/b.
+func alternateRounds(t *testing.T, n int, aName, bName string, a, b func(i int) time.Duration) (as, bs, ratios []float64) {
+	t.Helper()
+	for i := range n {
+		var da, db time.Duration
+		if i%2 == 0 {
+			da, db = a(i), b(i)
+		} else {
+			db, da = b(i), a(i)
+		}
+		t.Logf("round %d: %s %v %s %v", i+1, aName, da.Round(time.Millisecond), bName, db.Round(time.Millisecond))
+		as, bs = append(as, da.Seconds()), append(bs, db.Seconds())
+		ratios = append(ratios, da.Seconds()/db.Seconds())
+	}
+	return as, bs, ratios
 }
 
 // medianCI returns the median of xs and a distribution-free interval for it: the order

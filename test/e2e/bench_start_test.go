@@ -32,18 +32,9 @@ func TestBenchCaptureStart(t *testing.T) {
 	waitAllocatable(t)
 	ensureNamespace(t, testNamespace)
 	pods := startPodPhases(t)
-	var capt, pod, ratios []float64
-	for i := range benchStartRounds {
-		var c, p time.Duration
-		if i%2 == 0 {
-			c, p = captureStart(t, i), podStartDevicePlugin(t, pods, i)
-		} else {
-			p, c = podStartDevicePlugin(t, pods, i), captureStart(t, i)
-		}
-		t.Logf("round %d: capture %v pod %v", i+1, c.Round(time.Millisecond), p.Round(time.Millisecond))
-		capt, pod = append(capt, c.Seconds()), append(pod, p.Seconds())
-		ratios = append(ratios, c.Seconds()/p.Seconds())
-	}
+	capt, pod, ratios := alternateRounds(t, benchStartRounds, "capture", "pod",
+		func(i int) time.Duration { return captureStart(t, i) },
+		func(i int) time.Duration { return podStartDevicePlugin(t, pods, i) })
 	r, lo, hi := medianCI(ratios)
 	cm, clo, chi := medianCI(capt)
 	pm, plo, phi := medianCI(pod)
