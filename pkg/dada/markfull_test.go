@@ -40,6 +40,20 @@ func closeWriter(w *Writer) {
 	_ = w.CloseContext(ctx)
 }
 
+// headerWriter locks h for writing until the test ends and writes one header.
+func headerWriter(t *testing.T, h *HDU) *Writer {
+	t.Helper()
+	w, err := h.LockWrite(context.Background(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWriter(w) })
+	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // drainReader clears what r can read within a short while and closes it, so that a test
 // failing half way leaves its writer a block to close on.
 func drainReader(r *Reader) {
@@ -64,14 +78,7 @@ func TestMarkFilledFullMatchesSingleMarks(t *testing.T) {
 	single := createTestRing(t, Config{NBufs: nbufs, BufSize: bufsz, Readers: 2})
 	var ws []*Writer
 	for _, h := range []*HDU{batched, single} {
-		w, err := h.LockWrite(ctx, WriterOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { closeWriter(w) })
-		if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
-			t.Fatal(err)
-		}
+		w := headerWriter(t, h)
 		for i := range 6 {
 			b, err := w.OpenBlock(ctx)
 			if err != nil {
@@ -132,14 +139,7 @@ func TestOpenBlocksMatchesSingleOpens(t *testing.T) {
 	var ws []*Writer
 	var rs [][]*Reader
 	for _, h := range []*HDU{batched, single} {
-		w, err := h.LockWrite(ctx, WriterOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { closeWriter(w) })
-		if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
-			t.Fatal(err)
-		}
+		w := headerWriter(t, h)
 		ws = append(ws, w)
 		var readers []*Reader
 		for range 2 {
