@@ -121,22 +121,31 @@ func (st *suite) image(name string) string { return "ringcap/" + name + ":" + st
 // (liveness, not performance) limit passes; the last observation is part of the failure.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
+	ok, seen, err := poll(limit, cond)
+	switch {
+	case err != nil:
+		t.Fatalf("%s: %v", what, err)
+	case !ok:
+		t.Fatalf("%s: not reached within %v; last seen: %s", what, limit, seen)
+	}
+	t.Logf("%s: %s", what, seen)
+}
+
+// poll checks cond every half second until it holds (ok), it fails (err) or
+// limit passes (not ok); seen is what cond saw last. It is waitFor for a step
+// that has more to collect before it can fail.
+func poll(limit time.Duration, cond func(ctx context.Context) (bool, string, error)) (ok bool, seen string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	last := ""
 	for {
-		done, seen, err := cond(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+		done, s, err := cond(ctx)
+		if err != nil || done {
+			return done, s, err
 		}
-		if done {
-			t.Logf("%s: %s", what, seen)
-			return
-		}
-		last = seen
+		seen = s
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: not reached within %v; last seen: %s", what, limit, last)
+			return false, seen, nil
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -148,7 +148,8 @@ exit $((ra | rb))
 		out, rc, err := guestRun("host-senders", script, 5*time.Minute)
 		res <- result{out, rc, err}
 	}()
-	waitFor(t, 3*time.Minute, "both Host-mode captures receiving at once", func(ctx context.Context) (bool, string, error) {
+	// Not fatal at once: the senders' own account is what tells why.
+	both, seen, err := poll(3*time.Minute, func(ctx context.Context) (bool, string, error) {
 		ua, err := getCapture(ctx, "host-a")
 		if err != nil {
 			return retry(err)
@@ -162,6 +163,10 @@ exit $((ra | rb))
 	})
 	r := <-res
 	t.Logf("senders outside the cluster (exit %d):\n%s", r.rc, r.out)
+	if err != nil || !both {
+		t.Fatalf("both Host-mode captures receiving at once: not seen within 3m (error %v); last seen: %s", err, seen)
+	}
+	t.Logf("both Host-mode captures receiving at once: %s", seen)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
