@@ -210,9 +210,8 @@ func BenchmarkBlockHandoff(b *testing.B) {
 // reader NextBlock+MarkCleared, one goroutine, no data) beside its floor: a minimal C
 // program (testdata/semfloor, compiled with the system cc now) making exactly the same
 // SysV semaphore operations per block and nothing else. Between them, the same operations
-// made from Go through the ring's own system call wrapper (goSemFloor): what Go's system
-// call path costs over C's, a floor for any Go implementation, and what is left to
-// pkg/dada's own work. None of the loops ever waits (every operation finds its semaphore
+// made from Go through the ring's own system call wrapper (goSemFloor): what the wrapper
+// costs over C's semtimedop, and what is left to pkg/dada's own work. None of the loops ever waits (every operation finds its semaphore
 // ready), so their cost is CPU time: each is taken as the process's CPU time per block,
 // which a core shared with other work disturbs far less than wall time. Seven rounds take
 // the three in turn; it prints the median ratios with the range of the rounds
@@ -298,30 +297,31 @@ func cSemFloor(prog string, n int) (blockCost, error) {
 	return c, nil
 }
 
-// goSemFloor makes semfloor's semaphore operations from Go (the same four per block, the
-// same timeouts, on a private set of its own), through semTry, the system call wrapper
-// the ring uses, and nothing else; it returns the cost per block.
+// goSemFloor makes semfloor's semaphore operations from Go (the same four per block, on a
+// private set of its own), through semOpClosing, the wrapper the ring uses (a raw
+// non-blocking semop first, the timed wait only when that would block), and nothing
+// else; it returns the cost per block.
 func goSemFloor(n int) (blockCost, error) {
 	id, err := semGet(0, 4, ipcCreat|0o600) // IPC_PRIVATE
 	if err != nil {
 		return blockCost{}, fmt.Errorf("create a private semaphore set: %w", err)
 	}
 	defer func() { _ = semRemove(id) }()
-	poll := unix.NsecToTimespec(int64(semPoll))
 	if err := semTry(id, semClear, 1, 0, nil); err != nil { // one block free
 		return blockCost{}, err
 	}
+	ctx := context.Background()
 	return timeBlocks(n, func() error {
 		for range n {
-			err := semTry(id, semClear, -1, 0, &poll)
+			err := semOpClosing(ctx, nil, id, semClear, -1, 0)
 			if err == nil {
-				err = semTry(id, semFull, 1, 0, nil)
+				err = semOpClosing(ctx, nil, id, semFull, 1, 0)
 			}
 			if err == nil {
-				err = semTry(id, semFull, -1, 0, &poll)
+				err = semOpClosing(ctx, nil, id, semFull, -1, 0)
 			}
 			if err == nil {
-				err = semTry(id, semClear, 1, 0, nil)
+				err = semOpClosing(ctx, nil, id, semClear, 1, 0)
 			}
 			if err != nil {
 				return fmt.Errorf("semaphore floor from Go: %w", err)

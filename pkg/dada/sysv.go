@@ -39,19 +39,28 @@ type sembuf struct {
 }
 
 // semOpClosing performs one semaphore operation, waiting as long as it takes unless ctx is
-// cancelled. Waits are split into short semtimedop calls so cancellation is noticed
-// within semPoll. A removed semaphore set ends the wait with ErrRingRemoved.
-// It also gives up with ErrClosed once *closing (if not nil) is set.
+// cancelled. An increment never waits: one semop. A decrement first tries without waiting
+// (semNow: a ring that keeps up finds its decrements ready); only one that must wait goes
+// on to short semtimedop calls, so cancellation is noticed within semPoll. A removed
+// semaphore set ends the wait with ErrRingRemoved. It also gives up with ErrClosed once
+// *closing (if not nil) is set.
 func semOpClosing(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
-	if flg&ipcNoWait != 0 || op > 0 {
+	if op > 0 {
 		for {
-			err := semTry(id, num, op, flg, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
+			if err := semTry(id, num, op, flg, nil); !errors.Is(err, unix.EINTR) {
+				return semErr(err)
 			}
-			return semErr(err)
 		}
 	}
+	err := semNow(id, num, op, flg)
+	if err == nil || !errors.Is(err, unix.EAGAIN) || flg&ipcNoWait != 0 {
+		return semErr(err)
+	}
+	return semWait(ctx, closing, id, num, op, flg)
+}
+
+// semWait waits for a decrement in semPoll steps, checking ctx and *closing between them.
+func semWait(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
 	ts := unix.NsecToTimespec(int64(semPoll))
 	for {
 		err := semTry(id, num, op, flg, &ts)

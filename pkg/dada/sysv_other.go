@@ -22,3 +22,4 @@ func mmapReserve(uintptr) (uintptr, error)     { return 0, ErrNotSupported }
 func munmap(uintptr, uintptr) error            { return ErrNotSupported }
 
 func semTry(int, uint16, int16, int16, *unix.Timespec) error { return ErrNotSupported }
+func semNow(int, uint16, int16, int16) error                 { return ErrNotSupported }
