@@ -69,8 +69,33 @@ func (s *session) postSlices() error {
 			return fmt.Errorf("post %d receives on queue pair %d: %w", len(wrs), q, err)
 		}
 		s.posted[q] += len(wrs)
+		s.untold[q] += len(wrs)
 	}
 	return nil
+}
+
+// queueGrants queues a wire.Posted for each queue pair whose sender is due to
+// hear of the receives posted since it was last told (send mode); it reports
+// whether it queued any. The sender sends a slice only below what it was
+// told, and every slice below that has its receive posted: no SEND finds its
+// queue pair without one. News goes out in batches, to keep control traffic
+// low, yet without a deadlock: a queue pair's news goes out once it amounts
+// to half the receive queue, or as soon as fewer than half a queue of the
+// slices the sender was told of are still to arrive (a sender that may run
+// dry on it hears at once).
+func (s *session) queueGrants() (bool, error) {
+	half := max(1, s.r.cfg.RxDepth/2)
+	queued := false
+	for q, n := range s.untold {
+		if n == 0 || n < half && s.posted[q]-n >= half {
+			continue
+		}
+		if err := s.k.QueuePosted(wire.Posted{QP: uint16(q), Upto: s.cursor[q]}); err != nil {
+			return queued, err
+		}
+		s.untold[q], queued = 0, true
+	}
+	return queued, nil
 }
 
 // complete handles one work completion.

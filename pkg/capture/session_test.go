@@ -104,6 +104,12 @@ type obsResult struct {
 // readObservations reads n observations from the ring, verifying every byte
 // against the pattern of seed; delay slows the reader down per block.
 func readObservations(t *testing.T, ctx context.Context, h *dada.HDU, n int, seed uint64, delay time.Duration) <-chan []obsResult {
+	return readPaced(t, ctx, h, n, seed, func(int) time.Duration { return delay })
+}
+
+// readPaced is readObservations holding the observation's block b (from 0)
+// for pause(b) before it releases it.
+func readPaced(t *testing.T, ctx context.Context, h *dada.HDU, n int, seed uint64, pause func(block int) time.Duration) <-chan []obsResult {
 	out := make(chan []obsResult, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -144,10 +150,10 @@ func readObservations(t *testing.T, ctx context.Context, h *dada.HDU, n int, see
 					}
 				}
 				o.bytes += uint64(len(b.Data))
-				o.blocks++
-				if delay > 0 {
-					time.Sleep(delay)
+				if d := pause(o.blocks); d > 0 {
+					time.Sleep(d)
 				}
+				o.blocks++
 				if err := r.MarkCleared(); err != nil {
 					o.err = err
 					res = append(res, o)
@@ -449,7 +455,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 		want     string
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), nil, "not a ringcap sender"},
-		{"version", []byte("RCAP\x00\x06"), nil, "handshake version 6 is not supported (this side speaks version 7)"},
+		{"version", []byte("RCAP\x00\x06"), nil, "handshake version 6 is not supported (this side speaks version 8)"},
 		{"transport", pre, wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, Fabric: wire.Fabric{Transport: wire.TransportOFI, Provider: "tcp;ofi_rxm"},
 			QPs: []wire.QPInfo{{Addr: []byte{1}}, {Addr: []byte{2}}, {Addr: []byte{3}}, {Addr: []byte{4}}}},
 			`sender uses transport ofi, provider "tcp;ofi_rxm", this receiver uses transport verbs (--transport, --ofi-provider)`},

@@ -82,14 +82,15 @@ func (s *session) readControl(ctrl chan<- ctrlEvent, quit <-chan struct{}) {
 }
 
 // begin holds the first block (and, in send mode, posts its receives) before
-// it accepts, so the sender's first messages find receive WRs; then it
-// accepts and, in write mode, grants the first block.
+// it accepts; then it accepts and grants the first block (write mode) or
+// the receives posted (send mode).
 func (s *session) begin(ctx context.Context) *ending {
 	r := s.r
 	nq := len(s.hello.QPs)
 	s.posted = make([]int, nq)
 	s.consumed = make([]int, nq)
 	s.cursor = make([]uint64, nq)
+	s.untold = make([]int, nq)
 	for q := range s.cursor {
 		s.cursor[q] = s.g.FirstOnQP(q)
 	}
@@ -110,10 +111,14 @@ func (s *session) begin(ctx context.Context) *ending {
 	if err := s.k.Send(acc); err != nil {
 		return endWith("sender went away during the handshake", nil)
 	}
+	var err error
 	if r.cfg.Mode == wire.ModeWrite {
-		if err := s.k.Send(wire.Credit{Seq: 0, Index: uint32(first)}); err != nil {
-			return endWith("sender went away", nil)
-		}
+		err = s.k.Send(wire.Credit{Seq: 0, Index: uint32(first)})
+	} else if _, err = s.queueGrants(); err == nil {
+		err = s.k.Flush()
+	}
+	if err != nil {
+		return endWith("sender went away", nil)
 	}
 	return nil
 }
@@ -175,6 +180,7 @@ func (l *streamLoop) pass() *ending {
 	if end != nil {
 		return end
 	}
+	l.grant()
 	if end := l.commitFilled(); end != nil {
 		return end
 	}
@@ -232,6 +238,18 @@ func (l *streamLoop) takeOpened() (bool, *ending) {
 		} else if err := s.postSlices(); err != nil {
 			return true, endWith("receive post failed", err)
 		}
+	}
+}
+
+// grant tells the sender of the receives posted (send mode) that it is due
+// to hear of, in one write.
+func (l *streamLoop) grant() {
+	queued, err := l.s.queueGrants()
+	if err == nil && queued {
+		err = l.s.k.Flush()
+	}
+	if err != nil {
+		l.peerGone = true
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -311,6 +312,7 @@ func (rig *rxRig) observe(b *testing.B) {
 				rig.fab.Grant(m.Seq)
 			}
 		case wire.Held:
+		case wire.Posted: // send mode: the bench fabric fills each receive as it is posted
 		case wire.Done:
 			if !m.OK || m.Bytes != total {
 				dief(b, "receiver's Done: %+v, want %d bytes", m, total)
@@ -576,6 +578,18 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	}
 	if err := k.Send(acc); err != nil {
 		return err
+	}
+	if rig.mode == wire.ModeSend {
+		// Send mode: the bench fabric takes every SEND, as if every receive
+		// were posted; grant them all up front.
+		for q := range qps {
+			if err := k.QueuePosted(wire.Posted{QP: uint16(q), Upto: math.MaxUint64}); err != nil {
+				return err
+			}
+		}
+		if err := k.Flush(); err != nil {
+			return err
+		}
 	}
 	ends := make(chan wire.End, 1)
 	errc := make(chan error, 1)

@@ -37,6 +37,7 @@ type Net struct {
 	// goroutine) and fails it, posting nothing, when it returns an error.
 	PostErr func(qp, n int) error
 	arms    atomic.Int64
+	rnr     atomic.Int64
 }
 
 // NewNet returns an empty network.
@@ -45,6 +46,12 @@ func NewNet() *Net { return &Net{qps: map[uint32]*memQP{}, next: 100} }
 // Arms counts the Arm calls of the network's endpoints: how often a receive
 // loop got ready to sleep.
 func (n *Net) Arms() int64 { return n.arms.Load() }
+
+// RNR counts the SENDs that found no receive WR posted on their queue pair
+// when they arrived: what an RC responder answers with a receiver-not-ready
+// NAK. The send is then retried until a receive WR is posted, as with
+// rnr_retry 7, and counted once.
+func (n *Net) RNR() int64 { return n.rnr.Load() }
 
 // Endpoint is one side's queue pairs on a Net; it implements fabric.Endpoint
 // and fabric.Notifier, as a verbs endpoint with one completion queue does.
@@ -248,7 +255,7 @@ func (q *memQP) deliver(rng *rand.Rand) {
 			continue
 		}
 		var rwr fabric.RecvWR
-		for !q.ep.closed.Load() { // receiver-not-ready: retry until a receive WR is posted
+		for try := 0; !q.ep.closed.Load(); try++ { // receiver-not-ready: retry until a receive WR is posted
 			if p.ep.closed.Load() {
 				if !q.ep.n.Blackhole {
 					q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
@@ -263,6 +270,9 @@ func (q *memQP) deliver(rng *rand.Rand) {
 				break
 			}
 			p.mu.Unlock()
+			if try == 0 {
+				q.ep.n.rnr.Add(1)
+			}
 			time.Sleep(20 * time.Microsecond)
 		}
 		if q.ep.closed.Load() || p.ep.closed.Load() {

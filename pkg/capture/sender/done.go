@@ -47,8 +47,8 @@ func (s *sendSession) awaitDone(events <-chan senderEvent, res Result, complete 
 					return res, fmt.Errorf("receiver committed %d bytes, %d were sent", ev.done.Bytes, res.Bytes)
 				}
 				return res, nil
-			case ev.credit != nil:
-				// late grants for blocks the stream did not need
+			case ev.credit != nil || ev.posted != nil:
+				// late grants for blocks or receives the stream did not need
 			default:
 				if stopErr != nil {
 					return res, stopErr

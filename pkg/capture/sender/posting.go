@@ -78,8 +78,9 @@ func (s *sendSession) prefix() uint64 {
 }
 
 // postReady posts what every queue pair can take: slices with a free send
-// slot, inside the look-ahead and (write mode) with their block granted, one
-// PostSend per queue pair. credit reports that a slice waited for a grant.
+// slot, inside the look-ahead and granted (write mode: their block; send
+// mode: their receive), one PostSend per queue pair. credit reports that a
+// slice waited for a grant.
 func (s *sendSession) postReady() (posted, credit bool, err error) {
 	defer func() {
 		if err != nil {
@@ -149,7 +150,10 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 // none, the first slice of the next block nobody has taken) into a free send
 // slot and adds its work request to the batch; ok is false when q cannot take
 // it now (no slot, beyond the look-ahead or the end, no grant: credit) or the
-// source ended before it.
+// source ended before it. In send mode a slice goes out only once the
+// receiver has posted its receive (wire.Posted): a SEND that found none would
+// be answered with receiver-not-ready NAKs and retried, every RNR timer, for
+// as long as the ring's readers hold the blocks it is for.
 func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	cfg := s.cfg
 	sl, take := s.next[q], false
@@ -158,6 +162,9 @@ func (s *sendSession) stage(q int, base uint64) (ok, credit bool, err error) {
 	}
 	if sl >= s.limit || sl >= base+s.ahead || len(s.free[q]) == 0 {
 		return false, false, nil
+	}
+	if cfg.Mode == wire.ModeSend && !s.rg.allows(q, sl) {
+		return false, true, nil
 	}
 	seq, off, length := s.g.Slice(sl)
 	wr := fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sl)}

@@ -44,6 +44,7 @@ type sendSession struct {
 	acked   uint64   // bytes whose send completions came back
 	extent  uint64   // stream byte just after the furthest slice posted
 	cr      credits
+	rg      grants          // send mode: the receives the receiver has posted
 	wrs     []fabric.SendWR // staged work requests of one queue pair
 	tail    []tailWrite     // write mode: per queue pair, a plain write still owed its immediate
 }
@@ -60,6 +61,7 @@ type tailWrite struct {
 
 type senderEvent struct {
 	credit *wire.Credit
+	posted *wire.Posted
 	done   *wire.Done
 	err    error
 }
@@ -145,12 +147,14 @@ func (c *control) stop() {
 	c.gone()
 }
 
-// handle acts on one event from the receiver: a credit, an early Done or a
-// failure.
+// handle acts on one event from the receiver: a credit, a receive grant, an
+// early Done or a failure.
 func (s *sendSession) handle(c *control, ev senderEvent) error {
 	switch {
 	case ev.credit != nil:
 		return s.cr.add(*ev.credit)
+	case ev.posted != nil:
+		return s.rg.add(*ev.posted)
 	case ev.done != nil:
 		c.early = ev.done
 		return fmt.Errorf("receiver ended the observation early: %s", ev.done.Message)
@@ -217,7 +221,7 @@ func (s *sendSession) pump(ctx context.Context, c *control, wcs []fabric.Complet
 
 // step posts what is ready, reaps completions and handles the receiver's
 // events; moved says whether anything did, credit whether a slice waits for
-// its block's grant.
+// a grant (its block's credit, or in send mode its receive).
 func (s *sendSession) step(c *control, wcs []fabric.Completion) (moved, credit bool, err error) {
 	posted, credit, err := s.postReady()
 	if err == nil {
@@ -239,8 +243,8 @@ func (s *sendSession) step(c *control, wcs []fabric.Completion) (moved, credit b
 }
 
 // idle sleeps when nothing could move: until a completion frees a slot or,
-// with nothing in flight or a slice waiting for its block's grant, until the
-// receiver sends one. (Sleeping on completions alone would miss a grant while
+// with nothing in flight or a slice waiting for a grant (a credit or a
+// receive), until the receiver sends one. (Sleeping on completions alone would miss a grant while
 // a stalled queue pair holds the only WRs in flight.)
 func (s *sendSession) idle(ctx context.Context, c *control, wcs []fabric.Completion, credit bool) error {
 	if s.inflight > 0 && !credit {
@@ -405,6 +409,7 @@ func (s *sendSession) setup() {
 	_, random := cfg.Source.(RandomAccessSource)
 	s.ordered = !random
 	s.cr = credits{nbufs: s.acc.NBufs}
+	s.rg = make(grants, nq)
 }
 
 // readControl forwards the receiver's control messages until an error or
@@ -417,6 +422,8 @@ func (s *sendSession) readControl(events chan<- senderEvent, quit <-chan struct{
 		switch m := m.(type) {
 		case wire.Credit:
 			ev.credit = &m
+		case wire.Posted:
+			ev.posted = &m
 		case wire.Held:
 			s.held.note(m, time.Now())
 			continue

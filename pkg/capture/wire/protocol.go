@@ -27,8 +27,11 @@ import (
 // being told them. Version 7: the Settings, Hello and Accept name the
 // transport (verbs or ofi) and, for ofi, the libfabric provider; an ofi
 // queue pair is described by its endpoint address (fi_getname, opaque
-// bytes) instead of QPN/PSN/LID/GID/MTU; region keys are 64 bits.
-const ProtocolVersion = 7
+// bytes) instead of QPN/PSN/LID/GID/MTU; region keys are 64 bits. Version
+// 8: in send mode the receiver grants receives (Posted) and the sender sends
+// a slice only once its receive is posted, instead of sending into receiver-
+// not-ready retries while the ring's readers hold blocks.
+const ProtocolVersion = 8
 
 // HeaderField is one keyword of an observation's PSRDADA header, as a sender
 // sends it in its Hello.
@@ -256,6 +259,15 @@ type Credit struct {
 	Index uint32
 }
 
+// Posted grants receives (send mode): the receiver has posted a receive WR
+// for every slice on queue pair QP below slice Upto (a stream slice number,
+// not a count). Upto only grows on a queue pair; the sender sends a slice
+// only below it.
+type Posted struct {
+	QP   uint16
+	Upto uint64
+}
+
 // End is the sender's end of stream: the exact number of bytes it sent.
 // Complete is false when the sender stopped early (an error or a signal).
 type End struct {
@@ -311,6 +323,7 @@ const (
 	typeDone     byte = 6
 	typeHeld     byte = 7
 	typeSettings byte = 8
+	typePosted   byte = 9
 )
 
 func (Hello) msgType() byte    { return typeHello }
@@ -321,6 +334,7 @@ func (End) msgType() byte      { return typeEnd }
 func (Done) msgType() byte     { return typeDone }
 func (Held) msgType() byte     { return typeHeld }
 func (Settings) msgType() byte { return typeSettings }
+func (Posted) msgType() byte   { return typePosted }
 
 // Preamble is what opens a connection: the magic and the protocol version.
 func Preamble() []byte {
@@ -383,7 +397,7 @@ func ReadMessage(r io.Reader) (Message, error) {
 	if n > maxFrame {
 		return nil, fmt.Errorf("%w: message of %d bytes exceeds the %d-byte limit", ErrProtocol, n, maxFrame)
 	}
-	if h[0] < typeHello || h[0] > typeSettings {
+	if h[0] < typeHello || h[0] > typePosted {
 		return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, h[0])
 	}
 	p := make([]byte, n)
@@ -429,6 +443,11 @@ func encode(m Message) ([]byte, error) {
 		b = appendText(b, m.Message)
 	case Credit:
 		b = appendCredit(b, m)
+	case Posted:
+		if m.QP >= MaxQPs {
+			return nil, fmt.Errorf("%w: receives posted on queue pair %d (at most %d queue pairs)", ErrProtocol, m.QP, MaxQPs)
+		}
+		b = appendPosted(b, m)
 	case End:
 		b = binary.BigEndian.AppendUint64(b, m.Bytes)
 		b = append(b, boolByte(m.Complete))
@@ -712,6 +731,8 @@ func Decode(typ byte, p []byte) (Message, error) {
 	case typeCredit:
 		m := Credit{Seq: d.u64(), Index: d.u32()}
 		return m, d.end("credit")
+	case typePosted:
+		return d.posted()
 	case typeEnd:
 		m := End{Bytes: d.u64(), Complete: d.boolean()}
 		return m, d.end("end")
@@ -722,16 +743,31 @@ func Decode(typ byte, p []byte) (Message, error) {
 		m := Held{Holding: d.boolean(), Nanos: d.u64(), HoldNanos: d.u64()}
 		return m, d.end("held")
 	case typeSettings:
-		m := Settings{Mode: Mode(d.u8()), QPs: d.u16(), MsgBytes: d.u32(), Fabric: d.fabric()}
-		if err := d.end("settings"); err != nil {
-			return nil, err
-		}
-		if err := m.validate(); err != nil {
-			return nil, fmt.Errorf("decode settings: %w", err)
-		}
-		return m, nil
+		return d.settings()
 	}
 	return nil, fmt.Errorf("%w: unknown message type %d", ErrProtocol, typ)
+}
+
+func (d *dec) settings() (Message, error) {
+	m := Settings{Mode: Mode(d.u8()), QPs: d.u16(), MsgBytes: d.u32(), Fabric: d.fabric()}
+	if err := d.end("settings"); err != nil {
+		return nil, err
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("decode settings: %w", err)
+	}
+	return m, nil
+}
+
+func (d *dec) posted() (Message, error) {
+	m := Posted{QP: d.u16(), Upto: d.u64()}
+	if d.err == nil && m.QP >= MaxQPs {
+		d.fail("receives posted on queue pair %d (at most %d queue pairs)", m.QP, MaxQPs)
+	}
+	if err := d.end("posted"); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func validMTU(m uint32) bool {
@@ -867,13 +903,19 @@ type Conn struct {
 	c       net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
-	scratch []byte // QueueCredit's frame, reused
+	scratch []byte // QueueCredit's and QueuePosted's frame, reused
 }
 
 // appendCredit appends a Credit's body.
 func appendCredit(b []byte, m Credit) []byte {
 	b = binary.BigEndian.AppendUint64(b, m.Seq)
 	return binary.BigEndian.AppendUint32(b, m.Index)
+}
+
+// appendPosted appends a Posted's body.
+func appendPosted(b []byte, m Posted) []byte {
+	b = binary.BigEndian.AppendUint16(b, m.QP)
+	return binary.BigEndian.AppendUint64(b, m.Upto)
 }
 
 // NewConn wraps c; the caller still owns (and closes) c.
@@ -919,11 +961,25 @@ func (c *Conn) Queue(m Message) error {
 // QueueCredit is Queue for a Credit without allocating: write mode queues one
 // per ring block.
 func (c *Conn) QueueCredit(m Credit) error {
-	b := appendCredit(append(c.scratch[:0], typeCredit, 0, 0, 0, 0), m)
+	return c.queueFrame("wire.Credit", appendCredit(append(c.scratch[:0], typeCredit, 0, 0, 0, 0), m))
+}
+
+// QueuePosted is Queue for a Posted without allocating: send mode queues
+// them as receives are posted.
+func (c *Conn) QueuePosted(m Posted) error {
+	if m.QP >= MaxQPs {
+		return fmt.Errorf("queue wire.Posted to %s: %w: queue pair %d", c.c.RemoteAddr(), ErrProtocol, m.QP)
+	}
+	return c.queueFrame("wire.Posted", appendPosted(append(c.scratch[:0], typePosted, 0, 0, 0, 0), m))
+}
+
+// queueFrame sets the length of frame b (a message of type what, built in
+// the scratch buffer) and queues it.
+func (c *Conn) queueFrame(what string, b []byte) error {
 	binary.BigEndian.PutUint32(b[1:5], uint32(len(b)-5))
 	c.scratch = b
 	if _, err := c.w.Write(b); err != nil {
-		return fmt.Errorf("queue %T to %s: %w", m, c.c.RemoteAddr(), err)
+		return fmt.Errorf("queue %s to %s: %w", what, c.c.RemoteAddr(), err)
 	}
 	return nil
 }

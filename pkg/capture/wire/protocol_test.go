@@ -50,6 +50,8 @@ func sampleMessages() []Message {
 			Regions: []Region{{Addr: 0x7f0000000000, Len: 413184, RKey: 1}, {Addr: 0x7e0000000000, Len: 413184, RKey: 2}}},
 		Reject{Message: "sender asked for 8 queue pairs, this receiver uses 4"},
 		Credit{Seq: 1 << 40, Index: 7},
+		Posted{QP: 0, Upto: 0},
+		Posted{QP: MaxQPs - 1, Upto: 1<<64 - 1},
 		End{Bytes: 123456789, Complete: true},
 		End{Bytes: 0},
 		Done{Bytes: 99, Blocks: 1, OK: true, Message: ""},
@@ -116,7 +118,10 @@ func TestDecodeRejects(t *testing.T) {
 	hello := enc(Hello{Mode: ModeSend, MsgBytes: 8, Fabric: verbs, QPs: qps(1)})
 	cases := map[string][]byte{
 		"huge frame":      {typeHello, 0xff, 0xff, 0xff, 0xff},
-		"unknown type":    {9, 0, 0, 0, 0},
+		"unknown type":    {10, 0, 0, 0, 0},
+		"posted qp 64":    {typePosted, 0, 0, 0, 10, 0, 64, 0, 0, 0, 0, 0, 0, 0, 1},
+		"posted short":    {typePosted, 0, 0, 0, 9, 0, 1, 0, 0, 0, 0, 0, 0, 1},
+		"posted trailing": {typePosted, 0, 0, 0, 11, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0},
 		"truncated":       hello[:len(hello)-1],
 		"bad mode":        append([]byte{typeHello, 0, 0, 0, 15, 3}, hello[6:20]...),
 		"zero qps":        {typeHello, 0, 0, 0, 18, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
@@ -136,6 +141,9 @@ func TestDecodeRejects(t *testing.T) {
 		} else if name != "truncated" && !errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: %v does not wrap ErrProtocol", name, err)
 		}
+	}
+	if _, err := encode(Posted{QP: MaxQPs, Upto: 1}); !errors.Is(err, ErrProtocol) {
+		t.Errorf("posted on queue pair %d: %v", MaxQPs, err)
 	}
 	// Semantic checks on Accept.
 	for name, m := range map[string]Accept{
@@ -298,17 +306,23 @@ func FuzzDecode(f *testing.F) {
 
 // TestQueuedMessagesGoOutInOneWrite: messages queued on a Conn reach the peer
 // only with Flush, all in one write, in order (the receiver's credits of
-// several freed blocks cost one system call); QueueCredit queues the same frame
-// as Queue.
+// several freed blocks cost one system call); QueueCredit and QueuePosted
+// queue the same frames as Queue.
 func TestQueuedMessagesGoOutInOneWrite(t *testing.T) {
 	a, b := net.Pipe()
 	defer func() { _ = a.Close(); _ = b.Close() }()
 	k := NewConn(a)
-	want := []Credit{{Seq: 0, Index: 5}, {Seq: 1, Index: 6}, {Seq: 2, Index: 7}, {Seq: 1<<40 + 3, Index: 1<<31 + 1}}
+	want := []Message{Credit{Seq: 0, Index: 5}, Credit{Seq: 1, Index: 6}, Posted{QP: 3, Upto: 67}, Posted{QP: 63, Upto: 1<<40 + 63},
+		Credit{Seq: 2, Index: 7}, Credit{Seq: 1<<40 + 3, Index: 1<<31 + 1}}
 	for i, c := range want {
 		queue := k.Queue
 		if i%2 == 1 {
-			queue = func(Message) error { return k.QueueCredit(c) }
+			queue = func(m Message) error {
+				if p, ok := m.(Posted); ok {
+					return k.QueuePosted(p)
+				}
+				return k.QueueCredit(m.(Credit))
+			}
 		}
 		if err := queue(c); err != nil { // net.Pipe would block a write: nothing is written yet
 			t.Fatal(err)
@@ -328,13 +342,16 @@ func TestQueuedMessagesGoOutInOneWrite(t *testing.T) {
 	for i, c := range want {
 		m, err := ReadMessage(r)
 		if err != nil {
-			t.Fatalf("credit %d of the one write: %v (write of %d bytes)", i, err, len(raw))
+			t.Fatalf("message %d of the one write: %v (write of %d bytes)", i, err, len(raw))
 		}
 		if m != c {
-			t.Fatalf("credit %d: got %+v, want %+v", i, m, c)
+			t.Fatalf("message %d: got %+v, want %+v", i, m, c)
 		}
 	}
 	if r.Buffered() != 0 {
-		t.Fatalf("%d bytes after the credits", r.Buffered())
+		t.Fatalf("%d bytes after the messages", r.Buffered())
+	}
+	if err := k.QueuePosted(Posted{QP: MaxQPs}); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("posted on queue pair %d: %v", MaxQPs, err)
 	}
 }
