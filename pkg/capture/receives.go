@@ -52,7 +52,8 @@ func (s *session) postSlices() error {
 	if s.a.hasEnd {
 		endSlice = min(endSlice, s.g.Slices(s.a.end))
 	}
-	var wrs []fabric.RecvWR
+	wrs := s.slices[:0]
+	defer func() { s.slices = wrs[:0] }() // keeps the grown array for the next call
 	for q := range s.cursor {
 		wrs = wrs[:0]
 		for s.cursor[q] < endSlice && s.posted[q]+len(wrs) < s.r.cfg.RxDepth {

@@ -26,6 +26,7 @@ type session struct {
 	posted   []int           // receive WRs outstanding per queue pair
 	consumed []int           // write mode: scatter-less receive WRs used up since the last repost
 	empty    []fabric.RecvWR // reused by postEmpty
+	slices   []fabric.RecvWR // reused by postSlices
 	cursor   []uint64        // per queue pair, its next slice to post receives for (send mode)
 	untold   []int           // per queue pair, receives posted that the sender was not told of (send mode, see queueGrants)
 	qpc      []qpCounters    // per queue pair, its metrics

@@ -99,7 +99,8 @@ type Endpoint interface {
 	Local() []wire.QPInfo
 	// Connect moves every queue pair INIT -> RTR -> RTS against the peer's.
 	Connect(remote []wire.QPInfo) error
-	// PostRecv posts receive WRs on queue pair qp, in order.
+	// PostRecv posts receive WRs on queue pair qp, in order. It keeps no
+	// reference to wrs: the caller reuses it.
 	PostRecv(qp int, wrs []RecvWR) error
 	// PostSend posts send WRs on queue pair qp, in order.
 	PostSend(qp int, wrs []SendWR) error
