@@ -5,12 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,14 +18,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ringcap/ringcap/internal/benchstat"
 )
 
-// Settings of `make bench-dra` (environment): rounds of the pod-start pair, port down/up runs.
-// A round takes about 90 s on the TCG node (each pod 20-30 s to start and 15-20 s to go), so
-// the defaults keep the target within 15 minutes.
+// Settings of `make bench-dra` (environment): rounds of the pod-start pair, the number of the
+// first round, port down/up runs. A round takes about 90 s on the TCG node (each pod 20-30 s
+// to start and 15-20 s to go), so the defaults keep the target within 15 minutes. To reach
+// more rounds, run the target in parts, each part's BENCH_DRA_FIRST_ROUND following the
+// last round of the one before (so the parts alternate as one run would), and combine their
+// logs with `make bench-dra-combine` (hack/benchdra).
 var (
-	benchRounds   = envInt("BENCH_DRA_ROUNDS", 6)
-	benchPortRuns = envInt("BENCH_DRA_PORT_RUNS", 10)
+	benchRounds     = envInt("BENCH_DRA_ROUNDS", 6)
+	benchFirstRound = envInt("BENCH_DRA_FIRST_ROUND", 1)
+	benchPortRuns   = envInt("BENCH_DRA_PORT_RUNS", 10)
 )
 
 // TestBenchDRA is `make bench-dra` (RINGCAP_BENCH_DRA=1; `make e2e` leaves it out), on the
@@ -67,12 +71,12 @@ func waitAllocatable(t *testing.T) {
 
 func benchPodStart(t *testing.T) {
 	pods := startPodPhases(t)
-	dra, dp, ratios := alternateRounds(t, benchRounds, "dra", "deviceplugin",
+	dra, dp, ratios := alternateRounds(t, benchFirstRound-1, benchRounds, "dra", "deviceplugin",
 		func(i int) time.Duration { return podStartDRA(t, pods, i) },
 		func(i int) time.Duration { return podStartDevicePlugin(t, pods, i) })
-	r, lo, hi := medianCI(ratios)
-	dm, _, _ := medianCI(dra)
-	pm, _, _ := medianCI(dp)
+	r, lo, hi := benchstat.MedianCI(ratios)
+	dm, _, _ := benchstat.MedianCI(dra)
+	pm, _, _ := benchstat.MedianCI(dp)
 	report(t, "bench-dra: ratio dra/deviceplugin=%.3f [%.3f, %.3f] (claim -> pod Running: dra median %.2f s, deviceplugin median %.2f s, %d rounds, goal <= 1.2)",
 		r, lo, hi, dm, pm, len(ratios))
 }
@@ -174,20 +178,21 @@ func benchPortDown(t *testing.T) {
 	if len(slice) != benchPortRuns {
 		t.Fatalf("portwatch reported %d runs, want %d", len(slice), benchPortRuns)
 	}
-	sm, slo, shi := medianCI(slice)
-	lm, llo, lhi := medianCI(law)
+	sm, slo, shi := benchstat.MedianCI(slice)
+	lm, llo, lhi := benchstat.MedianCI(law)
 	report(t, "bench-dra: port down -> device leaves the slice %.0f ms [%.0f, %.0f], ListAndWatch unhealthy %.0f ms [%.0f, %.0f] (%d runs, rescan interval 1 s)",
 		sm, slo, shi, lm, llo, lhi, len(slice))
 	report(t, "bench-dra: ratio slice/listandwatch=%.2f [%.2f, %.2f] (ratio of the medians; interval from the two medians' intervals)",
 		sm/lm, slo/lhi, shi/llo)
 }
 
-// alternateRounds runs n rounds of a and b (a first in even rounds, b first in odd
-// ones, so that no place favours one) and returns their times in seconds and the
-// per-round ratios a/b.
-func alternateRounds(t *testing.T, n int, aName, bName string, a, b func(i int) time.Duration) (as, bs, ratios []float64) {
+// alternateRounds runs n rounds of a and b, numbered from first (0-based; the log counts
+// from 1), a first in even rounds, b first in odd ones, so that no place favours one, and
+// returns their times in seconds and the per-round ratios a/b. Its "round" lines are what
+// hack/benchdra reads back.
+func alternateRounds(t *testing.T, first, n int, aName, bName string, a, b func(i int) time.Duration) (as, bs, ratios []float64) {
 	t.Helper()
-	for i := range n {
+	for i := first; i < first+n; i++ {
 		var da, db time.Duration
 		if i%2 == 0 {
 			da, db = a(i), b(i)
@@ -199,42 +204,6 @@ func alternateRounds(t *testing.T, n int, aName, bName string, a, b func(i int) 
 		ratios = append(ratios, da.Seconds()/db.Seconds())
 	}
 	return as, bs, ratios
-}
-
-// medianCI returns the median of xs and a distribution-free interval for it: the order
-// statistics k and n+1-k with the largest k that keeps the coverage at least 95 % (for 20
-// values the 6th and 15th, 95.9 %); the range when there are too few values.
-func medianCI(xs []float64) (med, lo, hi float64) {
-	v := slices.Clone(xs)
-	slices.Sort(v)
-	n := len(v)
-	if n == 0 {
-		return math.NaN(), math.NaN(), math.NaN()
-	}
-	med = v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	k := 1
-	for j := 2; 2*j <= n; j++ {
-		if 1-2*binomCDF(n, j-1) < 0.95 {
-			break
-		}
-		k = j
-	}
-	return med, v[k-1], v[n-k]
-}
-
-// binomCDF is P(X <= k) for X ~ Binomial(n, 1/2).
-func binomCDF(n, k int) float64 {
-	p, c := 0.0, 1.0
-	for i := 0; i <= k; i++ {
-		if i > 0 {
-			c = c * float64(n-i+1) / float64(i)
-		}
-		p += c
-	}
-	return p / math.Pow(2, float64(n))
 }
 
 // report prints a figure line on stdout (for the make target's output) and in the test log.

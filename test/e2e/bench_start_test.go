@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ringcap/ringcap/internal/benchstat"
 )
 
 // benchStartRounds is the number of capture/pod pairs of `make bench-capture-start`.
@@ -32,12 +34,12 @@ func TestBenchCaptureStart(t *testing.T) {
 	waitAllocatable(t)
 	ensureNamespace(t, testNamespace)
 	pods := startPodPhases(t)
-	capt, pod, ratios := alternateRounds(t, benchStartRounds, "capture", "pod",
+	capt, pod, ratios := alternateRounds(t, 0, benchStartRounds, "capture", "pod",
 		func(i int) time.Duration { return captureStart(t, i) },
 		func(i int) time.Duration { return podStartDevicePlugin(t, pods, i) })
-	r, lo, hi := medianCI(ratios)
-	cm, clo, chi := medianCI(capt)
-	pm, plo, phi := medianCI(pod)
+	r, lo, hi := benchstat.MedianCI(ratios)
+	cm, clo, chi := benchstat.MedianCI(capt)
+	pm, plo, phi := benchstat.MedianCI(pod)
 	report(t, "bench-capture-start: ratio capture-start/pod-start=%.2f [%.2f, %.2f] (apply -> Listening with endpoint: median %.2f s [%.2f, %.2f]; plain pod -> Running: median %.2f s [%.2f, %.2f]; %d rounds)",
 		r, lo, hi, cm, clo, chi, pm, plo, phi, len(ratios))
 }
