@@ -78,7 +78,7 @@ run() {
   ringcap ring destroy -k "$key" >/dev/null 2>&1
   local rbytes gbps
   rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
-  gbps=$(grep -o 'gbps=[0-9.]*' send.log | head -1)
+  gbps=$(grep '^send: bytes=' send.log | grep -o 'gbps=[0-9.]*') # the summary's, not a progress line's
   if [ "$txrc" != 0 ] || [ "$rxrc" != 0 ] || [ "$rbytes" != "$BYTES" ]; then
     echo "ofi-cpu: $mode $t failed (send rc=$txrc, recv rc=$rxrc, read ${rbytes:-?} of $BYTES):" >&2
     cat send.log recv.log read.log >&2
