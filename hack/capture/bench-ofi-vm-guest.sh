@@ -18,13 +18,16 @@ run() {
   local rx_tr=("${tr[@]}") tx_tr=("${tr[@]}")
   [ "$t" = ofi ] && rx_tr+=(--ofi-provider 'verbs;ofi_rxm' --ofi-domain rxe1) && tx_tr+=(--ofi-domain rxe0)
   ringcap ring create -k "$key" -n 16 -b 1048576 >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
+  rm -f recv.log send.out read.log # a previous run's recv.log would say "Listening" too early
   ringcap recv -k "$key" "${rx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
     --metrics-addr "" --stop-observations 1 >recv.log 2>&1 &
   local rx=$!
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
-  for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
-  ringcap send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --no-fill >send.out 2>&1
+  for _ in $(seq 600); do grep -q "Listening for senders" recv.log 2>/dev/null && break; kill -0 "$rx" 2>/dev/null || break; sleep 0.1; done
+  # A sender that failed (refused: the receiver not listening yet) leaves no one to end the receiver.
+  ringcap send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --no-fill >send.out 2>&1 ||
+    kill "$rx" 2>/dev/null
   wait "$rx"; local rxrc=$?
   [ "$rxrc" = 0 ] || kill "$rd" 2>/dev/null
   wait "$rd"

@@ -31,9 +31,25 @@ cpu() {
   echo "user=${1:-?} sys=${2:-?}"
 }
 
-# run MODE TRANSPORT [PERF_PREFIX]: one capture of BYTES; prints the two ofi-cpu lines' tails.
+# listening RX: waits until receiver RX has logged that it listens (recv.log, removed before it
+# started: a previous run's would let the sender connect too early, be refused, and leave this
+# receiver waiting for a sender forever), at most 5 minutes; fails when it exits first.
+listening() {
+  local i
+  for i in $(seq 3000); do
+    grep -q "Listening for senders" recv.log 2>/dev/null && return 0
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "ofi-cpu: the receiver did not listen (after $((i / 10)) s):" >&2
+  cat recv.log >&2
+  return 1
+}
+
+# run N MODE TRANSPORT [PERF_PREFIX]: capture N (its port) of BYTES; prints the two ofi-cpu
+# lines' tails. A sender that fails ends its receiver, which would otherwise wait for the next.
 run() {
-  local mode=$1 t=$2 perf=${3:-} port=$((PORT++)) key=c1$((PORT % 100))0 tr=() rc=ringcap
+  local port=$((PORT + $1)) key=c1$(printf %02d $(($1 % 100)))0 mode=$2 t=$3 perf=${4:-} tr=() rc=ringcap
   [ "$t" = ofi-old ] && rc=ringcap-old
   [ "$t" != verbs ] && tr=(--transport ofi)
   local rx_tr=("${tr[@]}") tx_tr=("${tr[@]}") rx_pre=() tx_pre=()
@@ -43,22 +59,26 @@ run() {
     tx_pre=("$perf" record -e cpu-clock -F 1999 -g -o "$WORK/perf-send-$mode-$t.data" --)
   fi
   ringcap ring create -k "$key" -n 16 -b 1048576 >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
+  rm -f recv.log recv.times send.log send.times read.log
   timed recv "${rx_pre[@]}" "$rc" recv -k "$key" "${rx_tr[@]}" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" \
     --listen "$SRV_IP:$port" --metrics-addr "" --stop-observations 1 &
   local rx=$!
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
-  for _ in $(seq 300); do grep -q "Listening for senders" recv.log 2>/dev/null && break; sleep 0.1; done
-  timed send "${tx_pre[@]}" "$rc" send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" \
-    --bytes "$BYTES" --no-fill
-  local txrc=$?
+  local txrc=1
+  if listening "$rx"; then
+    timed send "${tx_pre[@]}" "$rc" send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" \
+      --bytes "$BYTES" --no-fill
+    txrc=$?
+  fi
+  [ "$txrc" = 0 ] || kill "$rx" 2>/dev/null
   wait "$rx"; local rxrc=$?
   [ "$rxrc" = 0 ] || kill "$rd" 2>/dev/null
   wait "$rd"
   ringcap ring destroy -k "$key" >/dev/null 2>&1
   local rbytes gbps
   rbytes=$(sed -n 's/.*read: bytes=\([0-9]*\).*/\1/p' read.log)
-  gbps=$(grep -o 'gbps=[0-9.]*' send.log | head -1)
+  gbps=$(grep '^send: bytes=' send.log | grep -o 'gbps=[0-9.]*') # the summary's, not a progress line's
   if [ "$txrc" != 0 ] || [ "$rxrc" != 0 ] || [ "$rbytes" != "$BYTES" ]; then
     echo "ofi-cpu: $mode $t failed (send rc=$txrc, recv rc=$rxrc, read ${rbytes:-?} of $BYTES):" >&2
     cat send.log recv.log read.log >&2
@@ -68,13 +88,15 @@ run() {
   echo "side=send $(cpu send) $gbps"
 }
 
+n=0
 for r in $(seq "$ROUNDS"); do
   for mode in $MODES; do
     # shellcheck disable=SC2086 # the contenders, rotated by one each round
     set -- $CONTENDERS
     for _ in $(seq $(((r - 1) % $#))); do set -- "${@:2}" "$1"; done
     for t in "$@"; do
-      out=$(run "$mode" "$t") || exit 1
+      n=$((n + 1)) # here, not in run: run's $(...) is a subshell
+      out=$(run "$n" "$mode" "$t") || exit 1
       echo "$out" | sed "s/^/ofi-cpu: round=$r mode=$mode transport=$t /"
     done
   done
@@ -85,7 +107,8 @@ if [ "$PERF" = 1 ]; then
   P=$SHARE/perf/perf
   for mode in $MODES; do
     for t in verbs ofi; do
-      run "$mode" "$t" "$P" >/dev/null || exit 1
+      n=$((n + 1))
+      run "$n" "$mode" "$t" "$P" >/dev/null || exit 1
       for side in recv send; do
         d=$WORK/perf-$side-$mode-$t.data
         "$P" report -i "$d" --stdio --no-children --sort dso,sym --percent-limit 0.5 >"$SHARE/perf-$side-$mode-$t.txt" 2>/dev/null

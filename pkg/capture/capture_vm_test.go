@@ -194,51 +194,73 @@ func TestVMEndToEnd(t *testing.T) {
 		for _, mr := range []string{"wholering", "perblock"} {
 			for _, qps := range []int{1, 4, 16} {
 				t.Run(fmt.Sprintf("%s/%s/qps=%d", mode, mr, qps), func(t *testing.T) {
-					key := vmKey()
-					ringCreate(t, bin, key, nbufs, bufsz)
-					port := vmPort()
-					summary := filepath.Join(t.TempDir(), "summary.json")
-					q := strconv.Itoa(qps)
-					args := []string{"recv", "-k", key, "--mode", mode, "--mr", mr, "--qps", q,
-						"--listen", net.JoinHostPort(vmtest.IP1, strconv.Itoa(port)), "--metrics-addr", "", "--stop-observations", "2",
-						"--summary-file", summary}
-					sendArgs := []string{"--mode", mode, "--qps", q}
+					c := vmCell{mode: mode, mr: mr, qps: qps, nbufs: nbufs, bufsz: bufsz, off: 2*bufsz + 12345, seed: 11}
 					switch qps {
 					case 4:
-						args = append(args, "--cq-per-qp") // one completion queue per queue pair
+						c.recvArgs = []string{"--cq-per-qp"} // one completion queue per queue pair
 					case 16:
-						args = append(args, "--busy-poll") // both ends poll instead of sleeping on completion events
-						sendArgs = append(sendArgs, "--busy-poll")
+						c.recvArgs = []string{"--busy-poll"} // both ends poll instead of sleeping on completion events
+						c.sendArgs = c.recvArgs
 					}
-					recv := start(t, bin, args...)
-					connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(port))
-					waitListening(t, connect, recv)
-					// Two consecutive observations: one ending on a block boundary, one inside a block.
-					onBoundary := uint64(3 * nbufs * bufsz)
-					offBoundary := uint64(2*bufsz + 12345)
-					verifyObservation(t, bin, key, connect, onBoundary, 11, sendArgs...)
-					verifyObservation(t, bin, key, connect, offBoundary, 12, sendArgs...)
-					if err := recv.wait(t, time.Minute); err != nil {
-						t.Fatalf("recv: %v\n%s", err, recv.output())
+					st, out := runVMCell(t, bin, &c)
+					if st.BusyPoll != (qps == 16) || st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 1 {
+						t.Fatalf("summary %+v\nrecv output:\n%s", st, out)
 					}
-					st := readSummary(t, summary)
-					wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[mr]
-					if st.State != statusdoc.StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
-						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
-						st.QueuePairs != qps || st.TransferMode != mode || st.BusyPoll != (qps == 16) ||
-						st.Endpoint.Device != vmtest.Device1 || st.Endpoint.GIDIndex == nil || *st.Endpoint.GIDIndex != 1 {
-						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
+					if !strings.Contains(out, "Registered ring key="+c.key+" mode="+st.MemoryRegistration.Mode) {
+						t.Fatalf("no registration log line:\n%s", out)
 					}
-					if !strings.Contains(recv.output(), "Registered ring key="+key+" mode="+wantMR) {
-						t.Fatalf("no registration log line:\n%s", recv.output())
-					}
-					if want := fmt.Sprintf("busyPoll=%v", qps == 16); !strings.Contains(recv.output(), want) {
-						t.Fatalf("no %s in the observation log line:\n%s", want, recv.output())
+					if want := fmt.Sprintf("busyPoll=%v", qps == 16); !strings.Contains(out, want) {
+						t.Fatalf("no %s in the observation log line:\n%s", want, out)
 					}
 				})
 			}
 		}
 	}
+}
+
+// vmCell is one cell of a VM matrix (TestVMEndToEnd, TestVMOFIMatrix): recv
+// in mode with mr registration and qps queue pairs (plus recvArgs) into a
+// fresh nbufs x bufsz ring serves two observations sent with sendArgs, one
+// ending on a block boundary and one of off bytes, seeded seed and seed+1.
+type vmCell struct {
+	mode, mr           string
+	qps                int
+	nbufs, bufsz       uint64
+	off                uint64
+	seed               int
+	recvArgs, sendArgs []string
+	key                string // set by runVMCell
+}
+
+// runVMCell runs cell c: each observation verified byte for byte by ring
+// read, recv stopped by itself after the two, and its summary agreeing on
+// state, observations, bytes, registration, queue pairs and mode. It returns
+// the summary and recv's output for the checks of the cell's transport.
+func runVMCell(t *testing.T, bin string, c *vmCell) (statusdoc.Status, string) {
+	t.Helper()
+	c.key = vmKey()
+	ringCreate(t, bin, c.key, int(c.nbufs), int(c.bufsz))
+	connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort()))
+	summary := filepath.Join(t.TempDir(), "summary.json")
+	q := strconv.Itoa(c.qps)
+	recv := start(t, bin, append([]string{"recv", "-k", c.key, "--mode", c.mode, "--mr", c.mr, "--qps", q, "--listen", connect,
+		"--metrics-addr", "", "--stop-observations", "2", "--summary-file", summary}, c.recvArgs...)...)
+	waitListening(t, connect, recv)
+	sendArgs := append([]string{"--mode", c.mode, "--qps", q}, c.sendArgs...)
+	onBoundary := 3 * c.nbufs * c.bufsz
+	verifyObservation(t, bin, c.key, connect, onBoundary, c.seed, sendArgs...)
+	verifyObservation(t, bin, c.key, connect, c.off, c.seed+1, sendArgs...)
+	if err := recv.wait(t, time.Minute); err != nil {
+		t.Fatalf("recv: %v\n%s", err, recv.output())
+	}
+	st := readSummary(t, summary)
+	wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[c.mr]
+	if st.State != statusdoc.StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
+		st.BytesReceived != onBoundary+c.off || st.MemoryRegistration.Mode != wantMR ||
+		st.QueuePairs != c.qps || st.TransferMode != c.mode {
+		t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
+	}
+	return st, recv.output()
 }
 
 // waitListening waits until recv accepts TCP connections on addr.

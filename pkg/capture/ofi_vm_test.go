@@ -5,17 +5,13 @@ package capture
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/devices"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
@@ -39,33 +35,17 @@ func TestVMOFIMatrix(t *testing.T) {
 		for _, mr := range []string{"wholering", "perblock"} {
 			for _, qps := range []int{1, 4, 16} {
 				t.Run(fmt.Sprintf("%s/%s/qps=%d", mode, mr, qps), func(t *testing.T) {
-					key := vmKey()
-					ringCreate(t, bin, key, nbufs, bufsz)
-					connect := net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort()))
-					summary := filepath.Join(t.TempDir(), "summary.json")
-					q, m := strconv.Itoa(qps), strconv.Itoa(msg)
-					recv := start(t, bin, "recv", "-k", key, "--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1,
-						"--mode", mode, "--mr", mr, "--qps", q, "--msg-bytes", m, "--listen", connect, "--metrics-addr", "",
-						"--stop-observations", "2", "--summary-file", summary)
-					waitListening(t, connect, recv)
-					sendArgs := []string{"--transport", "ofi", "--ofi-domain", vmtest.Device0, "--mode", mode, "--qps", q, "--msg-bytes", m}
-					onBoundary := uint64(3 * nbufs * bufsz)
-					offBoundary := uint64(2*bufsz + 3*msg + 1234)
-					verifyObservation(t, bin, key, connect, onBoundary, 21, sendArgs...)
-					verifyObservation(t, bin, key, connect, offBoundary, 22, sendArgs...)
-					if err := recv.wait(t, time.Minute); err != nil {
-						t.Fatalf("recv: %v\n%s", err, recv.output())
-					}
-					st := readSummary(t, summary)
-					wantMR := map[string]string{"wholering": "WholeRing", "perblock": "PerBlock"}[mr]
-					if st.State != statusdoc.StateFinished || st.Observations != 2 || st.IncompleteObs != 0 ||
-						st.BytesReceived != onBoundary+offBoundary || st.MemoryRegistration.Mode != wantMR ||
-						st.QueuePairs != qps || st.TransferMode != mode || st.Transport != "ofi" || st.Provider != ofiVerbs {
-						t.Fatalf("summary %+v\nrecv output:\n%s", st, recv.output())
+					m := strconv.Itoa(msg)
+					c := vmCell{mode: mode, mr: mr, qps: qps, nbufs: nbufs, bufsz: bufsz, off: 2*bufsz + 3*msg + 1234, seed: 21,
+						recvArgs: []string{"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1, "--msg-bytes", m},
+						sendArgs: []string{"--transport", "ofi", "--ofi-domain", vmtest.Device0, "--msg-bytes", m}}
+					st, out := runVMCell(t, bin, &c)
+					if st.Transport != "ofi" || st.Provider != ofiVerbs {
+						t.Fatalf("summary %+v\nrecv output:\n%s", st, out)
 					}
 					// slog quotes the message: its quotes come escaped.
-					if !strings.Contains(recv.output(), fmt.Sprintf(`with libfabric provider \"%s\" domain \"%s\"`, ofiVerbs, vmtest.Device1)) {
-						t.Fatalf("no registration log line naming the provider and domain:\n%s", recv.output())
+					if !strings.Contains(out, fmt.Sprintf(`with libfabric provider \"%s\" domain \"%s\"`, ofiVerbs, vmtest.Device1)) {
+						t.Fatalf("no registration log line naming the provider and domain:\n%s", out)
 					}
 				})
 			}
