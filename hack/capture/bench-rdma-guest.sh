@@ -168,12 +168,13 @@ ringcap_run() {
   local mode=$1 mr=$2 port=$((PORT++)) key=b0$((PORT % 100))0
   shift 2
   ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
+  rm -f recv.log # a previous run's "Listening" would start the sender before this receiver listens
   ringcap recv -k "$key" --mode "$mode" --mr "$mr" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
     --metrics-addr "" --stop-observations 1 --summary-file summary.json "${BUSY[@]}" >recv.log 2>&1 &
   local rx=$!
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
-  for _ in $(seq 100); do grep -q "Listening for senders" recv.log && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -q "Listening for senders" recv.log 2>/dev/null && break; sleep 0.1; done
   cpu_window cpu.log
   ringcap send --connect "$SRV_IP:$port" --mode "$mode" --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --ack-timeout "$ACK_TIMEOUT" --no-fill --progress 100ms "${BUSY[@]}" "$@" >send.out 2>&1
   flow_end "mode=$mode mr=$mr" "$rx" "$rd" "$key" send.out recv.log read.log || return 1
@@ -198,6 +199,7 @@ ringcap_concurrent() {
     port=$((PORT++)) key=c0$((PORT % 100))$i
     keys[i]=$key ports[i]=$port
     ringcap ring create -k "$key" -n "$RING_NBUFS" -b "$RING_BUFSZ" >/dev/null 2>&1 || { echo "ring create failed" >&2; bad=1; }
+    rm -f "recv$i.log" # as in ringcap_run
     ringcap recv -k "$key" --mode write --mr "${mrs[i]}" --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
       --metrics-addr "" --stop-observations 1 "${BUSY[@]}" >recv$i.log 2>&1 &
     rx[i]=$!
@@ -205,7 +207,7 @@ ringcap_concurrent() {
     rd[i]=$!
   done
   for i in 0 1; do
-    for _ in $(seq 100); do grep -q "Listening for senders" recv$i.log && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -q "Listening for senders" "recv$i.log" 2>/dev/null && break; sleep 0.1; done
   done
   cpu_window cpu.log
   for i in "${order[@]}"; do
