@@ -310,12 +310,7 @@ func TestVMSlowReaderBackPressure(t *testing.T) {
 			key, connect, summary, recv := o.key, o.connect, o.summary, o.recv
 			// A reader that sleeps on every block: the ring (4 blocks) fills and the
 			// sender must be held back without losing a byte.
-			k, _ := dada.ParseKey(key)
-			h, err := dada.Connect(k, dada.ConnectOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = h.Close() }()
+			h := connectRing(t, key)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			// 250 ms per block is far slower than rxe under TCG (~1 MB per 100 ms).
@@ -580,6 +575,17 @@ func TestVMUnprivilegedMemlock(t *testing.T) {
 	if _, err := dada.Connect(mustKey(t, key), dada.ConnectOptions{}); err == nil {
 		t.Fatal("the ring created by the failed recv is still there")
 	}
+}
+
+// connectRing connects to the ring at key for the test, closed when it ends.
+func connectRing(t *testing.T, key string) *dada.HDU {
+	t.Helper()
+	h, err := dada.Connect(mustKey(t, key), dada.ConnectOptions{})
+	if err != nil {
+		t.Fatalf("connect ring %s: %v", key, err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
 func mustKey(t *testing.T, s string) dada.Key {

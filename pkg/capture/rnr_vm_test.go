@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
 )
 
@@ -61,12 +60,7 @@ func TestVMSendModeHoldWithoutRNR(t *testing.T) {
 	const nbufs, bufsz, msg = 8, 256 << 10, 32 << 10
 	const total = 3 * nbufs * bufsz
 	o := startOneObservation(t, bin, "send", nbufs, bufsz, "--msg-bytes", strconv.Itoa(msg))
-	k, _ := dada.ParseKey(o.key)
-	h, err := dada.Connect(k, dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, o.key)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	reads := readPaced(t, ctx, h, 1, 31, func(b int) time.Duration {
