@@ -145,7 +145,7 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 	}
 	next := s.wBufNext()
 	s.setWBufNext(next + 1)
-	return int(next % uint64(r.nbufs)), next, nil
+	return r.index(next), next, nil
 }
 
 // awaitNextClear waits until every reader has cleared the block getNextWrite hands out
@@ -153,7 +153,7 @@ func (w *wbuf) getNextWrite(ctx context.Context) (int, uint64, error) {
 // cancelled half way resumes where it stopped.
 func (w *wbuf) awaitNextClear(ctx context.Context) error {
 	r, s := w.r, w.r.sync
-	b := s.wBufNext() % uint64(r.nbufs)
+	b := uint64(r.index(s.wBufNext()))
 	for s.count(b) > 0 {
 		for ; w.clearDone < r.nreaders; w.clearDone++ {
 			if err := r.semOp(ctx, r.dataSem[w.clearDone], semClear, -1, 0); err != nil {
@@ -396,7 +396,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 		}
 	}
 	seq = s.rBufs(q.iread)
-	idx = int(seq % uint64(r.nbufs))
+	idx = r.index(seq)
 	end := uint64(r.bufsz)
 	eod = s.eod(q.xfer) && seq == s.eBuf(q.xfer)
 	if eod {

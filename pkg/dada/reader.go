@@ -219,23 +219,17 @@ func (r *Reader) release() error {
 	return r.closeErr
 }
 
-// acquire holds the HDU open and the reader's lock for one operation; leave undoes
-// both. It fails with ErrClosed when the HDU or the reader is closed.
+// acquire holds the reader's lock for one operation; leave undoes it. It fails with
+// ErrClosed when the HDU or the reader is closed. Like Writer.acquire it does not hold
+// the HDU open: HDU.Close releases the reader under this lock before detaching.
 func (r *Reader) acquire() error {
-	if !r.h.enter() {
-		return ErrClosed
-	}
 	r.mu.Lock()
-	if r.closed {
+	if r.closed || r.h.closing.Load() {
 		r.mu.Unlock()
-		r.h.exit()
 		return ErrClosed
 	}
 	return nil
 }
 
 // leave ends what acquire began (a method, not a closure: no allocation per operation).
-func (r *Reader) leave() {
-	r.mu.Unlock()
-	r.h.exit()
-}
+func (r *Reader) leave() { r.mu.Unlock() }

@@ -109,6 +109,15 @@ func (r *Ring) semOp(ctx context.Context, id int, num uint16, op int16, flg int1
 	return semOpClosing(ctx, r.closing, id, num, op, flg)
 }
 
+// index is the ring index of block seq: a mask when the block count is a power of two
+// (a 64-bit division costs more than the rest of the block's bookkeeping).
+func (r *Ring) index(seq uint64) int {
+	if r.nbufs&(r.nbufs-1) == 0 {
+		return int(seq & uint64(r.nbufs-1))
+	}
+	return int(seq % uint64(r.nbufs))
+}
+
 // Key returns the ring's key.
 func (r *Ring) Key() Key { return r.key }
 
@@ -151,8 +160,10 @@ type HDU struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// opMu is held shared by every Writer/Reader/viewer operation and exclusively by
-	// Close, which first sets closing so that blocked waits end (within semPoll).
+	// opMu is held shared by every viewer operation and while a Writer or Reader is made
+	// or closed, and exclusively by Close, which first sets closing so that blocked waits
+	// end (within semPoll). Writer and Reader operations hold only their handle's lock,
+	// under which Close releases each handle before it detaches the rings.
 	opMu    sync.RWMutex
 	closing atomic.Bool
 	hmu     sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -539,5 +540,70 @@ func TestHDUCloseUnblocksAndReleases(t *testing.T) {
 	}
 	if _, err := c.Snapshot(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Snapshot on a closed HDU = %v", err)
+	}
+}
+
+// HDU.Close in the middle of a busy stream: a writer and a reader handing blocks over as
+// fast as they can on their own goroutines both end with ErrClosed, and no operation
+// touches the rings after they are detached (that would fault; the loops do not touch
+// the blocks' bytes, which Close takes away from a caller holding them). Handle operations hold
+// only their handle's lock; Close releases each handle under it before detaching.
+func TestHDUCloseDuringBusyStream(t *testing.T) {
+	h := createTestRing(t, Config{NBufs: 4, BufSize: 4096})
+	c := connect(t, h.Key())
+	ctx := context.Background()
+	w, err := c.LockWrite(ctx, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.LockRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadHeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var moved atomic.Int64
+	errs := make(chan error, 2)
+	go func() { errs <- busyWriter(ctx, w, &moved) }()
+	go func() { errs <- busyReader(ctx, r, &moved) }()
+	for moved.Load() < 1000 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, ErrClosed) {
+			t.Fatalf("busy loop across HDU.Close ended with %v, want ErrClosed", err)
+		}
+	}
+}
+
+func busyWriter(ctx context.Context, w *Writer, moved *atomic.Int64) error {
+	for {
+		b, err := w.OpenBlock(ctx)
+		if err != nil {
+			return err
+		}
+		if err := w.MarkFilled(len(b.Data)); err != nil {
+			return err
+		}
+		moved.Add(1)
+	}
+}
+
+func busyReader(ctx context.Context, r *Reader, moved *atomic.Int64) error {
+	for {
+		if _, err := r.NextBlock(ctx); err != nil {
+			return err
+		}
+		if err := r.MarkCleared(); err != nil {
+			return err
+		}
+		moved.Add(1)
 	}
 }

@@ -46,11 +46,7 @@ type sembuf struct {
 // *closing (if not nil) is set.
 func semOpClosing(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
 	if op > 0 {
-		for {
-			if err := semTry(id, num, op, flg, nil); !errors.Is(err, unix.EINTR) {
-				return semErr(err)
-			}
-		}
+		return semIncrement(id, num, op, flg)
 	}
 	err := semNow(id, num, op, flg)
 	if err == nil || !errors.Is(err, unix.EAGAIN) || flg&ipcNoWait != 0 {
@@ -59,8 +55,35 @@ func semOpClosing(ctx context.Context, closing *atomic.Bool, id int, num uint16,
 	return semWait(ctx, closing, id, num, op, flg)
 }
 
+// semWaiters counts this process's goroutines blocked in semWait.
+var semWaiters atomic.Int32
+
+// semIncrement performs an increment, which never blocks. While no goroutine of this
+// process waits on a semaphore it is a raw system call (semNow), skipping the scheduler's
+// system call bookkeeping: the waiters it may wake are other processes (PSRDADA readers),
+// whose threads need nothing of ours. While one does, it is an ordinary system call, so
+// that the woken waiter's thread can take this one's P (with few Ps, raw increments
+// halved the receive engine's speed against a reader in the same process). Reading the
+// count races with a waiter starting; the cost of losing that race is speed, not
+// correctness.
+func semIncrement(id int, num uint16, op int16, flg int16) error {
+	for {
+		var err error
+		if semWaiters.Load() == 0 {
+			err = semNow(id, num, op, flg)
+		} else {
+			err = semTry(id, num, op, flg, nil)
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return semErr(err)
+		}
+	}
+}
+
 // semWait waits for a decrement in semPoll steps, checking ctx and *closing between them.
 func semWait(ctx context.Context, closing *atomic.Bool, id int, num uint16, op int16, flg int16) error {
+	semWaiters.Add(1)
+	defer semWaiters.Add(-1)
 	ts := unix.NsecToTimespec(int64(semPoll))
 	for {
 		err := semTry(id, num, op, flg, &ts)

@@ -92,12 +92,11 @@ func semTry(id int, num uint16, op int16, flg int16, timeout *unix.Timespec) err
 	return nil
 }
 
-// semNow performs one semop that cannot block (IPC_NOWAIT is added): EAGAIN when it
-// would have waited. A call that never blocks needs none of the Go scheduler's system
-// call bookkeeping, so it is a raw system call, about a third cheaper than a semop from
-// Go. It is for a decrement's first try only: an increment wakes waiters, and a woken
-// waiter's goroutine needs a P that a raw call never hands over (with few Ps the
-// receive engine ran at half speed when its increments were raw).
+// semNow performs one semop that cannot block (IPC_NOWAIT is added): EAGAIN when a
+// decrement would have waited. A call that never blocks needs none of the Go scheduler's
+// system call bookkeeping, so it is a raw system call, about a third cheaper than a semop
+// from Go. It serves a decrement's first try, and increments while no goroutine of this
+// process waits (semIncrement says why only then).
 func semNow(id int, num uint16, op int16, flg int16) error {
 	b := sembuf{num: num, op: op, flg: flg | ipcNoWait}
 	_, _, e := unix.RawSyscall6(unix.SYS_SEMTIMEDOP, uintptr(id), uintptr(unsafe.Pointer(&b)), 1, 0, 0, 0)

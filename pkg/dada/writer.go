@@ -425,23 +425,19 @@ func (w *Writer) closeLocked(ctx context.Context, leaveOpen bool) error {
 	return w.closeErr
 }
 
-// acquire holds the HDU open and the writer's lock for one operation; leave undoes both.
-// It fails with ErrClosed when the HDU or the writer is closed.
+// acquire holds the writer's lock for one operation; leave undoes it. It fails with
+// ErrClosed when the HDU or the writer is closed. It does not hold the HDU open (no
+// HDU.enter: two atomic operations fewer per call, on the path of every block):
+// HDU.Close releases the writer under this same lock before it detaches the rings, so an
+// operation that holds it still has them attached, and its waits end once Close begins.
 func (w *Writer) acquire() error {
-	if !w.h.enter() {
-		return ErrClosed
-	}
 	w.mu.Lock()
-	if w.closed {
+	if w.closed || w.h.closing.Load() {
 		w.mu.Unlock()
-		w.h.exit()
 		return ErrClosed
 	}
 	return nil
 }
 
 // leave ends what acquire began (a method, not a closure: no allocation per operation).
-func (w *Writer) leave() {
-	w.mu.Unlock()
-	w.h.exit()
-}
+func (w *Writer) leave() { w.mu.Unlock() }
