@@ -26,22 +26,23 @@ kind_node_exec() { local c=$1; shift; "$KIND_ENGINE" exec -i "$c-control-plane" 
 
 # kind_install_cni CLUSTER: the bridge conflist for the node's pod CIDR, then loopback
 kind_install_cni() {
-  local c=$1 cidr="" i
-  # the controller-manager assigns the node's pod CIDR shortly after the node registers
-  for i in $(seq 120); do
+  local c=$1 cidr="" t0=$EPOCHSECONDS
+  # the controller-manager assigns the node's pod CIDR shortly after the node registers; each
+  # try is a podman exec, which takes seconds under TCG, so the wait is bounded by time
+  while [ $((EPOCHSECONDS - t0)) -lt "${KIND_CIDR_WAIT:-600}" ]; do
     cidr=$(kind_node_exec "$c" kubectl --kubeconfig /etc/kubernetes/admin.conf get node "$c-control-plane" \
       -o 'jsonpath={.spec.podCIDR}' 2>/dev/null) || true
     [ -z "$cidr" ] || break
     sleep 1
   done
-  [ -n "$cidr" ] || { kind_log "node $c-control-plane got no pod CIDR in $i s"; return 1; }
+  [ -n "$cidr" ] || { kind_log "node $c-control-plane got no pod CIDR in $((EPOCHSECONDS - t0)) s"; return 1; }
   kind_node_exec "$c" sh -c 'cat > /etc/cni/net.d/10-ringcap-bridge.conflist' <<JSON
 {"cniVersion": "0.4.0", "name": "ringcap-kind", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
-  kind_log "bridge CNI for pod CIDR $cidr installed in $c-control-plane"
+  kind_log "bridge CNI for pod CIDR $cidr installed in $c-control-plane ($((EPOCHSECONDS - t0)) s after the node registered)"
 }
 
 # kind_wait_system CLUSTER SECONDS: the node Ready and every kube-system pod Running and ready
@@ -49,7 +50,10 @@ JSON
 # networking through the bridge)
 kind_wait_system() {
   local c=$1 secs=$2 k=(kubectl --kubeconfig /etc/kubernetes/admin.conf)
-  kind_node_exec "$c" "${k[@]}" wait --for=condition=Ready "node/$c-control-plane" --timeout="${secs}s" >&2 || return 1
-  kind_node_exec "$c" "${k[@]}" -n kube-system wait --for=condition=Ready pod --all --timeout="${secs}s" >&2 || return 1
+  kind_node_exec "$c" "${k[@]}" wait --for=condition=Ready "node/$c-control-plane" --timeout="${secs}s" >&2 &&
+    kind_log "node $c-control-plane Ready" &&
+    kind_node_exec "$c" "${k[@]}" -n kube-system wait --for=condition=Ready pod --all --timeout="${secs}s" >&2 ||
+    { kind_log "cluster $c not ready in time:"; kind_node_exec "$c" "${k[@]}" get nodes,pods -A -o wide >&2
+      kind_node_exec "$c" "${k[@]}" get events -A --sort-by=.lastTimestamp >&2; return 1; }
   kind_node_exec "$c" "${k[@]}" -n kube-system get pods -o wide >&2
 }

@@ -23,5 +23,5 @@ export KIND_CONTAINERD_BIN=${KIND_CONTAINERD_BIN:-$KIND_DIR/containerd-$CONTAINE
 export KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-localhost/ringcap-kind/node:$K8S_VERSION}
 # the node image as an archive (podman load / docker load), for the Soft-RoCE VM
 export KIND_NODE_ARCHIVE=$KIND_DIR/node-$K8S_VERSION.tar
-kind_log() { echo "kind: $*" >&2; }
+kind_log() { echo "kind[$(date +%T)]: $*" >&2; }
 kind_die() { echo "kind: $*" >&2; exit 1; }

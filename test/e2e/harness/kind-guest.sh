@@ -22,8 +22,9 @@ export RINGCAP_CACHE=/mnt/disk/ringcap KIND_WORK=/mnt/host/kind KIND_ENGINE=podm
 node_image() { . /mnt/host/repo/hack/kind/podman-env.sh && kind_podman_env && podman image exists "$KIND_NODE_IMAGE"; }
 ( node_image ) > $L/podman-image.log 2>&1 || { log "node image $KIND_NODE_IMAGE not on the VM's disk: $(tail -3 $L/podman-image.log)"; exit; }
 log "node image $KIND_NODE_IMAGE on the VM's disk; kind.sh up"
-bash /mnt/host/repo/test/e2e/harness/kind.sh up > $L/kind-up.log 2>&1
+# the host reads how much memory the run needed (uptime, MiB used, buff/cache, available) from
+# here, from before the cluster is made to the end
+( while sleep 30; do echo "$(cut -d' ' -f1 /proc/uptime) $(free -m | awk '/^Mem:/ {print $3, $6, $7}')"; done ) >> $L/memory.log 2>&1 &
+KIND_SYSTEM_WAIT=1200 bash /mnt/host/repo/test/e2e/harness/kind.sh up > $L/kind-up.log 2>&1
 rc=$?
 log "kind.sh up rc=$rc; memory $(free -m | awk '/^Mem:/ {print $3 " MiB used, " $7 " MiB available of " $2}')"
-# the host reads how much memory the run needed (used + page cache the import filled) from here
-( while sleep 30; do echo "$(cut -d' ' -f1 /proc/uptime) $(free -m | awk '/^Mem:/ {print $3, $6, $7}')"; done ) >> $L/memory.log 2>&1 &

@@ -10,7 +10,7 @@
 #
 # Env: E2E_RUN (go test -run filter, default the whole suite ^TestRingcap$),
 # KIND_VM_MEM (MiB, default 6144: see docs/kind.md), KIND_VM_UP_WAIT (seconds to wait for the
-# cluster in the VM, default 1800: kind create alone takes about 9.5 min under TCG), E2E_TIMEOUT.
+# cluster in the VM, default 2700: kind create alone takes 9.5-17 min under TCG), E2E_TIMEOUT.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
@@ -121,10 +121,21 @@ qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$MEM" -smp 2 -display no
 log "qemu started (pid $(cat "$W/qemu.pid"), ${MEM} MiB, serial log $W/serial.log)"
 guest_up() {
   kill -0 "$(cat "$W/qemu.pid")" 2>/dev/null || die "qemu exited; serial log: $(tail -20 "$W/serial.log")" 2>&3
+  watch_cluster
   [ -f "$S/kind/up.rc" ]
 }
+# watch_cluster: once kind has written the kubeconfig, the cluster's nodes and pods as the host
+# sees them, every minute, to logs/cluster-watch.log (finish shows its tail when the run fails)
+last_watch=0
+watch_cluster() {
+  local kc=$S/kind/$KIND_CLUSTER.kubeconfig
+  [ -f "$kc" ] && [ $((EPOCHSECONDS - last_watch)) -ge 60 ] || return 0
+  last_watch=$EPOCHSECONDS
+  { echo "--- $(date +%T)"; timeout 30 kubectl --kubeconfig "$kc" --request-timeout 20s get nodes,pods -A -o wide; } \
+    >> "$S/logs/cluster-watch.log" 2>&1
+}
 exec 3>&2
-wait_for "kind cluster in the VM (kind-guest.sh finished)" "${KIND_VM_UP_WAIT:-1800}" guest_up || die "the kind cluster did not come up in ${KIND_VM_UP_WAIT:-1800} s"
+wait_for "kind cluster in the VM (kind-guest.sh finished)" "${KIND_VM_UP_WAIT:-2700}" guest_up || die "the kind cluster did not come up in ${KIND_VM_UP_WAIT:-2700} s"
 [ "$(cat "$S/kind/up.rc")" = 0 ] || die "kind.sh up failed in the VM (log $S/logs/kind-up.log)"
 . "$S/kind/$KIND_CLUSTER.env"
 export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig

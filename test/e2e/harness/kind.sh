@@ -133,8 +133,9 @@ up() {
   # --retain: a node that failed to come up stays for its logs (kind_failure_logs); down deletes it
   kind create cluster --retain "${args[@]}" >&2 || { kind_failure_logs; return 1; }
   # kind's own node images bring their CNI (kindnetd); ringcap's local one has none (cluster.sh)
+  log "cluster $CLUSTER created; waiting for its pod CIDR, then the node and kube-system ready"
   [ "$KIND_ENGINE" != podman ] || kind_install_cni "$CLUSTER"
-  kind_wait_system "$CLUSTER" 600
+  kind_wait_system "$CLUSTER" "${KIND_SYSTEM_WAIT:-600}"
   log "cluster $CLUSTER up"
   load_images
   local devs; devs=$(ls /sys/class/infiniband | paste -sd, || true)
