@@ -81,13 +81,22 @@ extraPortMappings:"
     kind_config "$extra" | sed "s|^networking:|networking:\n  apiServerAddress: ${KIND_API_ADDRESS:-127.0.0.1}\n  apiServerPort: 6443|"
     # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): how long kubeadm init waits for
     # the control plane (kubeadm's default, 4m, is shorter than etcd and kube-apiserver take there;
-    # kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before v1.36)
+    # kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before v1.36). There the
+    # controller-manager and scheduler also run without leader election: one node has one of
+    # each, and under TCG their lease renewals missed the 10 s deadline, each loss restarted
+    # them, and the node's pod CIDR (the controller-manager's) came after 10 min.
     [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || cat <<YAML
 kubeadmConfigPatches:
 - |
   kind: ClusterConfiguration
   apiServer:
     timeoutForControlPlane: $KIND_KUBEADM_TIMEOUT
+  controllerManager:
+    extraArgs:
+      leader-elect: "false"
+  scheduler:
+    extraArgs:
+      leader-elect: "false"
 YAML
   else
     cat <<YAML
