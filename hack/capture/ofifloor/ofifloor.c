@@ -3,10 +3,11 @@
  * ring) and a writer fills it with what ringcap's write mode puts on the wire and nothing
  * else: FI_EP_RDM endpoints (EPS of them, endpoint i talking to the peer's endpoint i), each
  * block whole on one endpoint as MSG-byte writes, the block's last write carrying remote CQ
- * data (its block number; fi_writedata), at most DEPTH writes in flight per endpoint, the
- * blocks going round the buffer without credits and without a reader. With -L the last write
- * goes plain and a 4-byte message carries the block's length with the CQ data (ringcap's
- * length messages, its path where cq_data_size < 8: verbs;ofi_rxm, efa).
+ * data (its block number; fi_writedata), at most DEPTH writes in flight per endpoint, each
+ * endpoint with a completion queue of its own, the blocks going round the buffer without
+ * credits and without a reader. With -L the last write goes plain and a 4-byte message carries
+ * the block's length with the CQ data (ringcap's length messages, its path where
+ * cq_data_size < 8: verbs;ofi_rxm, efa).
  *
  * The provider's mode and MR mode bits are honoured as it asks: FI_RX_CQ_DATA (a receive
  * posted for every immediate), FI_MR_LOCAL (descriptors on every post), FI_MR_VIRT_ADDR
@@ -15,13 +16,13 @@
  * Address, key and endpoint names go over a TCP connection (receiver listens, writer
  * connects), and so do the writer's count of blocks and the receiver's confirmation.
  *
- *   ofifloor recv -p PROV [-d DOMAIN] [-a NODE] -l HOST:PORT [-e EPS] [-m MSG] [-b BLOCK] [-n NBLOCKS] [-L]
+ *   ofifloor recv -p PROV [-d DOMAIN] [-a NODE] -l HOST:PORT [-e EPS] [-m MSG] [-b BLOCK] [-n NBLOCKS] [-r RXDEPTH] [-L] [-w ...]
  *   ofifloor send -p PROV [-d DOMAIN] [-a NODE] -c HOST:PORT [-q DEPTH] [-t SECONDS | -B BYTES] [-w wait|spin|sleep]
  *
- * The writer takes EPS, MSG, BLOCK, NBLOCKS and -L from the receiver. -w is how it waits when
- * no endpoint can post: fi_cq_sread on the completion queue's wait object (wait, the
- * default), fi_cq_read in a loop (spin), or fi_cq_read with 20 us sleeps (sleep, as ringcap's
- * sender does). Both print one line:
+ * The writer takes EPS, MSG, BLOCK, NBLOCKS and -L from the receiver. -w is how either waits
+ * when it has nothing to do: on the completion queues' wait fds (FI_WAIT_FD) after fi_trywait
+ * (wait, the default; ringcap's receiver waits so), fi_cq_read in a loop (spin), or
+ * fi_cq_read with 20 us sleeps (sleep, as ringcap's sender does). Both print one line:
  *   ofifloor send: bytes=B seconds=S gbps=G user=U sys=S blocks=K complete=true ...
  * with seconds from the first post to the last completion and user/sys the process's CPU
  * time (getrusage) over its whole life. The receiver checks that every block number arrived
@@ -54,10 +55,10 @@
 #define CQBATCH 64
 #define LENBYTES 4
 
-enum waitmode { WAIT_SREAD, WAIT_SPIN, WAIT_SLEEP };
+enum waitmode { WAIT_FD, WAIT_SPIN, WAIT_SLEEP };
 
 struct opts {
-	const char *role, *prov, *dom, *node, *addr, *bytes_s;
+	const char *role, *prov, *dom, *node, *addr;
 	int eps, depth, rxdepth, lenmsg;
 	uint64_t msg, block, nblocks, bytes;
 	double secs;
@@ -151,10 +152,10 @@ static void open_fab(struct fab *f, const struct opts *o, int eps, int depth) {
 	check(fi_av_open(f->domain, &av, &f->av, NULL), "fi_av_open", "open address vector");
 	struct fi_cq_attr cq = {.size = (size_t)(2 * depth < 256 ? 256 : 2 * depth),
 	                        .format = FI_CQ_FORMAT_DATA,
-	                        .wait_obj = o->wait == WAIT_SREAD ? FI_WAIT_FD : FI_WAIT_NONE};
+	                        .wait_obj = o->wait == WAIT_FD ? FI_WAIT_FD : FI_WAIT_NONE};
 	for (int i = 0; i < eps; i++) {
 		check(fi_cq_open(f->domain, &cq, &f->cq[i], NULL), "fi_cq_open", "open completion queue");
-		if (o->wait == WAIT_SREAD) check(fi_control(&f->cq[i]->fid, FI_GETWAIT, &f->fd[i]), "fi_control(FI_GETWAIT)", "completion queue's wait fd");
+		if (o->wait == WAIT_FD) check(fi_control(&f->cq[i]->fid, FI_GETWAIT, &f->fd[i]), "fi_control(FI_GETWAIT)", "completion queue's wait fd");
 		open_ep(f, i);
 	}
 }
@@ -243,7 +244,7 @@ static ssize_t readall(struct fab *f, handler *fn, void *arg, const char *what) 
  * nothing is ready (at most ms), 20 us (sleep), or not at all (spin). */
 static void idle(struct fab *f, enum waitmode w, int ms) {
 	if (w == WAIT_SLEEP) usleep(20);
-	if (w != WAIT_SREAD) return;
+	if (w != WAIT_FD) return;
 	struct fid *fids[MAXEPS];
 	struct pollfd p[MAXEPS];
 	for (int i = 0; i < f->n; i++) fids[i] = &f->cq[i]->fid, p[i] = (struct pollfd){.fd = f->fd[i], .events = POLLIN};
@@ -644,7 +645,7 @@ static void parse(int argc, char **argv, struct opts *o) {
 		case 'B': o->bytes = number(optarg, "-B"); break;
 		case 'L': o->lenmsg = 1; break;
 		case 'w':
-			if (!strcmp(optarg, "wait")) o->wait = WAIT_SREAD;
+			if (!strcmp(optarg, "wait")) o->wait = WAIT_FD;
 			else if (!strcmp(optarg, "spin")) o->wait = WAIT_SPIN;
 			else if (!strcmp(optarg, "sleep")) o->wait = WAIT_SLEEP;
 			else fail("-w %s: want wait, spin or sleep", optarg);
