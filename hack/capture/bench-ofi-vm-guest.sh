@@ -6,9 +6,12 @@
 #   ofi-floor     ofifloor (hack/capture/ofifloor) over verbs;ofi_rxm: fi_writedata alone,
 #   ofi-floor-len ofifloor -L, with ringcap's length messages (only with FLOOR_LENMSG=1),
 # RUNS runs of DUR seconds each, the order rotating; prints every run's figures
-# (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it)
-# and each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
-# seconds from bash `times` of its wrapper) for the host half to summarise.
+# (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it),
+# each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
+# seconds from bash `times` of its wrapper), what left rxe0's netdev (`bench-ofi-vm: wire
+# run=N contender=C packets=P bytes=B`, veth0's tx counters) and ofifloor's own summary line
+# (`bench-ofi-vm: ofifloor send: ...`, with its CPU during the stream alone) for the host half
+# to summarise.
 set -uo pipefail
 WORK=/tmp/bench-ofi # the guest's tmpfs: the binaries and the logs off the 9p share
 mkdir -p "$WORK/bin" && cp bin/ringcap bin/ofifloor "$WORK/bin/" && cd "$WORK" || exit 1
@@ -100,8 +103,12 @@ run_floor() {
     cat send.log recv.log >&2
     return 1
   fi
+  echo "bench-ofi-vm: $line" >&2
   echo "$(field gbps "$line") $bytes $(cpu send) $(cpu recv)"
 }
+
+# wire: veth0's (rxe0's netdev: the senders' side) transmitted packets and bytes so far.
+wire() { echo "$(cat /sys/class/net/veth0/statistics/tx_packets) $(cat /sys/class/net/veth0/statistics/tx_bytes)"; }
 
 contender() {
   case $1 in
@@ -117,8 +124,13 @@ for r in $(seq "$RUNS"); do
   declare -A got=()
   for i in $(seq 0 $((n - 1))); do
     c=${CONTENDERS[$(((r - 1 + i) % n))]} # the order rotates from run to run
+    # shellcheck disable=SC2046 # two words each: packets and bytes
+    set -- $(wire)
     out=$(contender "$c") || exit 1
     got[$c]=$out
+    # shellcheck disable=SC2046
+    set -- "$@" $(wire)
+    echo "bench-ofi-vm: wire run=$r contender=$c packets=$(($3 - $1)) bytes=$(($4 - $2))"
   done
   line="bench-ofi-vm: run $r"
   for c in "${CONTENDERS[@]}"; do

@@ -13,7 +13,9 @@
 #   ratio ofi-floor/verbs=…     libfabric's floor against ringcap over raw verbs
 #   ratio ofi-verbs/ofi-floor=… ringcap's adapter against that floor
 #   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1)
-# and each contender's CPU per GiB moved (user+sys of the sending and the receiving process).
+# and each contender's CPU per GiB moved (user+sys of the sending and the receiving process),
+# the bytes per packet that left rxe0's netdev (veth0) while it ran, and ofifloor's sending CPU
+# per GiB during its stream alone (without libfabric's start-up).
 # Under TCG the emulator's speed swings 1.5-2x between phases of a boot: the rotation lets the
 # contenders see them alike. Settings: RUNS (5), DUR (6 seconds), MSG (65536), QPS (4),
 # FLOOR_LENMSG (0).
@@ -46,9 +48,9 @@ sed -n 's/^bench-ofi-vm: cpu run=[0-9]* contender=\([^ ]*\) bytes=\([0-9]*\) sen
 n=$(awk '$2 == "verbs"' "$SHARE/runs" | wc -l)
 [ "$n" = "$RUNS" ] || { echo "bench-ofi: $n of $RUNS runs in the VM completed (see $SHARE/bench.log)" >&2; exit 1; }
 
-# summary: "MEDIAN [MIN, MAX]" of the numbers on stdin.
+# summary: "MEDIAN [MIN, MAX]" of the numbers on stdin (nothing without any).
 summary() {
-  sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit; m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
     printf "%.3f [%.3f, %.3f]", m, v[1], v[NR] }'
 }
 
@@ -69,5 +71,13 @@ echo "ratio ofi-verbs/ofi-floor=$(ratio ofi-verbs ofi-floor) (ringcap over verbs
 [ "$FLOOR_LENMSG" = 1 ] && echo "ratio ofi-floor-len/ofi-floor=$(ratio ofi-floor-len ofi-floor) (the floor with ringcap's length messages against the floor)"
 contenders=$(awk '{ print $2 }' "$SHARE/runs" | awk '!seen[$1]++')
 for c in $contenders; do
-  echo "bench-ofi: $c Gb/s $(gbps "$c"); CPU-s per GiB send $(cpu "$c" 2) recv $(cpu "$c" 3)"
+  pkt=$(sed -n "s/^bench-ofi-vm: wire run=[0-9]* contender=$c packets=\([0-9]*\) bytes=\([0-9]*\)\$/\1 \2/p" "$SHARE/bench.txt" |
+    awk '$1 > 0 { print $2 / $1 }' | summary)
+  echo "bench-ofi: $c Gb/s $(gbps "$c"); CPU-s per GiB send $(cpu "$c" 2) recv $(cpu "$c" 3); bytes per packet on veth0 $pkt"
 done
+for l in 0 1; do
+  s=$(sed -n 's/^bench-ofi-vm: ofifloor send: //p' "$SHARE/bench.txt" | tr ' ' '\n' | awk -v l="$l" -F= '
+    { v[$1] = $2 } $1 == "lenmsg" { if ($2 == l && v["bytes"] > 0) print (v["stream_user"] + v["stream_sys"]) / (v["bytes"] / 2^30) }' | summary)
+  [ -n "$s" ] && echo "bench-ofi: ofifloor lenmsg=$l sending CPU-s per GiB during the stream alone $s"
+done
+true
