@@ -5,6 +5,7 @@
 #   ofi-verbs     ringcap over libfabric's verbs;ofi_rxm,
 #   ofi-floor     ofifloor (hack/capture/ofifloor) over verbs;ofi_rxm: fi_writedata alone,
 #   ofi-floor-len ofifloor -L, with ringcap's length messages (only with FLOOR_LENMSG=1),
+#   ofi-floor-mt  ofifloor -T, its writer with a thread per endpoint (only with FLOOR_THREADS=1),
 # RUNS runs of DUR seconds each, the order rotating; prints every run's figures
 # (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it),
 # each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
@@ -16,10 +17,11 @@ set -uo pipefail
 WORK=/tmp/bench-ofi # the guest's tmpfs: the binaries and the logs off the 9p share
 mkdir -p "$WORK/bin" && cp bin/ringcap bin/ofifloor "$WORK/bin/" && cd "$WORK" || exit 1
 export PATH=$WORK/bin:$PATH IPATH_NO_BACKTRACE=1
-RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0}
+RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0}
 SRV_IP=198.18.0.2 CLI_IP=198.18.0.1 PORT=18900
 CONTENDERS=(verbs ofi-verbs ofi-floor)
 [ "$FLOOR_LENMSG" = 1 ] && CONTENDERS+=(ofi-floor-len)
+[ "$FLOOR_THREADS" = 1 ] && CONTENDERS+=(ofi-floor-mt)
 
 # timed OUT CMD...: runs CMD with its output in OUT.log and its user and sys time in OUT.times.
 timed() {
@@ -83,15 +85,17 @@ run_ringcap() {
   awk -v b="$bytes" -v s="$secs" -v tx="$(cpu send)" -v rx="$(cpu recv)" 'BEGIN { printf "%.4f %.0f %s %s\n", b * 8 / s / 1e9, b, tx, rx }'
 }
 
-# run_floor [-L]: ofifloor's receiver on rxe1, its writer from rxe0 for DUR seconds (-L: with
-# length messages); prints "Gb/s bytes send-cpu recv-cpu".
+# run_floor [-L] [-T]: ofifloor's receiver on rxe1, its writer from rxe0 for DUR seconds (-L:
+# with length messages, -T: the writer's endpoints each on a thread); prints "Gb/s bytes
+# send-cpu recv-cpu".
 run_floor() {
-  local port=$((PORT++))
+  local port=$((PORT++)) rx_opt=() tx_opt=()
+  for o in "$@"; do case $o in -L) rx_opt+=(-L) ;; -T) tx_opt+=(-T) ;; esac; done
   rm -f recv.log recv.times send.log send.times
-  timed recv ofifloor recv -p 'verbs;ofi_rxm' -d rxe1 -a "$SRV_IP" -l "$SRV_IP:$port" -e "$QPS" -m "$MSG" -b 1048576 -n 16 "$@" &
+  timed recv ofifloor recv -p 'verbs;ofi_rxm' -d rxe1 -a "$SRV_IP" -l "$SRV_IP:$port" -e "$QPS" -m "$MSG" -b 1048576 -n 16 "${rx_opt[@]}" &
   local rx=$!
   if ! listening recv.log "listening on" "$rx" ||
-    ! timed send ofifloor send -p 'verbs;ofi_rxm' -d rxe0 -a "$CLI_IP" -c "$SRV_IP:$port" -t "$DUR"; then
+    ! timed send ofifloor send -p 'verbs;ofi_rxm' -d rxe0 -a "$CLI_IP" -c "$SRV_IP:$port" -t "$DUR" "${tx_opt[@]}"; then
     kill "$rx" 2>/dev/null
   fi
   wait "$rx"; local rxrc=$?
@@ -116,6 +120,7 @@ contender() {
   ofi-verbs) run_ringcap ofi ;;
   ofi-floor) run_floor ;;
   ofi-floor-len) run_floor -L ;;
+  ofi-floor-mt) run_floor -T ;;
   esac
 }
 

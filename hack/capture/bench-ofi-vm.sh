@@ -7,24 +7,26 @@
 #   ofi-floor  hack/capture/ofifloor (C, built here with cc against libfabric-dev): fi_writedata
 #              of the same messages and blocks over verbs;ofi_rxm and nothing else, the floor of
 #              what libfabric's layer costs on this link;
-#   with FLOOR_LENMSG=1 also ofi-floor-len: ofifloor with ringcap's length messages.
+#   with FLOOR_LENMSG=1 also ofi-floor-len: ofifloor with ringcap's length messages;
+#   with FLOOR_THREADS=1 also ofi-floor-mt: ofifloor's writer with a thread per endpoint.
 # Prints each run's figures and then, each as <median of the per-run ratios> [min, max],
 #   ratio ofi-verbs/verbs=…     (goal >= 0.90)
 #   ratio ofi-floor/verbs=…     libfabric's floor against ringcap over raw verbs
 #   ratio ofi-verbs/ofi-floor=… ringcap's adapter against that floor
-#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1)
+#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1, ratio ofi-floor-mt/ofi-floor=… with
+#   FLOOR_THREADS=1)
 # and each contender's CPU per GiB moved (user+sys of the sending and the receiving process),
 # the bytes per packet that left rxe0's netdev (veth0) while it ran, and ofifloor's sending CPU
 # per GiB during its stream alone (without libfabric's start-up).
 # Under TCG the emulator's speed swings 1.5-2x between phases of a boot: the rotation lets the
 # contenders see them alike. Settings: RUNS (5), DUR (6 seconds), MSG (65536), QPS (4),
-# FLOOR_LENMSG (0).
+# FLOOR_LENMSG (0), FLOOR_THREADS (0).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 . hack/env.sh
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
-RUNS=${RUNS:-5} FLOOR_LENMSG=${FLOOR_LENMSG:-0}
+RUNS=${RUNS:-5} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0}
 [ -f /usr/include/rdma/fi_rma.h ] || { echo "bench-ofi: libfabric's headers are missing (apt-get install libfabric-dev)" >&2; exit 1; }
 mkdir -p "$VM_DIR/runs"
 SHARE=$(mktemp -d "$VM_DIR/runs/bench-ofi-$(date +%Y%m%d-%H%M%S)-XXXX")
@@ -32,9 +34,9 @@ chmod 0755 "$SHARE"
 mkdir -p "$SHARE/bin"
 echo "bench-ofi: go build ringcap (cgo) and cc ofifloor for the VM"
 CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
-cc -O2 -Wall -Wextra -Werror -o "$SHARE/bin/ofifloor" hack/capture/ofifloor/ofifloor.c -lfabric
+cc -O2 -Wall -Wextra -Werror -pthread -o "$SHARE/bin/ofifloor" hack/capture/ofifloor/ofifloor.c -lfabric
 {
-  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG"
+  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG FLOOR_THREADS=$FLOOR_THREADS"
   cat hack/capture/bench-ofi-vm-guest.sh
 } >"$SHARE/bench-ofi-vm-guest.sh"
 RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/bench-ofi-vm-guest.sh" | tee "$SHARE/bench.log"
@@ -69,15 +71,16 @@ echo "ratio ofi-verbs/verbs=$(ratio ofi-verbs verbs) ($about)"
 echo "ratio ofi-floor/verbs=$(ratio ofi-floor verbs) (libfabric's floor, ofifloor over verbs;ofi_rxm, against ringcap over raw verbs)"
 echo "ratio ofi-verbs/ofi-floor=$(ratio ofi-verbs ofi-floor) (ringcap over verbs;ofi_rxm against that floor)"
 [ "$FLOOR_LENMSG" = 1 ] && echo "ratio ofi-floor-len/ofi-floor=$(ratio ofi-floor-len ofi-floor) (the floor with ringcap's length messages against the floor)"
+[ "$FLOOR_THREADS" = 1 ] && echo "ratio ofi-floor-mt/ofi-floor=$(ratio ofi-floor-mt ofi-floor) (the floor's writer with a thread per endpoint against the floor)"
 contenders=$(awk '{ print $2 }' "$SHARE/runs" | awk '!seen[$1]++')
 for c in $contenders; do
   pkt=$(sed -n "s/^bench-ofi-vm: wire run=[0-9]* contender=$c packets=\([0-9]*\) bytes=\([0-9]*\)\$/\1 \2/p" "$SHARE/bench.txt" |
     awk '$1 > 0 { print $2 / $1 }' | summary)
   echo "bench-ofi: $c Gb/s $(gbps "$c"); CPU-s per GiB send $(cpu "$c" 2) recv $(cpu "$c" 3); bytes per packet on veth0 $pkt"
 done
-for l in 0 1; do
-  s=$(sed -n 's/^bench-ofi-vm: ofifloor send: //p' "$SHARE/bench.txt" | tr ' ' '\n' | awk -v l="$l" -F= '
-    { v[$1] = $2 } $1 == "lenmsg" { if ($2 == l && v["bytes"] > 0) print (v["stream_user"] + v["stream_sys"]) / (v["bytes"] / 2^30) }' | summary)
-  [ -n "$s" ] && echo "bench-ofi: ofifloor lenmsg=$l sending CPU-s per GiB during the stream alone $s"
+for k in "lenmsg=0 threads=0" "lenmsg=1 threads=0" "lenmsg=0 threads=1"; do
+  s=$(grep "^bench-ofi-vm: ofifloor send: .* $k " "$SHARE/bench.txt" | tr ' ' '\n' | awk -F= '
+    { v[$1] = $2 } $1 == "threads" && v["bytes"] > 0 { print (v["stream_user"] + v["stream_sys"]) / (v["bytes"] / 2^30) }' | summary)
+  [ -n "$s" ] && echo "bench-ofi: ofifloor $k sending CPU-s per GiB during the stream alone $s"
 done
 true

@@ -17,12 +17,14 @@
  * connects), and so do the writer's count of blocks and the receiver's confirmation.
  *
  *   ofifloor recv -p PROV [-d DOMAIN] [-a NODE] -l HOST:PORT [-e EPS] [-m MSG] [-b BLOCK] [-n NBLOCKS] [-r RXDEPTH] [-L] [-w ...]
- *   ofifloor send -p PROV [-d DOMAIN] [-a NODE] -c HOST:PORT [-q DEPTH] [-t SECONDS | -B BYTES] [-w wait|spin|sleep]
+ *   ofifloor send -p PROV [-d DOMAIN] [-a NODE] -c HOST:PORT [-q DEPTH] [-t SECONDS | -B BYTES] [-w wait|spin|sleep] [-T]
  *
  * The writer takes EPS, MSG, BLOCK, NBLOCKS and -L from the receiver. -w is how either waits
  * when it has nothing to do: on the completion queues' wait fds (FI_WAIT_FD) after fi_trywait
  * (wait, the default; ringcap's receiver waits so), fi_cq_read in a loop (spin), or
- * fi_cq_read with 20 us sleeps (sleep, as ringcap's sender does). Both print one line:
+ * fi_cq_read with 20 us sleeps (sleep, as ringcap's sender does). The writer drives all its
+ * endpoints from one thread (as ringcap's adapter, whose libfabric calls one mutex serialises),
+ * or with -T each from a thread of its own (asking for FI_THREAD_SAFE). Both print one line:
  *   ofifloor send: bytes=B seconds=S gbps=G user=U sys=S blocks=K complete=true ...
  * with seconds from the first post to the last completion, user/sys the process's CPU time
  * (getrusage) over its whole life and stream_user/stream_sys that of the stream alone. The receiver checks that every block number arrived
@@ -37,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -59,7 +62,7 @@ enum waitmode { WAIT_FD, WAIT_SPIN, WAIT_SLEEP };
 
 struct opts {
 	const char *role, *prov, *dom, *node, *addr;
-	int eps, depth, rxdepth, lenmsg;
+	int eps, depth, rxdepth, lenmsg, threads;
 	uint64_t msg, block, nblocks, bytes;
 	double secs;
 	enum waitmode wait;
@@ -124,6 +127,7 @@ static struct fi_info *discover(const struct opts *o) {
 	h->tx_attr->msg_order = h->rx_attr->msg_order = order;
 	h->fabric_attr->prov_name = strdup(o->prov);
 	if (o->dom) h->domain_attr->name = strdup(o->dom);
+	if (o->threads) h->domain_attr->threading = FI_THREAD_SAFE; /* the endpoints' threads call at once */
 	int rc = fi_getinfo(API, o->node, NULL, o->node ? FI_SOURCE : 0, h, &info);
 	fi_freeinfo(h);
 	if (rc) fail("discover provider \"%s\" domain \"%s\" node \"%s\" (fi_getinfo): %s (errno %d)", o->prov,
@@ -226,32 +230,34 @@ typedef void handler(void *arg, int ep, struct fi_cq_data_entry *e, ssize_t n);
 
 /* readall reads every endpoint's completion queue once (fi_cq_read, which also progresses
  * the provider) and hands what it got to fn; returns how many. */
-static ssize_t readall(struct fab *f, handler *fn, void *arg, const char *what) {
+static ssize_t readone(struct fab *f, int i, handler *fn, void *arg, const char *what) {
 	struct fi_cq_data_entry e[CQBATCH];
+	ssize_t n = fi_cq_read(f->cq[i], e, CQBATCH);
+	if (n == -FI_EAVAIL) cqerr(f->cq[i], what);
+	if (n == -FI_EAGAIN) return 0;
+	check(n, "fi_cq_read", what);
+	fn(arg, i, e, n);
+	return n;
+}
+
+static ssize_t readall(struct fab *f, handler *fn, void *arg, const char *what) {
 	ssize_t total = 0;
-	for (int i = 0; i < f->n; i++) {
-		ssize_t n = fi_cq_read(f->cq[i], e, CQBATCH);
-		if (n == -FI_EAVAIL) cqerr(f->cq[i], what);
-		if (n == -FI_EAGAIN) continue;
-		check(n, "fi_cq_read", what);
-		fn(arg, i, e, n);
-		total += n;
-	}
+	for (int i = 0; i < f->n; i++) total += readone(f, i, fn, arg, what);
 	return total;
 }
 
-/* idle waits for completions as -w says: on the queues' wait fds after fi_trywait says
- * nothing is ready (at most ms), 20 us (sleep), or not at all (spin). */
-static void idle(struct fab *f, enum waitmode w, int ms) {
+/* idle waits for completions on queues lo..lo+n-1 as -w says: on their wait fds after
+ * fi_trywait says nothing is ready (at most ms), 20 us (sleep), or not at all (spin). */
+static void idle(struct fab *f, enum waitmode w, int ms, int lo, int n) {
 	if (w == WAIT_SLEEP) usleep(20);
 	if (w != WAIT_FD) return;
 	struct fid *fids[MAXEPS];
 	struct pollfd p[MAXEPS];
-	for (int i = 0; i < f->n; i++) fids[i] = &f->cq[i]->fid, p[i] = (struct pollfd){.fd = f->fd[i], .events = POLLIN};
-	int rc = fi_trywait(f->fabric, fids, f->n);
+	for (int i = 0; i < n; i++) fids[i] = &f->cq[lo + i]->fid, p[i] = (struct pollfd){.fd = f->fd[lo + i], .events = POLLIN};
+	int rc = fi_trywait(f->fabric, fids, n);
 	if (rc == -FI_EAGAIN) return;
 	check(rc, "fi_trywait", "wait for completions");
-	if (poll(p, (nfds_t)f->n, ms) < 0 && errno != EINTR) fail("wait for completions: poll: %s", strerror(errno));
+	if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR) fail("wait for completions: poll: %s", strerror(errno));
 }
 
 /* ---- the control connection ---- */
@@ -369,7 +375,7 @@ static void rx_entries(void *arg, int ep, struct fi_cq_data_entry *e, ssize_t n)
 static ssize_t rx_poll(struct rx *r, const struct opts *o, int ms) {
 	ssize_t n = readall(&r->f, rx_entries, r, "receive");
 	if (n == 0 && ms > 0) {
-		idle(&r->f, o->wait, ms);
+		idle(&r->f, o->wait, ms, 0, r->f.n);
 		n = readall(&r->f, rx_entries, r, "receive");
 	}
 	return n;
@@ -463,7 +469,10 @@ struct tx {
 	uint64_t widx[MAXEPS];    /* its next write in the block */
 	uint64_t posted[MAXEPS];  /* writes posted (send-buffer slots) */
 	int inflight[MAXEPS];     /* operations not completed */
-	uint64_t bytes, blocks;
+	uint64_t bytes[MAXEPS];   /* written (completed) */
+	uint64_t blocks;          /* all posted (atomic with -T) */
+	const struct opts *o;
+	double t0;
 };
 
 static uint8_t *slot(struct tx *t, int ep, const struct opts *o) {
@@ -508,11 +517,11 @@ static int fill(struct tx *t, int ep, const struct opts *o, int stopping) {
 	while (t->inflight[ep] < o->depth) {
 		if (t->cur[ep] < 0) {
 			if (stopping) break;
-			t->cur[ep] = (int64_t)t->next++, t->widx[ep] = 0;
+			t->cur[ep] = (int64_t)__atomic_fetch_add(&t->next, 1, __ATOMIC_RELAXED), t->widx[ep] = 0;
 		}
 		if (post_write(t, ep, o)) break;
 		n++;
-		if (++t->widx[ep] == t->wpb) t->cur[ep] = -1, t->blocks++;
+		if (++t->widx[ep] == t->wpb) t->cur[ep] = -1, __atomic_fetch_add(&t->blocks, 1, __ATOMIC_RELAXED);
 	}
 	return n;
 }
@@ -521,41 +530,81 @@ static void tx_entries(void *arg, int ep, struct fi_cq_data_entry *e, ssize_t n)
 	struct tx *t = arg;
 	for (ssize_t i = 0; i < n; i++) {
 		t->inflight[ep]--;
-		if (e[i].flags & FI_WRITE) t->bytes += t->of.msg;
+		if (e[i].flags & FI_WRITE) t->bytes[ep] += t->of.msg;
 	}
 }
 
-/* tx_poll reads completions; when idle (nothing posted) and none is ready it waits as -w says. */
-static void tx_poll(struct tx *t, const struct opts *o, int idling) {
-	if (readall(&t->f, tx_entries, t, "write") == 0 && idling) {
-		idle(&t->f, o->wait, 100);
-		readall(&t->f, tx_entries, t, "write");
+/* tx_poll reads completions of endpoints lo..lo+n-1; when idle (nothing posted) and none is
+ * ready it waits as -w says. */
+static void tx_poll(struct tx *t, int idling, int lo, int n) {
+	ssize_t got = 0;
+	for (int i = lo; i < lo + n; i++) got += readone(&t->f, i, tx_entries, t, "write");
+	if (got == 0 && idling) {
+		idle(&t->f, t->o->wait, 100, lo, n);
+		for (int i = lo; i < lo + n; i++) readone(&t->f, i, tx_entries, t, "write");
 	}
 }
 
-static int busy(const struct tx *t, const struct opts *o) {
-	for (int i = 0; i < o->eps; i++)
+static int busy(const struct tx *t, int lo, int n) {
+	for (int i = lo; i < lo + n; i++)
 		if (t->inflight[i] > 0 || t->cur[i] >= 0) return 1;
 	return 0;
 }
 
-/* stream writes blocks until SECONDS or BYTES, then waits for every completion; it fails when
- * nothing completes for STALL seconds (a peer that is gone). Returns the seconds it took. */
+static uint64_t written(const struct tx *t, int lo, int n) {
+	uint64_t b = 0;
+	for (int i = lo; i < lo + n; i++) b += t->bytes[i];
+	return b;
+}
+
+/* run writes blocks on endpoints lo..lo+n-1 until SECONDS or BYTES, then waits for their
+ * completions; it fails when nothing completes for STALL seconds (a peer that is gone). */
 #define STALL 30
-static double stream(struct tx *t, const struct opts *o) {
-	double t0 = now(CLOCK_MONOTONIC), last = t0;
+static void run(struct tx *t, int lo, int n) {
+	const struct opts *o = t->o;
+	double last = t->t0;
 	for (int stopping = 0;;) {
 		double at = now(CLOCK_MONOTONIC);
-		if (!stopping && (o->bytes ? t->next * t->of.block >= o->bytes : at - t0 >= o->secs)) stopping = 1;
-		if (stopping && !busy(t, o)) break;
+		uint64_t next = __atomic_load_n(&t->next, __ATOMIC_RELAXED);
+		if (!stopping && (o->bytes ? next * t->of.block >= o->bytes : at - t->t0 >= o->secs)) stopping = 1;
+		if (stopping && !busy(t, lo, n)) break;
 		int posted = 0;
-		for (int i = 0; i < o->eps; i++) posted += fill(t, i, o, stopping);
-		uint64_t before = t->bytes;
-		tx_poll(t, o, !posted);
-		if (posted || t->bytes != before) last = at;
-		else if (at - last > STALL) fail("nothing completed for %d s (%llu bytes written)", STALL, (unsigned long long)t->bytes);
+		for (int i = lo; i < lo + n; i++) posted += fill(t, i, o, stopping);
+		uint64_t before = written(t, lo, n);
+		tx_poll(t, !posted, lo, n);
+		if (posted || written(t, lo, n) != before) last = at;
+		else if (at - last > STALL) fail("nothing completed for %d s (%llu bytes written)", STALL, (unsigned long long)written(t, lo, n));
 	}
-	return now(CLOCK_MONOTONIC) - t0;
+}
+
+struct lane {
+	struct tx *t;
+	int ep;
+};
+
+static void *lane(void *arg) {
+	struct lane *l = arg;
+	run(l->t, l->ep, 1);
+	return NULL;
+}
+
+/* stream runs the endpoints on this thread, or with -T each on a thread of its own, and
+ * returns the seconds from the first post to the last completion. */
+static double stream(struct tx *t, const struct opts *o) {
+	t->o = o, t->t0 = now(CLOCK_MONOTONIC);
+	if (!o->threads) {
+		run(t, 0, o->eps);
+		return now(CLOCK_MONOTONIC) - t->t0;
+	}
+	pthread_t th[MAXEPS];
+	struct lane l[MAXEPS];
+	for (int i = 0; i < o->eps; i++) {
+		l[i] = (struct lane){t, i};
+		int rc = pthread_create(&th[i], NULL, lane, &l[i]);
+		if (rc) fail("start the thread of endpoint %d: %s", i, strerror(rc));
+	}
+	for (int i = 0; i < o->eps; i++) pthread_join(th[i], NULL);
+	return now(CLOCK_MONOTONIC) - t->t0;
 }
 
 static void tx_setup(struct tx *t, struct opts *o, int s) {
@@ -591,13 +640,13 @@ static int send_main(struct opts *o) {
 	getrusage(RUSAGE_SELF, &r0);
 	double secs = stream(&t, o);
 	getrusage(RUSAGE_SELF, &r1);
-	uint64_t end[2] = {t.blocks, t.bytes}, ok[2];
+	uint64_t bytes = written(&t, 0, o->eps), end[2] = {t.blocks, bytes}, ok[2];
 	put(s, end, sizeof(end));
 	get(s, ok, sizeof(ok));
 	put(s, "", 1);
 	close(s);
-	if (ok[0] != t.blocks || ok[1] != t.bytes) fail("the receiver confirmed %llu blocks, %llu bytes; %llu, %llu were written", (unsigned long long)ok[0],
-	                                                (unsigned long long)ok[1], (unsigned long long)t.blocks, (unsigned long long)t.bytes);
+	if (ok[0] != t.blocks || ok[1] != bytes) fail("the receiver confirmed %llu blocks, %llu bytes; %llu, %llu were written", (unsigned long long)ok[0],
+	                                                (unsigned long long)ok[1], (unsigned long long)t.blocks, (unsigned long long)bytes);
 	const char *prov = t.f.info->fabric_attr->prov_name, *dom = t.f.info->domain_attr->name;
 	char desc[160];
 	snprintf(desc, sizeof(desc), "provider=%s domain=%s", prov, dom);
@@ -605,9 +654,9 @@ static int send_main(struct opts *o) {
 	check(fi_close(&t.mr->fid), "fi_close", "close memory region");
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("ofifloor send: bytes=%llu seconds=%.3f gbps=%.4f user=%.3f sys=%.3f stream_user=%.3f stream_sys=%.3f blocks=%llu complete=true eps=%d msg=%llu depth=%d lenmsg=%d %s\n",
-	       (unsigned long long)t.bytes, secs, t.bytes * 8 / secs / 1e9, tv(ru.ru_utime), tv(ru.ru_stime), tv(r1.ru_utime) - tv(r0.ru_utime),
-	       tv(r1.ru_stime) - tv(r0.ru_stime), (unsigned long long)t.blocks, o->eps, (unsigned long long)t.of.msg, o->depth, o->lenmsg, desc);
+	printf("ofifloor send: bytes=%llu seconds=%.3f gbps=%.4f user=%.3f sys=%.3f stream_user=%.3f stream_sys=%.3f blocks=%llu complete=true eps=%d msg=%llu depth=%d lenmsg=%d threads=%d %s\n",
+	       (unsigned long long)bytes, secs, bytes * 8 / secs / 1e9, tv(ru.ru_utime), tv(ru.ru_stime), tv(r1.ru_utime) - tv(r0.ru_utime),
+	       tv(r1.ru_stime) - tv(r0.ru_stime), (unsigned long long)t.blocks, o->eps, (unsigned long long)t.of.msg, o->depth, o->lenmsg, o->threads, desc);
 	close_domain(&t.f);
 	return 0;
 }
@@ -624,7 +673,7 @@ static uint64_t number(const char *s, const char *what) {
 
 static void usage(void) {
 	fprintf(stderr, "usage: ofifloor recv -p PROV [-d DOMAIN] [-a NODE] -l HOST:PORT [-e EPS] [-m MSG] [-b BLOCK] [-n NBLOCKS] [-r RXDEPTH] [-L] [-w MODE]\n"
-	                "       ofifloor send -p PROV [-d DOMAIN] [-a NODE] -c HOST:PORT [-q DEPTH] [-t SECONDS | -B BYTES] [-w wait|spin|sleep]\n");
+	                "       ofifloor send -p PROV [-d DOMAIN] [-a NODE] -c HOST:PORT [-q DEPTH] [-t SECONDS | -B BYTES] [-w wait|spin|sleep] [-T]\n");
 	exit(2);
 }
 
@@ -632,7 +681,7 @@ static void parse(int argc, char **argv, struct opts *o) {
 	*o = (struct opts){.eps = 4, .depth = 16, .rxdepth = 128, .msg = 65536, .block = 1048576, .nblocks = 16, .secs = 6};
 	if (argc < 2 || (strcmp(argv[1], "recv") && strcmp(argv[1], "send"))) usage();
 	o->role = role = argv[1];
-	for (int c; (c = getopt(argc - 1, argv + 1, "p:d:a:l:c:e:m:b:n:r:q:t:B:Lw:")) != -1;) {
+	for (int c; (c = getopt(argc - 1, argv + 1, "p:d:a:l:c:e:m:b:n:r:q:t:B:LTw:")) != -1;) {
 		switch (c) {
 		case 'p': o->prov = optarg; break;
 		case 'd': o->dom = optarg; break;
@@ -647,6 +696,7 @@ static void parse(int argc, char **argv, struct opts *o) {
 		case 't': o->secs = atof(optarg); if (o->secs <= 0) fail("-t %s: want positive seconds", optarg); break;
 		case 'B': o->bytes = number(optarg, "-B"); break;
 		case 'L': o->lenmsg = 1; break;
+		case 'T': o->threads = 1; break;
 		case 'w':
 			if (!strcmp(optarg, "wait")) o->wait = WAIT_FD;
 			else if (!strcmp(optarg, "spin")) o->wait = WAIT_SPIN;
