@@ -13,8 +13,8 @@
 #   ratio ofi-verbs/verbs=…     (goal >= 0.90)
 #   ratio ofi-floor/verbs=…     libfabric's floor against ringcap over raw verbs
 #   ratio ofi-verbs/ofi-floor=… ringcap's adapter against that floor
-#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1, ratio ofi-floor-mt/ofi-floor=… with
-#   FLOOR_THREADS=1)
+#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1, ratio ofi-floor-mt/ofi-floor=… and
+#   ratio ofi-floor-mt/verbs=… with FLOOR_THREADS=1)
 # and each contender's CPU per GiB moved (user+sys of the sending and the receiving process),
 # the bytes per packet that left rxe0's netdev (veth0) while it ran, and ofifloor's sending CPU
 # per GiB during its stream alone (without libfabric's start-up).
@@ -71,7 +71,10 @@ echo "ratio ofi-verbs/verbs=$(ratio ofi-verbs verbs) ($about)"
 echo "ratio ofi-floor/verbs=$(ratio ofi-floor verbs) (libfabric's floor, ofifloor over verbs;ofi_rxm, against ringcap over raw verbs)"
 echo "ratio ofi-verbs/ofi-floor=$(ratio ofi-verbs ofi-floor) (ringcap over verbs;ofi_rxm against that floor)"
 [ "$FLOOR_LENMSG" = 1 ] && echo "ratio ofi-floor-len/ofi-floor=$(ratio ofi-floor-len ofi-floor) (the floor with ringcap's length messages against the floor)"
-[ "$FLOOR_THREADS" = 1 ] && echo "ratio ofi-floor-mt/ofi-floor=$(ratio ofi-floor-mt ofi-floor) (the floor's writer with a thread per endpoint against the floor)"
+if [ "$FLOOR_THREADS" = 1 ]; then
+  echo "ratio ofi-floor-mt/ofi-floor=$(ratio ofi-floor-mt ofi-floor) (the floor's writer with a thread per endpoint against the floor)"
+  echo "ratio ofi-floor-mt/verbs=$(ratio ofi-floor-mt verbs) (the floor's writer with a thread per endpoint against ringcap over raw verbs)"
+fi
 contenders=$(awk '{ print $2 }' "$SHARE/runs" | awk '!seen[$1]++')
 for c in $contenders; do
   pkt=$(sed -n "s/^bench-ofi-vm: wire run=[0-9]* contender=$c packets=\([0-9]*\) bytes=\([0-9]*\)\$/\1 \2/p" "$SHARE/bench.txt" |
