@@ -9,7 +9,9 @@ export PATH=/mnt/host/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 . /mnt/host/node.env
 log() { echo "kind-guest[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 L=/mnt/host/logs; mkdir -p $L /mnt/host/kind
-rc=1; trap 'echo $rc > /mnt/host/kind/up.rc' EXIT
+# the share is mounted cache=loose: sync, so that the host, which stops the VM once it sees
+# up.rc, has every log line first
+rc=1; trap 'sync; echo $rc > /mnt/host/kind/up.rc; sync' EXIT
 for m in virtio_blk ext4; do modprobe $m || log "modprobe $m failed"; done
 mkdir -p /mnt/disk /run/cdi
 for _ in $(seq 20); do [ -b /dev/vda ] && break; sleep 0.5; done

@@ -122,7 +122,10 @@ load_images() { # sets TAG
   else
     local d=${KIND_IMAGES_DIR:?KIND_IMAGES_DIR: the directory of plugin.tar, operator.tar, ringcap.tar and TAG}
     TAG=$(cat "$d/TAG")
-    for t in plugin operator ringcap; do kind load image-archive --name "$CLUSTER" "$d/$t.tar" >&2; done
+    for t in plugin operator ringcap; do
+      kind load image-archive --name "$CLUSTER" "$d/$t.tar" >&2 || { log "kind load image-archive $d/$t.tar failed"; return 1; }
+      log "image ringcap/$t:$TAG loaded"
+    done
   fi
   log "images ringcap/{plugin,operator,ringcap}:$TAG loaded into $CLUSTER-control-plane"
 }
