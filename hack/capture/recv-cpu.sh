@@ -6,7 +6,7 @@
 # goes first. Each receiver is fed by the sender of its own build (their handshake versions may
 # differ). Beside them, the floor: perftest's receiving end on the same link (ib_send_bw's
 # server, ib_write_bw's passive server; 4 QPs, 64 KiB messages, BYTES in all, completion
-# events), timed the same way, taking the first, second and third place in turn. On rxe the
+# events where perftest offers them: ib_send_bw), timed the same way, taking the first, second and third place in turn. On rxe the
 # data is placed by the kernel, and what of that lands on the receiving process lands on any
 # receiver. Prints one `recvcpu …` line per run, each contender's CPU-s/GiB
 # (`recv-cpu-per-gib MODE BIN=…`) and `ratio recv-cpu-per-gib MODE new/old=…`, `new/perftest=…`
