@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # The receiver's own CPU per GiB on Soft-RoCE, an old build against this one in the same boot
-# (issue 38): ringcap recv (4 QPs, 8 x 4 MiB ring, no --busy-poll) takes BYTES from
-# ringcap send, a `ring read -s` draining the ring; the recv process's user+sys (bash
-# `times` of its parent) per GiB, both modes, ROUNDS rounds, old and new alternating which
-# goes first. Prints one `recvcpu …` line per run and `ratio recv-cpu-per-gib MODE new/old=…`
-# (median of the per-round ratios, with their range). Each receiver is fed by the sender of
-# its own build (their handshake versions may differ). Settings: OLD (commit, required), NEW
-# (commit; default the working tree), ROUNDS (3), BYTES (536870912). Under TCG the receiver's CPU tracks the run's length (it
-# sleeps and wakes per completion), and the link's rate swings from run to run.
+# (issue 38): ringcap recv (4 QPs, 8 x 4 MiB ring, 64 KiB messages, no --busy-poll) takes
+# BYTES from ringcap send, a `ring read -s` draining the ring; the recv process's user+sys
+# (bash `times` of its parent) per GiB, both modes, ROUNDS rounds, old and new alternating which
+# goes first. Each receiver is fed by the sender of its own build (their handshake versions may
+# differ). Beside them, the floor: perftest's receiving end on the same link (ib_send_bw's
+# server, ib_write_bw's passive server; 4 QPs, 64 KiB messages, BYTES in all, completion
+# events where perftest offers them: ib_send_bw), timed the same way, taking the first, second and third place in turn. On rxe the
+# data is placed by the kernel, and what of that lands on the receiving process lands on any
+# receiver. Prints one `recvcpu …` line per run, each contender's CPU-s/GiB
+# (`recv-cpu-per-gib MODE BIN=…`) and `ratio recv-cpu-per-gib MODE new/old=…`, `new/perftest=…`
+# and `old/perftest=…`, each the median of the per-round values with their range. Settings:
+# OLD (commit, required), NEW (commit; default the working tree), ROUNDS (3), BYTES (536870912,
+# a multiple of 256 KiB). Under TCG the receiver's CPU tracks the run's length (it sleeps and
+# wakes per completion), and the link's rate swings from run to run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 . hack/env.sh
 : "${OLD:?OLD=<commit> to compare with}"
 ROUNDS=${ROUNDS:-3} BYTES=${BYTES:-536870912}
+# perftest moves BYTES as iterations of 64 KiB on each of 4 QPs.
+if [ "$BYTES" -le 0 ] || [ $((BYTES % 262144)) -ne 0 ]; then
+  echo "recv-cpu: BYTES=$BYTES is not a positive multiple of 262144 (64 KiB on each of 4 QPs)" >&2
+  exit 2
+fi
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
 SHARE=$VM_DIR/runs/recv-cpu-$(date +%Y%m%d-%H%M%S)-$$
 SRC=$(mktemp -d) SRCNEW=$(mktemp -d)
@@ -29,15 +40,34 @@ else
 fi
 sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
 chmod +x "$SHARE/guest.sh"
-RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/guest.sh" | tee "$SHARE/run.log"
-# CPU seconds per GiB of each run, then the per-round new/old ratios per mode, sorted.
-ratios=$(grep -a '^recvcpu ' "$SHARE/run.log" | awk -v bytes="$BYTES" '
+# A failed perftest run leaves the others' figures: they are still summarised, then the
+# guest's status is returned.
+rc=0
+RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/guest.sh" | tee "$SHARE/run.log" || rc=$?
+# CPU seconds per GiB of each run: "ROUND MODE BIN CPU".
+runs=$({ grep -a '^recvcpu ' "$SHARE/run.log" || true; } | awk -v bytes="$BYTES" '
   function secs(s,  m) { m = s; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", s); sub(/s$/, "", s); return m * 60 + s }
   { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-    c[f["round"] SUBSEP f["mode"] SUBSEP f["bin"]] = (secs(f["user"]) + secs(f["sys"])) / (bytes / 2^30) }
-  END { for (k in c) { split(k, p, SUBSEP)
-      if (p[3] == "new" && ((p[1] SUBSEP p[2] SUBSEP "old") in c)) print p[2], c[k] / c[p[1] SUBSEP p[2] SUBSEP "old"] } }' | sort -k1,1 -k2,2g)
+    print f["round"], f["mode"], f["bin"], (secs(f["user"]) + secs(f["sys"])) / (bytes / 2^30) }')
+# median_range: the median (the lower one of an even count), least and greatest of the numbers
+# on stdin, and their count: "M LO HI N" (nothing when there are none).
+median_range() {
+  sort -g | awk '{ x[++n] = $1 } END { if (n) printf "%.2f %.2f %.2f %d\n", x[int((n + 1) / 2)], x[1], x[n], n }'
+}
+# ratios MODE A B: the per-round ratios of A's CPU to B's in MODE, one a line.
+ratios() {
+  echo "$runs" | awk -v m="$1" -v a="$2" -v b="$3" '$2 == m { c[$1 SUBSEP $3] = $4; r[$1] }
+    END { for (k in r) if (((k SUBSEP a) in c) && ((k SUBSEP b) in c) && c[k SUBSEP b] > 0) print c[k SUBSEP a] / c[k SUBSEP b] }'
+}
 for mode in send write; do
-  echo "$ratios" | awk -v m="$mode" '$1 == m { x[++n] = $2 }
-    END { if (n) printf "ratio recv-cpu-per-gib %s new/old=%.2f [%.2f, %.2f] (%d rounds)\n", m, x[int((n + 1) / 2)], x[1], x[n], n }'
+  for bin in new old perftest; do
+    read -r m lo hi n <<<"$(echo "$runs" | awk -v m="$mode" -v b="$bin" '$2 == m && $3 == b { print $4 }' | median_range)"
+    [ -z "${m:-}" ] || echo "recv-cpu-per-gib $mode $bin=$m [$lo, $hi] CPU-s/GiB ($n runs)"
+  done
+  for pair in "new old" "new perftest" "old perftest"; do
+    read -r a b <<<"$pair"
+    read -r m lo hi n <<<"$(ratios "$mode" "$a" "$b" | median_range)"
+    [ -z "${m:-}" ] || echo "ratio recv-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
+  done
 done
+exit "$rc"
