@@ -18,7 +18,7 @@ var commands []func() *cobra.Command
 // register adds a top-level subcommand; each command file calls it from init.
 func register(c func() *cobra.Command) { commands = append(commands, c) }
 
-func newRootCmd() *cobra.Command {
+func newRootCmd(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ringcap",
 		Short:         "High-rate RDMA capture into PSRDADA ring buffers",
@@ -26,6 +26,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	prof.add(root)
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
@@ -34,8 +35,12 @@ func newRootCmd() *cobra.Command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	var prof cpuProfile
+	err := newRootCmd(&prof).ExecuteContext(ctx)
 	stop()
+	if perr := prof.stop(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ringcap:", err)
 		os.Exit(1)

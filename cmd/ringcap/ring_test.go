@@ -40,7 +40,7 @@ func testKey(t testing.TB) dada.Key {
 // ringcap runs the CLI in-process and returns its stdout and stderr.
 func ringcap(ctx context.Context, args ...string) (string, string, error) {
 	var out, errb bytes.Buffer
-	root := newRootCmd()
+	root := newRootCmd(&cpuProfile{})
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errb)

@@ -12,7 +12,8 @@
 # (`recv-cpu-per-gib MODE BIN=…`) and `ratio recv-cpu-per-gib MODE new/old=…`, `new/perftest=…`
 # and `old/perftest=…`, each the median of the per-round values with their range. Settings:
 # OLD (commit, required), NEW (commit; default the working tree), ROUNDS (3), BYTES (536870912,
-# a multiple of 256 KiB). Under TCG the receiver's CPU tracks the run's length (it sleeps and
+# a multiple of 256 KiB), PROFILE (1: the new receiver's Go CPU profiles, one per run, in the
+# run's share directory, for `go tool pprof $SHARE/ringcap-new FILE`). Under TCG the receiver's CPU tracks the run's length (it sleeps and
 # wakes per completion), and the link's rate swings from run to run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,7 +39,7 @@ if [ -n "${NEW:-}" ]; then
 else
   go build -o "$SHARE/ringcap-new" ./cmd/ringcap
 fi
-sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
+sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" -e "s/@PROFILE@/${PROFILE:-0}/" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
 chmod +x "$SHARE/guest.sh"
 # A failed perftest run leaves the others' figures: they are still summarised, then the
 # guest's status is returned.
@@ -70,4 +71,5 @@ for mode in send write; do
     [ -z "${m:-}" ] || echo "ratio recv-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
   done
 done
+[ "${PROFILE:-0}" != 1 ] || echo "recv-cpu: the new receiver's CPU profiles: $(ls "$SHARE"/*.pprof 2>/dev/null | tr '\n' ' ')(go tool pprof $SHARE/ringcap-new FILE)"
 exit "$rc"
