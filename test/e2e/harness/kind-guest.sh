@@ -10,8 +10,9 @@ export PATH=/mnt/host/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 log() { echo "kind-guest[$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 L=/mnt/host/logs; mkdir -p $L /mnt/host/kind
 # the share is mounted cache=loose: sync, so that the host, which stops the VM once it sees
-# up.rc, has every log line first
-rc=1; trap 'sync; echo $rc > /mnt/host/kind/up.rc; sync' EXIT
+# up.rc, has every log line first; up.rc itself appears whole (written aside, then renamed: the
+# host saw a created but still empty up.rc and took it for a failure)
+rc=1; trap 'sync; echo $rc > /mnt/host/kind/up.rc.tmp; sync; mv /mnt/host/kind/up.rc.tmp /mnt/host/kind/up.rc; sync' EXIT
 for m in virtio_blk ext4; do modprobe $m || log "modprobe $m failed"; done
 mkdir -p /mnt/disk /run/cdi
 for _ in $(seq 20); do [ -b /dev/vda ] && break; sleep 0.5; done

@@ -122,7 +122,7 @@ log "qemu started (pid $(cat "$W/qemu.pid"), ${MEM} MiB, serial log $W/serial.lo
 guest_up() {
   kill -0 "$(cat "$W/qemu.pid")" 2>/dev/null || die "qemu exited; serial log: $(tail -20 "$W/serial.log")" 2>&3
   watch_cluster
-  [ -f "$S/kind/up.rc" ]
+  [ -s "$S/kind/up.rc" ]
 }
 # watch_cluster: once kind has written the kubeconfig, the cluster's nodes and pods as the host
 # sees them, every minute, to logs/cluster-watch.log (finish shows its tail when the run fails)
@@ -136,7 +136,8 @@ watch_cluster() {
 }
 exec 3>&2
 wait_for "kind cluster in the VM (kind-guest.sh finished)" "${KIND_VM_UP_WAIT:-2700}" guest_up || die "the kind cluster did not come up in ${KIND_VM_UP_WAIT:-2700} s"
-[ "$(cat "$S/kind/up.rc")" = 0 ] || die "kind.sh up failed in the VM (log $S/logs/kind-up.log)"
+up_rc=$(cat "$S/kind/up.rc")
+[ "$up_rc" = 0 ] || die "kind.sh up failed in the VM (status $up_rc; log $S/logs/kind-up.log)"
 . "$S/kind/$KIND_CLUSTER.env"
 export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
 # the suite's shell in the VM (guestRun): the debug shell on the VM's second serial port
