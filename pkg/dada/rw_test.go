@@ -493,16 +493,8 @@ func TestManyWriterSessionsPersistentReader(t *testing.T) {
 // still open, and leaves the handles closed.
 func TestHDUCloseUnblocksAndReleases(t *testing.T) {
 	h := createTestRing(t, Config{NBufs: 2, BufSize: 4096})
-	c := connect(t, h.Key())
+	c, w, r := lockedPair(t, h.Key())
 	ctx := context.Background()
-	w, err := c.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.LockRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 2; i++ { // fill the ring: the next OpenBlock waits for the reader
 		if _, err := w.OpenBlock(ctx); err != nil {
 			t.Fatal(err)
@@ -550,16 +542,8 @@ func TestHDUCloseUnblocksAndReleases(t *testing.T) {
 // only their handle's lock; Close releases each handle under it before detaching.
 func TestHDUCloseDuringBusyStream(t *testing.T) {
 	h := createTestRing(t, Config{NBufs: 4, BufSize: 4096})
-	c := connect(t, h.Key())
+	c, w, r := lockedPair(t, h.Key())
 	ctx := context.Background()
-	w, err := c.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.LockRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -606,4 +590,20 @@ func busyReader(ctx context.Context, r *Reader, moved *atomic.Int64) error {
 		}
 		moved.Add(1)
 	}
+}
+
+// lockedPair connects a second handle to the ring of key and locks it for writing and
+// for reading.
+func lockedPair(t *testing.T, key Key) (*HDU, *Writer, *Reader) {
+	t.Helper()
+	c := connect(t, key)
+	w, err := c.LockWrite(context.Background(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.LockRead(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, w, r
 }
