@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture/devices"
-	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/ofi"
 )
 
@@ -15,7 +14,7 @@ func init() { register(newDevicesCmd) }
 
 func newDevicesCmd() *cobra.Command {
 	var output string
-	roots := rdma.DefaultRoots
+	roots := deviceRoots()
 	c := &cobra.Command{
 		Use:   "devices",
 		Short: "List the verbs devices and libfabric providers on this host and the ringcap modes each can run",

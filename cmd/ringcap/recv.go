@@ -16,7 +16,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
-	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
 func init() { register(newRecvCmd) }
@@ -142,7 +141,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	}
 	return capture.Run(ctx, capture.Capture{
 		Ring: o.ring, Create: o.create, Wait: o.wait, Drain: o.drain, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
-		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: rdma.DefaultRoots,
+		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: deviceRoots(),
 		Listen: endpoint.Listen{Addr: o.listen, On: o.listenOn, Interface: o.listenIface, Allowed: o.allowed},
 		Receiver: capture.ReceiverConfig{
 			Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,

@@ -18,7 +18,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
-	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
 func init() { register(newSendCmd) }
@@ -160,7 +159,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	}
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
-		Connect: o.connect, Config: cfg, Device: dev, Roots: rdma.DefaultRoots, Fabric: fb, Domain: o.fabric.domain,
+		Connect: o.connect, Config: cfg, Device: dev, Roots: deviceRoots(), Fabric: fb, Domain: o.fabric.domain,
 		Open: openSenderFabric(fb, o.connect),
 		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
 			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)

@@ -21,7 +21,15 @@ import (
 type Roots struct {
 	Sys string
 	Dev string
+	// GIDTable, when set, reads a port's populated GID entries (index, GID, type) in one
+	// query instead of sysfs's file per entry (rxe has 1024 a port, an open and reads each:
+	// most of a receiver's start-up under emulation). Netdevs still come from sysfs, for the
+	// populated entries only. An error falls back to sysfs.
+	GIDTable GIDTableFunc
 }
+
+// GIDTableFunc reads the populated entries of one port's GID table (verbs.PortGIDs).
+type GIDTableFunc func(dev string, port int) ([]GID, error)
 
 // DefaultRoots are the production roots.
 var DefaultRoots = Roots{Sys: "/sys", Dev: "/dev"}
@@ -456,6 +464,11 @@ func (d *discoverer) portNetdevs(dev *Device, port int) []string {
 // EINVAL); a populated entry whose GID or type cannot be parsed is skipped with a
 // reason.
 func (d *discoverer) gids(dev string, port int, rel string) []GID {
+	if d.r.GIDTable != nil {
+		if out, err := d.r.GIDTable(dev, port); err == nil {
+			return d.gidNetdevs(out, rel)
+		}
+	}
 	base := d.sys(rel)
 	ents, err := os.ReadDir(filepath.Join(base, "gids"))
 	if err != nil {
@@ -494,6 +507,18 @@ func (d *discoverer) gids(dev string, port int, rel string) []GID {
 		}
 		// InfiniBand ports have no netdev; the read fails there, which is fine.
 		g.Netdev, _ = readAttr(d.sys(rel, "gid_attrs", "ndevs", e.Name()))
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// gidNetdevs sorts entries a GIDTableFunc returned and fills in their netdevs from sysfs
+// (a netdev's name as the device's namespace spells it, not an ifindex of the caller's).
+func (d *discoverer) gidNetdevs(gs []GID, rel string) []GID {
+	out := make([]GID, 0, len(gs))
+	for _, g := range gs {
+		g.Netdev, _ = readAttr(d.sys(rel, "gid_attrs", "ndevs", strconv.Itoa(g.Index)))
 		out = append(out, g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })

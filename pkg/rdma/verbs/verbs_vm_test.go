@@ -5,6 +5,7 @@ package verbs
 import (
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -519,5 +520,40 @@ func TestCloseCascade(t *testing.T) {
 	}
 	if _, err := c.AllocPD(); !errors.Is(err, ErrClosed) {
 		t.Errorf("AllocPD after Close: %v", err)
+	}
+}
+
+// TestPortGIDsDiscoverSame: discovery with the GID table from one verbs query per port
+// (PortGIDs) finds exactly what the sysfs scan of every entry finds, and leaves nothing open.
+func TestPortGIDsDiscoverSame(t *testing.T) {
+	vmtest.Require(t)
+	vmtest.LeakCheck(t, Live)
+	sysfs, _, err := rdma.Discover(rdma.DefaultRoots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rdma.DefaultRoots
+	calls := 0
+	r.GIDTable = func(dev string, port int) ([]rdma.GID, error) {
+		calls++
+		return PortGIDs(dev, port)
+	}
+	devs, _, err := rdma.Discover(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls < 2 {
+		t.Errorf("PortGIDs called %d times, want once per port of rxe0 and rxe1", calls)
+	}
+	if !reflect.DeepEqual(devs, sysfs) {
+		t.Errorf("discovery with PortGIDs =\n%+v\nsysfs scan =\n%+v", devs, sysfs)
+	}
+	for _, d := range devs {
+		if len(d.Ports) == 0 || len(d.Ports[0].GIDs) == 0 || d.Ports[0].GIDs[0].Netdev == "" {
+			t.Errorf("%s: ports %+v, want GIDs with netdevs", d.Name, d.Ports)
+		}
+	}
+	if _, err := PortGIDs("rxe9", 1); err == nil {
+		t.Error("PortGIDs(rxe9) succeeded")
 	}
 }
