@@ -50,10 +50,69 @@ JSON
 # networking through the bridge)
 kind_wait_system() {
   local c=$1 secs=$2 k=(kubectl --kubeconfig /etc/kubernetes/admin.conf)
-  kind_node_exec "$c" "${k[@]}" wait --for=condition=Ready "node/$c-control-plane" --timeout="${secs}s" >&2 &&
+  kind_until "$secs" kind_node_exec "$c" "${k[@]}" wait --for=condition=Ready "node/$c-control-plane" --timeout=120s >&2 &&
     kind_log "node $c-control-plane Ready" &&
-    kind_node_exec "$c" "${k[@]}" -n kube-system wait --for=condition=Ready pod --all --timeout="${secs}s" >&2 ||
+    kind_until "$secs" kind_node_exec "$c" "${k[@]}" -n kube-system wait --for=condition=Ready pod --all --timeout=120s >&2 ||
     { kind_log "cluster $c not ready in time:"; kind_node_exec "$c" "${k[@]}" get nodes,pods -A -o wide >&2
       kind_node_exec "$c" "${k[@]}" get events -A --sort-by=.lastTimestamp >&2; return 1; }
   kind_node_exec "$c" "${k[@]}" -n kube-system get pods -o wide >&2
+}
+
+# kind_until SECS CMD...: CMD again, 5 s after each failure, until it succeeds or SECS have
+# passed since the first try (a kubectl wait that meets the API server restarting fails at
+# once with a refused connection; only the deadline is a failure)
+kind_until() {
+  local secs=$1 t0=$EPOCHSECONDS
+  shift
+  until "$@"; do
+    [ $((EPOCHSECONDS - t0)) -lt "$secs" ] || return 1
+    sleep 5
+  done
+}
+
+# kind_slow_patches DIR: kubeadm patches (DIR, mounted into the node as
+# $KIND_PATCHES_IN_NODE and named in InitConfiguration.patches: kind_slow_config) for a control
+# plane under emulation (TCG): the static pods' liveness and startup probes allow minutes, not
+# seconds. With kubeadm's probes a busy kube-apiserver missed enough of them for the kubelet to
+# restart it, and the cluster's next check met a refused connection.
+KIND_PATCHES_IN_NODE=/kind/kubeadm-patches
+kind_slow_patches() {
+  local d=$1 c
+  mkdir -p "$d"
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+    cat > "$d/$c+strategic.yaml" <<YAML
+spec:
+  containers:
+  - name: $c
+    livenessProbe: {timeoutSeconds: 60, periodSeconds: 30, failureThreshold: 20}
+    startupProbe: {timeoutSeconds: 60, periodSeconds: 30, failureThreshold: 60}
+YAML
+  done
+}
+
+# kind_slow_config TIMEOUT: the kubeadmConfigPatches of a cluster under emulation (TCG). kubeadm
+# init waits TIMEOUT for the control plane (its default, 4m, is shorter than etcd and
+# kube-apiserver take there; kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before
+# v1.36) and applies kind_slow_patches. The controller-manager and scheduler run without leader
+# election: one node has one of each, and under TCG their lease renewals missed the 10 s
+# deadline, each loss restarted them, and the node's pod CIDR (the controller-manager's) came
+# after 10 min.
+kind_slow_config() {
+  cat <<YAML
+kubeadmConfigPatches:
+- |
+  kind: ClusterConfiguration
+  apiServer:
+    timeoutForControlPlane: $1
+  controllerManager:
+    extraArgs:
+      leader-elect: "false"
+  scheduler:
+    extraArgs:
+      leader-elect: "false"
+- |
+  kind: InitConfiguration
+  patches:
+    directory: $KIND_PATCHES_IN_NODE
+YAML
 }

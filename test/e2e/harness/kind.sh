@@ -69,6 +69,9 @@ cluster_config() {
   # suite's shell on the host sees the DRA driver's claim specs where the split layout's node has them
   [ -z "${KIND_SHARE_CDI:-}" ] || extra+="
 - {hostPath: /run/cdi, containerPath: /run/cdi}"
+  # KIND_KUBEADM_TIMEOUT (TCG): the control plane's kubeadm patches (kind_slow_patches)
+  [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || { kind_slow_patches "$KIND_WORK/kubeadm-patches" && extra+="
+- {hostPath: $KIND_WORK/kubeadm-patches, containerPath: $KIND_PATCHES_IN_NODE}"; }
   # KIND_PUBLISH_PORTS: TCP ports of Host-mode receivers to publish on the host's addresses. The
   # node is a container: a host-network pod listens in the node's network namespace, not the
   # host's, so senders on the data network reach it only through a published port.
@@ -79,25 +82,9 @@ extraPortMappings:"
 - {containerPort: $p, hostPort: $p, protocol: TCP}"; done
   if [ "$KIND_ENGINE" = podman ]; then
     kind_config "$extra" | sed "s|^networking:|networking:\n  apiServerAddress: ${KIND_API_ADDRESS:-127.0.0.1}\n  apiServerPort: 6443|"
-    # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): how long kubeadm init waits for
-    # the control plane (kubeadm's default, 4m, is shorter than etcd and kube-apiserver take there;
-    # kind v0.33 writes kubeadm's v1beta3 config for Kubernetes before v1.36). There the
-    # controller-manager and scheduler also run without leader election: one node has one of
-    # each, and under TCG their lease renewals missed the 10 s deadline, each loss restarted
-    # them, and the node's pod CIDR (the controller-manager's) came after 10 min.
-    [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || cat <<YAML
-kubeadmConfigPatches:
-- |
-  kind: ClusterConfiguration
-  apiServer:
-    timeoutForControlPlane: $KIND_KUBEADM_TIMEOUT
-  controllerManager:
-    extraArgs:
-      leader-elect: "false"
-  scheduler:
-    extraArgs:
-      leader-elect: "false"
-YAML
+    # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): a control plane under emulation
+    # (kind_slow_config in hack/kind/cluster.sh)
+    [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || kind_slow_config "$KIND_KUBEADM_TIMEOUT"
   else
     cat <<YAML
 kind: Cluster
