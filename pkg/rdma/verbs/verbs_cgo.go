@@ -189,6 +189,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -568,8 +569,9 @@ type CQ struct {
 	// evf is a duplicate of the completion channel's descriptor in Go's network poller: a
 	// goroutine waiting for an event parks there, with no thread of its own blocked in a
 	// system call, and wakes on the thread that finds it ready.
-	evf   *os.File
-	evRaw syscall.RawConn
+	evf      *os.File
+	evRaw    syscall.RawConn
+	evClosed atomic.Bool // set before evf closes: a waiter woken by that returns ErrClosed
 
 	mu     sync.Mutex // serializes Poll (scratch) and Close
 	closed bool
@@ -640,6 +642,7 @@ func (cq *CQ) pollable() error {
 // It must not run under cq.mu: Close waits for a waiter's attempt, which takes cq.mu.
 func (cq *CQ) closeEvents() {
 	if cq.evf != nil {
+		cq.evClosed.Store(true)
 		_ = cq.evf.Close() // a second Close reports os.ErrClosed: nothing to do
 	}
 }
@@ -771,7 +774,7 @@ func (cq *CQ) waitEvent(ctx context.Context) error {
 		})
 		stop()
 		switch {
-		case errors.Is(err, os.ErrClosed):
+		case err != nil && cq.evClosed.Load():
 			return ErrClosed
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			continue // ctx is done (checked above), or a stale cancellation: wait again
