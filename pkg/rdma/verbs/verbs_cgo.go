@@ -186,8 +186,10 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -564,6 +566,12 @@ type CQ struct {
 	ch      *C.struct_ibv_comp_channel
 	entries int
 	notify  bool
+	// evf is a duplicate of the completion channel's descriptor in Go's network poller: a
+	// goroutine waiting for an event parks there, with no thread of its own blocked in a
+	// system call, and wakes on the thread that finds it ready.
+	evf      *os.File
+	evRaw    syscall.RawConn
+	evClosed atomic.Bool // set before evf closes: a waiter woken by that returns ErrClosed
 
 	mu     sync.Mutex // serializes Poll (scratch) and Close
 	closed bool
@@ -597,6 +605,9 @@ func (c *Context) CreateCQ(cfg CQConfig) (cq *CQ, err error) {
 		if rc := C.rc_set_nonblock(ch.fd); rc != 0 {
 			return nil, fmt.Errorf("completion channel on %s: set O_NONBLOCK: %w", c.name, errnoErr(rc))
 		}
+		if err := cq.pollable(); err != nil {
+			return nil, fmt.Errorf("completion channel on %s: %w", c.name, err)
+		}
 	}
 	p, cerr := C.ibv_create_cq(c.ctx, C.int(n), nil, cq.ch, 0)
 	if p == nil {
@@ -613,9 +624,33 @@ func (c *Context) CreateCQ(cfg CQConfig) (cq *CQ, err error) {
 	return cq, nil
 }
 
+// pollable puts a duplicate of the (non-blocking) completion channel's descriptor into
+// Go's network poller (os.NewFile registers a non-blocking descriptor).
+func (cq *CQ) pollable() error {
+	fd, err := unix.FcntlInt(uintptr(cq.ch.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("duplicate descriptor: %w", err)
+	}
+	cq.evf = os.NewFile(uintptr(fd), "completion channel")
+	if cq.evRaw, err = cq.evf.SyscallConn(); err != nil {
+		return fmt.Errorf("descriptor in the poller: %w", err)
+	}
+	return nil
+}
+
+// closeEvents closes the poller's descriptor, which wakes a waiting waitEvent (ErrClosed).
+// It must not run under cq.mu: Close waits for a waiter's attempt, which takes cq.mu.
+func (cq *CQ) closeEvents() {
+	if cq.evf != nil {
+		cq.evClosed.Store(true)
+		_ = cq.evf.Close() // a second Close reports os.ErrClosed: nothing to do
+	}
+}
+
 // free releases the CQ's resources (constructor failure and Close).
 func (cq *CQ) free() error {
 	var errs []error
+	cq.closeEvents()
 	if cq.cq != nil {
 		if rc := C.ibv_destroy_cq(cq.cq); rc != 0 {
 			errs = append(errs, fmt.Errorf("destroy completion queue on %s: %w", cq.c.name, errnoErr(rc)))
@@ -723,37 +758,57 @@ func (cq *CQ) arm() error {
 	return nil
 }
 
-// waitEvent waits for one completion event, in short poll(2) slices so ctx and Close apply.
+// waitEvent waits for one completion event in Go's network poller until ctx is done (a
+// past read deadline wakes it) or the CQ is closed.
 func (cq *CQ) waitEvent(ctx context.Context) error {
 	for {
-		cq.mu.Lock()
-		if cq.closed {
-			cq.mu.Unlock()
-			return ErrClosed
-		}
-		crossings.Add(1)
-		rc := C.rc_get_event(cq.ch)
-		fd := int32(cq.ch.fd)
-		cq.mu.Unlock()
-		if rc == 1 {
-			return nil
-		}
-		if rc < 0 {
-			return fmt.Errorf("completion event on %s: %w", cq.c.name, errnoErr(rc))
-		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fds := []unix.PollFd{{Fd: fd, Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, int(50*time.Millisecond/time.Millisecond)); err != nil && !errors.Is(err, unix.EINTR) {
+		_ = cq.evf.SetReadDeadline(time.Time{}) // an earlier wait's cancellation may have set one
+		stop := context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })
+		var got error
+		err := cq.evRaw.Read(func(uintptr) bool {
+			got = cq.getEvent()
+			return !errors.Is(got, errNoEvent)
+		})
+		stop()
+		switch {
+		case err != nil && cq.evClosed.Load():
+			return ErrClosed
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			continue // ctx is done (checked above), or a stale cancellation: wait again
+		case err != nil:
 			return fmt.Errorf("wait for completion event on %s: %w", cq.c.name, err)
 		}
+		return got
+	}
+}
+
+var errNoEvent = errors.New("no completion event pending")
+
+// getEvent takes one pending completion event and acknowledges it (errNoEvent when none).
+func (cq *CQ) getEvent() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return ErrClosed
+	}
+	crossings.Add(1)
+	switch rc := C.rc_get_event(cq.ch); rc {
+	case 1:
+		return nil
+	case 0:
+		return errNoEvent
+	default:
+		return fmt.Errorf("completion event on %s: %w", cq.c.name, errnoErr(rc))
 	}
 }
 
 // Close closes the QPs that use this CQ, then destroys it. Idempotent.
 func (cq *CQ) Close() error {
 	var errs []error
+	cq.closeEvents()
 	for pd := range cq.c.pdsSnapshot() {
 		pd.mu.Lock()
 		qps := slices.Collect(maps.Keys(pd.qps))

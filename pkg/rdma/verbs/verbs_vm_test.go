@@ -3,6 +3,7 @@
 package verbs
 
 import (
+	"context"
 	"errors"
 	"os"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -555,5 +557,64 @@ func TestPortGIDsDiscoverSame(t *testing.T) {
 	}
 	if _, err := PortGIDs("rxe9", 1); err == nil {
 		t.Error("PortGIDs(rxe9) succeeded")
+	}
+}
+
+// TestWaitEventInPoller: a waiter parked in Go's poller on the completion channel wakes for a
+// completion event, for its context's cancellation and for Close; a cancelled wait leaves the
+// next one working.
+func TestWaitEventInPoller(t *testing.T) {
+	vmtest.Require(t)
+	vmtest.LeakCheck(t, Live)
+	p := newPair(t)
+	cq := p.src.cq
+	wait := func(ctx context.Context) <-chan error {
+		if err := cq.Arm(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cq.WaitEvent(ctx) }()
+		return done
+	}
+	result := func(done <-chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute): // a hang guard, not a timing check
+			t.Fatal("WaitEvent did not return")
+			return nil
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := wait(ctx)
+	time.Sleep(50 * time.Millisecond) // let it park (the test holds either way)
+	cancel()
+	if err := result(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitEvent after cancel = %v, want context.Canceled", err)
+	}
+
+	done = wait(t.Context())
+	buf, smr := registered(t, p.src.pd, 1<<16, AccessLocalWrite)
+	_, dmr := registered(t, p.dst.pd, 1<<16, AccessLocalWrite|AccessRemoteWrite)
+	base := uint64(uintptr(unsafe.Pointer(&buf[0])))
+	if err := p.src.qp.PostSend([]SendWR{{ID: 7, Opcode: OpRDMAWrite, Addr: base, Length: 4096, LKey: smr.LKey(),
+		RemoteAddr: uint64(dmr.Addr()), RKey: dmr.RKey(), Signaled: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := result(done); err != nil {
+		t.Fatalf("WaitEvent for a completion = %v", err)
+	}
+	wcs := make([]WorkCompletion, 4)
+	if n, err := cq.Poll(wcs); n != 1 || err != nil || wcs[0].ID != 7 || wcs[0].Err() != nil {
+		t.Fatalf("Poll after the event = %d, %v: %+v", n, err, wcs[0])
+	}
+
+	done = wait(t.Context())
+	time.Sleep(50 * time.Millisecond)
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := result(done); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitEvent across Close = %v, want ErrClosed", err)
 	}
 }
