@@ -283,6 +283,7 @@ func infoOf(i *C.struct_fi_info) Info {
 		TxSize:       int(i.tx_attr.size),
 		RxSize:       int(i.rx_attr.size),
 		DataProgress: Progress(i.domain_attr.data_progress),
+		Threading:    Threading(i.domain_attr.threading),
 		TxMsgOrder:   Order(i.tx_attr.msg_order),
 		RxMsgOrder:   Order(i.rx_attr.msg_order),
 	}
@@ -541,6 +542,7 @@ func (d *Domain) TryWait(cqs []*CQ) error {
 		}
 		ptrs[i] = q.cq
 	}
+	crossings.Add(1)
 	if rc := C.ofi_trywait(d.fabric, &ptrs[0], C.int(len(cqs))); rc != 0 {
 		return callErr("fi_trywait", rc)
 	}
@@ -583,6 +585,7 @@ func (q *CQ) read(out []Completion, timeout int) (int, error) {
 		return 0, nil
 	}
 	var buf [readChunk]C.struct_ofi_cqe
+	crossings.Add(1)
 	n := C.ofi_cq_read(q.cq, &buf[0], C.size_t(min(len(out), readChunk)), C.int(timeout))
 	switch {
 	case n > 0:
@@ -614,6 +617,7 @@ func (q *CQ) readErr(out []Completion) (int, error) {
 	var e C.struct_ofi_cqe
 	var errno, provErrno C.int
 	var text [256]C.char
+	crossings.Add(1)
 	rc := C.ofi_cq_readerr(q.cq, &e, &errno, &provErrno, &text[0], C.size_t(len(text)))
 	if rc == -C.FI_EAGAIN {
 		return 0, nil
@@ -893,6 +897,7 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 			id: C.uint64_t(o.ID), flags: C.uint64_t(e.postFlags(o)), desc: desc, kind: C.int(o.Kind)}
 	}
 	var rc C.ssize_t
+	crossings.Add(1)
 	n := int(C.ofi_post(e.ep, &cops[0], C.size_t(len(cops)), &rc))
 	if rc != 0 {
 		return n, fmt.Errorf("post operation %d of %d (id %d): %w", n, len(ops), ops[n].ID, callErr(opCalls[ops[n].Kind], C.int(rc)))
@@ -967,6 +972,11 @@ const (
 	_ uint64 = 0 - (uint64(C.FI_ORDER_SAS) ^ uint64(OrderSAS))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_AUTO) ^ uint64(ProgressAuto))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_MANUAL) ^ uint64(ProgressManual))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_SAFE) ^ uint64(ThreadSafe))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_FID) ^ uint64(ThreadFID))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_DOMAIN) ^ uint64(ThreadDomain))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_COMPLETION) ^ uint64(ThreadCompletion))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_ENDPOINT) ^ uint64(ThreadEndpoint))
 	_ uint64 = 0 - (uint64(C.FI_EAGAIN) ^ eagain)
 	_ uint64 = 0 - (uint64(C.FI_ADDR_UNSPEC) ^ uint64(AddrUnspec))
 )
