@@ -42,7 +42,7 @@ func TestOpenFailingPartWayClosesWhatItOpened(t *testing.T) {
 // pair is a receiver's and a sender's endpoints of qps endpoints each over
 // tcp;ofi_rxm in write mode, connected, and the receiver's ring (a block per
 // endpoint); everything closes at the end of the test.
-func pair(t *testing.T, qps, depth int) (rep, sep *endpoint, ring *mmapRing, regions []wire.Region, s *Sender) {
+func pair(t testing.TB, qps, depth int) (rep, sep *endpoint, ring *mmapRing, regions []wire.Region, s *Sender) {
 	t.Helper()
 	ring = newRing(t, qps, 8192)
 	cfg := tcp
@@ -81,7 +81,7 @@ func write(q int, id uint64, imm uint32, n uint64, regions []wire.Region) fabric
 
 // pollUntil polls ep until want completions came, or stop is closed (a
 // minute at most: a hang guard, not a speed check).
-func pollUntil(t *testing.T, ep fabric.Endpoint, want int, stop <-chan struct{}) []fabric.Completion {
+func pollUntil(t testing.TB, ep fabric.Endpoint, want int, stop <-chan struct{}) []fabric.Completion {
 	wcs := make([]fabric.Completion, 8)
 	var got []fabric.Completion
 	for guard := time.Now().Add(time.Minute); len(got) < want && time.Now().Before(guard); {
@@ -104,7 +104,7 @@ func pollUntil(t *testing.T, ep fabric.Endpoint, want int, stop <-chan struct{})
 // receiver's loop would (tcp;ofi_rxm progresses a side only while its
 // completion queues are read), until want completions came or stop is
 // called; wait waits for that and returns them.
-func drive(t *testing.T, rep fabric.Endpoint, want int) (wait func() []fabric.Completion, stop func()) {
+func drive(t testing.TB, rep fabric.Endpoint, want int) (wait func() []fabric.Completion, stop func()) {
 	quit := make(chan struct{})
 	out := make(chan []fabric.Completion, 1)
 	go func() { out <- pollUntil(t, rep, want, quit) }()

@@ -534,8 +534,8 @@ func (d *Domain) TryWait(cqs []*CQ) error {
 	if len(cqs) == 0 || len(cqs) > 64 {
 		return fmt.Errorf("fi_trywait over %d completion queues: want 1..64", len(cqs))
 	}
-	ptrs := (*[64]*C.struct_fid_cq)(C.malloc(C.size_t(64) * C.size_t(unsafe.Sizeof(uintptr(0)))))
-	defer C.free(unsafe.Pointer(ptrs))
+	ptrs := cqLists.Get().(*[64]*C.struct_fid_cq)
+	defer cqLists.Put(ptrs)
 	for i, q := range cqs {
 		if q == nil || q.cq == nil {
 			return fmt.Errorf("fi_trywait: completion queue %d: %w", i, ErrClosed)
@@ -563,6 +563,15 @@ func (q *CQ) CanWait() (bool, string) {
 
 const readChunk = 64 // entries per cgo call (ofi_cq_read's stack array)
 
+// The data path's buffers handed to C are Go memory (holding no Go pointers)
+// reused through pools: an array passed to C escapes to the heap, and one
+// allocated per call was 2 KiB for every completion-queue read.
+var (
+	cqeBufs = sync.Pool{New: func() any { return new([readChunk]C.struct_ofi_cqe) }}
+	opBufs  = sync.Pool{New: func() any { return new([]C.struct_ofi_op) }}
+	cqLists = sync.Pool{New: func() any { return new([64]*C.struct_fid_cq) }}
+)
+
 // Read fills out with ready completions without blocking (fi_cq_read). An error entry
 // (fi_cq_readerr) is returned as a completion whose Err is a *CompletionError.
 func (q *CQ) Read(out []Completion) (int, error) { return q.read(out, -1) }
@@ -584,7 +593,8 @@ func (q *CQ) read(out []Completion, timeout int) (int, error) {
 	if len(out) == 0 {
 		return 0, nil
 	}
-	var buf [readChunk]C.struct_ofi_cqe
+	buf := cqeBufs.Get().(*[readChunk]C.struct_ofi_cqe)
+	defer cqeBufs.Put(buf)
 	crossings.Add(1)
 	n := C.ofi_cq_read(q.cq, &buf[0], C.size_t(min(len(out), readChunk)), C.int(timeout))
 	switch {
@@ -883,7 +893,12 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	cops := make([]C.struct_ofi_op, len(ops))
+	pooled := opBufs.Get().(*[]C.struct_ofi_op)
+	defer opBufs.Put(pooled)
+	if cap(*pooled) < len(ops) {
+		*pooled = make([]C.struct_ofi_op, len(ops))
+	}
+	cops := (*pooled)[:len(ops)]
 	for i, o := range ops {
 		if int(o.Kind) >= len(opCalls) {
 			return 0, fmt.Errorf("post operation %d: unknown kind %d", i, o.Kind)
