@@ -5,6 +5,7 @@ package ofifabric
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -44,8 +45,13 @@ func TestOpenFailingPartWayClosesWhatItOpened(t *testing.T) {
 // endpoint); everything closes at the end of the test.
 func pair(t testing.TB, qps, depth int) (rep, sep *endpoint, ring *mmapRing, regions []wire.Region, s *Sender) {
 	t.Helper()
+	return pairOver(t, tcp, qps, depth)
+}
+
+// pairOver is pair over cfg (with its LengthMessages).
+func pairOver(t testing.TB, cfg Config, qps, depth int) (rep, sep *endpoint, ring *mmapRing, regions []wire.Region, s *Sender) {
+	t.Helper()
 	ring = newRing(t, qps, 8192)
-	cfg := tcp
 	cfg.Mode = wire.ModeWrite
 	r, err := NewReceiver(cfg, ring, fabric.MRAuto, func(string) {})
 	if err != nil {
@@ -163,10 +169,32 @@ func TestEndpointsDoNotWaitForEachOther(t *testing.T) {
 
 // Posting goroutines, one per endpoint, post at once while another goroutine
 // polls (the sender's posting threads and its loop): every write lands and
-// completes once, on its endpoint, in order. Run with -race.
+// completes once, on its endpoint, in order; also with length messages,
+// whose words the endpoints share a region of. Run with -race.
 func TestParallelPostsAndPolls(t *testing.T) {
+	for _, lenMsg := range []bool{false, true} {
+		t.Run(fmt.Sprintf("length-messages=%v", lenMsg), func(t *testing.T) {
+			cfg := tcp
+			cfg.LengthMessages = lenMsg
+			parallelPostsAndPolls(t, cfg)
+		})
+	}
+}
+
+func parallelPostsAndPolls(t *testing.T, cfg Config) {
 	const qps, per = 4, 64
-	rep, sep, _, regions, _ := pair(t, qps, per)
+	rep, sep, _, regions, _ := pairOver(t, cfg, qps, per)
+	if cfg.LengthMessages { // a receive for each length message
+		for q := range qps {
+			wrs := make([]fabric.RecvWR, per)
+			for i := range wrs {
+				wrs[i].ID = uint64(1000 + i)
+			}
+			if err := rep.PostRecv(q, wrs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	received, _ := drive(t, rep, qps*per)
 	var wg sync.WaitGroup
 	for q := range qps {
