@@ -37,6 +37,14 @@
 // endpoint hands the engine a signalled one's completion only after those
 // posted before it.
 //
+// Each endpoint has a lock of its own, where the domain's threading model
+// lets endpoints with their own completion queues run on different threads
+// (every model but FI_THREAD_DOMAIN; tcp, verbs, shm and efa are
+// FI_THREAD_SAFE), else all share one: the sender's posting threads post on
+// different endpoints at once, and Poll skips an endpoint a post holds (the
+// post reads that endpoint's completion queue itself while the provider is
+// busy). ofi.Crossings counts the data path's calls into C.
+//
 // The receiver's endpoint is a fabric.Notifier where the provider gives its
 // completion queues file-descriptor wait objects (FI_WAIT_FD; tcp does,
 // shm does not): after fi_trywait it sleeps in epoll on them, and a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
@@ -13,18 +14,26 @@ import (
 )
 
 // qp is one "queue pair": an RDM endpoint with its own address vector and
-// completion queue, talking to one peer endpoint.
+// completion queue, talking to one peer endpoint. mu serialises its
+// libfabric calls and guards tx, stash, buf and ops.
 type qp struct {
-	av   *ofi.AV
-	cq   *ofi.CQ
-	ep   *ofi.Endpoint
-	name []byte
-	peer ofi.Addr
-	tx   txOrder
+	mu    *sync.Mutex
+	av    *ofi.AV
+	cq    *ofi.CQ
+	ep    *ofi.Endpoint
+	name  []byte
+	peer  ofi.Addr
+	tx    txOrder
+	stash []fabric.Completion // translated, not yet returned by Poll
+	buf   []ofi.Completion
+	ops   []ofi.Op
 }
 
-// endpoint is N RDM endpoints. A mutex serialises every call into
-// libfabric (PostSend may come from several goroutines, one per queue pair).
+// endpoint is N RDM endpoints. Each has a lock of its own where the
+// domain's threading model lets endpoints run on different threads at once
+// (ofi.Threading.PerEndpoint), else they share one: PostSend on different
+// endpoints (the sender's posting threads) then runs in parallel, and Poll
+// skips an endpoint a post holds.
 type endpoint struct {
 	d    *ofi.Domain
 	recv bool    // receiver side: every completion is a receive
@@ -33,26 +42,30 @@ type endpoint struct {
 	// its upper half (see writeData).
 	wideData bool
 
-	mu      sync.Mutex
 	qps     []*qp
+	locks   []*sync.Mutex                            // the distinct locks of qps, in order
 	rxBlock func(block int, off, n uint64) ofi.Local // receiver: ring memory
 	postImm bool                                     // FI_RX_CQ_DATA: an immediate consumes a posted receive
 	immRecv ofi.Local                                // what such a receive points at (0 bytes)
 	sendMR  *ofi.MR                                  // sender: the send buffer
-	lenRx   *lenRx                                   // receiver with length messages: their words
-	lenTx   *lenWords                                // sender with length messages: their words
-	stash   []fabric.Completion                      // translated, not yet returned by Poll
-	buf     []ofi.Completion
-	ops     []ofi.Op
+	lenRx   *lenRx                                   // receiver with length messages: their words (slots per endpoint)
+	lenTx   *lenWords                                // sender with length messages: their words (slots per endpoint)
+	allCQs  []*ofi.CQ                                // every endpoint's, for fi_trywait
+	closed  atomic.Bool                              // set with every lock held
+
+	pollMu  sync.Mutex // Poll's round robin
 	next    int
-	closed  bool
+	closeMu sync.Mutex // one Close at a time
 }
+
+// errClosed is what calls on a closed endpoint fail with.
+var errClosed = errors.New("endpoint closed")
 
 func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoint, err error) {
 	if cfg.QPs < 1 || cfg.QPs > wire.MaxQPs {
 		return nil, fmt.Errorf("open %d endpoints: want 1..%d", cfg.QPs, wire.MaxQPs)
 	}
-	ep := &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8, buf: make([]ofi.Completion, 64)}
+	ep := &endpoint{d: d, recv: recv, wideData: d.Info().CQDataSize >= 8}
 	defer func() {
 		if err != nil { // ep, not the nil result: the partial endpoints close
 			_ = ep.Close()
@@ -60,7 +73,7 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 	}()
 	size := max(2*(cfg.SendDepth+cfg.RecvDepth), 256)
 	for i := range cfg.QPs {
-		q := &qp{}
+		q := &qp{mu: ep.lockFor(i), buf: make([]ofi.Completion, 64)}
 		ep.qps = append(ep.qps, q)
 		if q.av, err = d.OpenAV(1); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
@@ -78,14 +91,41 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 			return nil, fmt.Errorf("endpoint %d: its %d-byte address exceeds the handshake's %d bytes", i, len(q.name), wire.MaxAddrBytes)
 		}
 	}
+	ep.allCQs = ep.cqs()
 	if recv {
-		cqs := make([]*ofi.CQ, len(ep.qps))
-		for i, q := range ep.qps {
-			cqs[i] = q.cq
-		}
-		ep.w, _ = newWaiter(cqs) // without one the receive loop polls
+		ep.w, _ = newWaiter(ep.allCQs) // without one the receive loop polls
 	}
 	return ep, nil
+}
+
+// lockFor is the lock of endpoint i: a new one per endpoint where the
+// domain's threading model allows, else the first endpoint's.
+func (ep *endpoint) lockFor(i int) *sync.Mutex {
+	if i == 0 || ep.d.Info().Threading.PerEndpoint() {
+		ep.locks = append(ep.locks, new(sync.Mutex))
+	}
+	return ep.locks[len(ep.locks)-1]
+}
+
+// lockAll takes every endpoint's lock, in order; unlockAll releases them.
+func (ep *endpoint) lockAll() {
+	for _, m := range ep.locks {
+		m.Lock()
+	}
+}
+
+func (ep *endpoint) unlockAll() {
+	for _, m := range ep.locks {
+		m.Unlock()
+	}
+}
+
+func (ep *endpoint) cqs() []*ofi.CQ {
+	cqs := make([]*ofi.CQ, len(ep.qps))
+	for i, q := range ep.qps {
+		cqs[i] = q.cq
+	}
+	return cqs
 }
 
 // Arm implements fabric.Notifier: after fi_trywait says nothing is ready,
@@ -95,13 +135,12 @@ func (ep *endpoint) Arm() error {
 	if ep.w == nil {
 		return errors.New("arm: the completion queues have no wait fds")
 	}
-	ep.mu.Lock()
-	cqs := make([]*ofi.CQ, len(ep.qps))
-	for i, q := range ep.qps {
-		cqs[i] = q.cq
+	ep.lockAll()
+	err := errClosed
+	if !ep.closed.Load() {
+		err = ep.d.TryWait(ep.allCQs)
 	}
-	err := ep.d.TryWait(cqs)
-	ep.mu.Unlock()
+	ep.unlockAll()
 	switch {
 	case errors.Is(err, ofi.ErrAgain):
 		ep.w.notify()
@@ -136,8 +175,8 @@ func (ep *endpoint) Connect(remote []wire.QPInfo) error {
 	if len(remote) != len(ep.qps) {
 		return fmt.Errorf("%d remote endpoints for %d local ones", len(remote), len(ep.qps))
 	}
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
+	ep.lockAll()
+	defer ep.unlockAll()
 	for i, q := range ep.qps {
 		a, err := q.av.Insert(remote[i].Addr)
 		if err != nil {
@@ -151,9 +190,10 @@ func (ep *endpoint) Connect(remote []wire.QPInfo) error {
 // PostRecv implements fabric.Endpoint. A receive without a scatter entry
 // (write mode) only exists where the provider's immediates consume one.
 func (ep *endpoint) PostRecv(qi int, wrs []fabric.RecvWR) error {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	ops := ep.ops[:0]
+	q := ep.qps[qi]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ops := q.ops[:0]
 	for _, w := range wrs {
 		o := ofi.Op{Kind: ofi.OpRecv, Peer: ofi.AddrUnspec, ID: w.ID}
 		switch {
@@ -173,7 +213,7 @@ func (ep *endpoint) PostRecv(qi int, wrs []fabric.RecvWR) error {
 		}
 		ops = append(ops, o)
 	}
-	ep.ops = ops
+	q.ops = ops
 	err := ep.post(qi, ops)
 	if err != nil {
 		ep.giveBack(qi, ops[postedOf(err):])
@@ -196,10 +236,10 @@ func (ep *endpoint) giveBack(qi int, ops []ofi.Op) {
 // PostSend implements fabric.Endpoint: sends and writes carry the immediate
 // as remote CQ data. Every operation completes (see txOrder).
 func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	q := ep.qps[qi]
-	ops := ep.ops[:0]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ops := q.ops[:0]
 	for _, w := range wrs {
 		var err error
 		if ops, err = ep.appendSend(qi, ops, w); err != nil {
@@ -207,7 +247,7 @@ func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
 			return err
 		}
 	}
-	ep.ops = ops
+	q.ops = ops
 	if err := ep.post(qi, ops); err != nil {
 		q.tx.drop(len(ops) - postedOf(err))
 		return err
@@ -279,12 +319,13 @@ func postedOf(err error) int {
 	return 0
 }
 
-// post posts ops on endpoint qi; while the provider answers FI_EAGAIN it
-// reads the completion queues (libfabric progresses there), keeping what it
-// read for Poll, and posts the rest.
+// post posts ops on endpoint qi, whose lock the caller holds; while the
+// provider answers FI_EAGAIN it reads the endpoint's completion queue
+// (libfabric progresses there), keeping what it read for Poll, and posts the
+// rest.
 func (ep *endpoint) post(qi int, ops []ofi.Op) error {
-	if ep.closed {
-		return errors.New("post: endpoint closed")
+	if ep.closed.Load() {
+		return fmt.Errorf("post: %w", errClosed)
 	}
 	done := 0
 	last := time.Now()
@@ -297,7 +338,7 @@ func (ep *endpoint) post(qi int, ops []ofi.Op) error {
 		if !errors.Is(err, ofi.ErrAgain) {
 			return &partialPost{n: done, err: fmt.Errorf("endpoint %d: %w", qi, err)}
 		}
-		got, rerr := ep.readAll()
+		got, rerr := ep.read(qi)
 		if rerr != nil {
 			return &partialPost{n: done, err: rerr}
 		}
@@ -311,64 +352,88 @@ func (ep *endpoint) post(qi int, ops []ofi.Op) error {
 	return nil
 }
 
-// Poll implements fabric.Endpoint.
+// Poll implements fabric.Endpoint: each endpoint's completions, round robin
+// from where the last Poll stopped. An endpoint whose lock a post holds is
+// skipped (Poll does not block): the post reads its completion queue when
+// the provider is busy, and its completions wait for the next Poll.
 func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if len(ep.stash) < len(wcs) && !ep.closed {
-		if _, err := ep.readAll(); err != nil {
-			return 0, err
+	ep.pollMu.Lock()
+	defer ep.pollMu.Unlock()
+	n := 0
+	for range ep.qps {
+		if n == len(wcs) {
+			break
+		}
+		qi := ep.next
+		ep.next = (ep.next + 1) % len(ep.qps)
+		q := ep.qps[qi]
+		if !q.mu.TryLock() {
+			continue
+		}
+		k, err := ep.take(qi, wcs[n:])
+		q.mu.Unlock()
+		n += k
+		if err != nil {
+			return n, err
 		}
 	}
-	n := copy(wcs, ep.stash)
-	ep.stash = ep.stash[:copy(ep.stash, ep.stash[n:])]
 	return n, nil
 }
 
-// readAll reads every completion queue once, round robin from where the
-// last read stopped, into the stash; it returns the entries read.
-func (ep *endpoint) readAll() (int, error) {
-	total := 0
-	for range ep.qps {
-		qi := ep.next
-		ep.next = (ep.next + 1) % len(ep.qps)
-		n, err := ep.qps[qi].cq.Read(ep.buf)
-		if err != nil {
-			return total, fmt.Errorf("endpoint %d: %w", qi, err)
+// take moves endpoint qi's completions into wcs, reading its completion
+// queue first unless the stash already fills wcs; the caller holds its lock.
+func (ep *endpoint) take(qi int, wcs []fabric.Completion) (int, error) {
+	q := ep.qps[qi]
+	if len(q.stash) < len(wcs) && !ep.closed.Load() {
+		if _, err := ep.read(qi); err != nil {
+			return 0, err
 		}
-		for _, c := range ep.buf[:n] {
-			ep.translate(qi, c)
-		}
-		total += n
 	}
-	return total, nil
+	n := copy(wcs, q.stash)
+	q.stash = q.stash[:copy(q.stash, q.stash[n:])]
+	return n, nil
+}
+
+// read reads endpoint qi's completion queue once into its stash; it returns
+// the entries read. The caller holds the endpoint's lock.
+func (ep *endpoint) read(qi int) (int, error) {
+	q := ep.qps[qi]
+	n, err := q.cq.Read(q.buf)
+	if err != nil {
+		return 0, fmt.Errorf("endpoint %d: %w", qi, err)
+	}
+	for _, c := range q.buf[:n] {
+		ep.translate(qi, c)
+	}
+	return n, nil
 }
 
 // translate turns one libfabric completion of endpoint qi into the
 // engine's, in the stash: receives (and remote writes) at once, transmit
 // completions in posting order, signalled ones only.
 func (ep *endpoint) translate(qi int, c ofi.Completion) {
+	q := ep.qps[qi]
 	switch {
 	case c.Err != nil:
 		id := c.ID
 		if ep.lenRx != nil {
 			id, _ = ep.lenRx.give(qi, int(c.ID))
 		}
-		ep.stash = append(ep.stash, fabric.Completion{ID: id, QP: qi, Recv: ep.recv,
+		q.stash = append(q.stash, fabric.Completion{ID: id, QP: qi, Recv: ep.recv,
 			Err: &fabric.WCError{QP: qi, Status: c.Err.Error(), Recv: ep.recv}})
 	case c.Flags&ofi.CapRemoteWrite != 0 && ep.wideData:
-		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Data >> 32), Imm: uint32(c.Data)})
+		q.stash = append(q.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Data >> 32), Imm: uint32(c.Data)})
 	case c.Flags&ofi.CapRemoteWrite != 0:
 		// Its length is not known (see lengthMessages): the sender broke
 		// the agreement.
-		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Err: &fabric.WCError{QP: qi, Recv: true,
+		q.stash = append(q.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Err: &fabric.WCError{QP: qi, Recv: true,
 			Status: fmt.Sprintf("a remote write carried immediate %d where its length travels in a length message", uint32(c.Data))}})
 	case c.Flags&ofi.CapRecv != 0 && ep.lenRx != nil:
-		ep.stash = append(ep.stash, ep.lenMessage(qi, c))
+		q.stash = append(q.stash, ep.lenMessage(qi, c))
 	case c.Flags&ofi.CapRecv != 0:
-		ep.stash = append(ep.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Len), Imm: uint32(c.Data)})
+		q.stash = append(q.stash, fabric.Completion{ID: c.ID, QP: qi, Recv: true, Bytes: uint32(c.Len), Imm: uint32(c.Data)})
 	default:
-		ep.stash = ep.qps[qi].tx.complete(c.ID, qi, ep.stash)
+		q.stash = q.tx.complete(c.ID, qi, q.stash)
 	}
 }
 
@@ -401,17 +466,20 @@ func writeData(wide bool, imm uint32, n uint64) uint64 {
 }
 
 // Close closes every endpoint, then the address vectors and completion
-// queues; idempotent.
+// queues; idempotent. It waits for posts and polls in progress (it takes
+// every lock); later ones fail.
 func (ep *endpoint) Close() error {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if ep.closed {
+	ep.closeMu.Lock()
+	defer ep.closeMu.Unlock()
+	if ep.closed.Load() {
 		return nil
 	}
-	ep.closed = true
 	if ep.w != nil {
 		ep.w.close() // before the completion queues whose fds it polls
 	}
+	ep.lockAll()
+	defer ep.unlockAll()
+	ep.closed.Store(true)
 	ep.drain()
 	var errs []error
 	for _, q := range ep.qps {

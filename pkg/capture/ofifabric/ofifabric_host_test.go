@@ -27,7 +27,7 @@ type mmapRing struct {
 	broken bool // report the blocks as not contiguous
 }
 
-func newRing(t *testing.T, n, bs int) *mmapRing {
+func newRing(t testing.TB, n, bs int) *mmapRing {
 	t.Helper()
 	m, err := unix.Mmap(-1, 0, n*bs, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {

@@ -93,16 +93,16 @@ func TestTxOrderReleasesInPostingOrder(t *testing.T) {
 // its receive was posted into, and a remote write's immediate (whose length
 // is unknown) is an error, never trusted.
 func TestWriteLengthNeverFromTheCompletion(t *testing.T) {
-	wide := &endpoint{recv: true, wideData: true}
+	wide := &endpoint{recv: true, wideData: true, qps: []*qp{{}, {}}}
 	wide.translate(1, ofi.Completion{Flags: ofi.CapRemoteWrite, Data: writeData(true, 0xabcdef, 1234), Len: 8192, HasData: true})
-	if want := []fabric.Completion{{QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}}; !reflect.DeepEqual(wide.stash, want) {
-		t.Errorf("wide: %+v, want %+v", wide.stash, want)
+	if want := []fabric.Completion{{QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}}; !reflect.DeepEqual(wide.qps[1].stash, want) {
+		t.Errorf("wide: %+v, want %+v", wide.qps[1].stash, want)
 	}
 	if d := writeData(false, 0xabcdef, 1234); d != 0xabcdef {
 		t.Errorf("narrow CQ data %#x", d)
 	}
 	w := &lenWords{buf: make([]byte, 2*2*lenSlot), slots: 2}
-	narrow := &endpoint{recv: true, lenRx: &lenRx{w: w, free: [][]int{{0, 1}, {2, 3}}, ids: make([]uint64, 4)}}
+	narrow := &endpoint{recv: true, qps: []*qp{{}, {}}, lenRx: &lenRx{w: w, free: [][]int{{0, 1}, {2, 3}}, ids: make([]uint64, 4)}}
 	s, err := narrow.lenRx.take(1, 77)
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +110,10 @@ func TestWriteLengthNeverFromTheCompletion(t *testing.T) {
 	w.put(s, 1234)
 	narrow.translate(1, ofi.Completion{ID: uint64(s), Flags: ofi.CapRecv, Data: 0xabcdef, HasData: true, Len: lenBytes})
 	narrow.translate(1, ofi.Completion{Flags: ofi.CapRemoteWrite, Data: 5, HasData: true, Len: 8192})
-	if len(narrow.stash) != 2 || narrow.stash[0] != (fabric.Completion{ID: 77, QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}) {
-		t.Fatalf("narrow: %+v", narrow.stash)
+	if got := narrow.qps[1].stash; len(got) != 2 || got[0] != (fabric.Completion{ID: 77, QP: 1, Recv: true, Bytes: 1234, Imm: 0xabcdef}) {
+		t.Fatalf("narrow: %+v", got)
 	}
-	if e := narrow.stash[1].Err; e == nil || !strings.Contains(e.Error(), "a remote write carried immediate 5 where its length travels in a length message") {
+	if e := narrow.qps[1].stash[1].Err; e == nil || !strings.Contains(e.Error(), "a remote write carried immediate 5 where its length travels in a length message") {
 		t.Errorf("a remote write with an immediate: %v", e)
 	}
 	if len(narrow.lenRx.free[1]) != 2 {

@@ -283,6 +283,7 @@ func infoOf(i *C.struct_fi_info) Info {
 		TxSize:       int(i.tx_attr.size),
 		RxSize:       int(i.rx_attr.size),
 		DataProgress: Progress(i.domain_attr.data_progress),
+		Threading:    Threading(i.domain_attr.threading),
 		TxMsgOrder:   Order(i.tx_attr.msg_order),
 		RxMsgOrder:   Order(i.rx_attr.msg_order),
 	}
@@ -533,14 +534,15 @@ func (d *Domain) TryWait(cqs []*CQ) error {
 	if len(cqs) == 0 || len(cqs) > 64 {
 		return fmt.Errorf("fi_trywait over %d completion queues: want 1..64", len(cqs))
 	}
-	ptrs := (*[64]*C.struct_fid_cq)(C.malloc(C.size_t(64) * C.size_t(unsafe.Sizeof(uintptr(0)))))
-	defer C.free(unsafe.Pointer(ptrs))
+	ptrs := cqLists.Get().(*[64]*C.struct_fid_cq)
+	defer cqLists.Put(ptrs)
 	for i, q := range cqs {
 		if q == nil || q.cq == nil {
 			return fmt.Errorf("fi_trywait: completion queue %d: %w", i, ErrClosed)
 		}
 		ptrs[i] = q.cq
 	}
+	crossings.Add(1)
 	if rc := C.ofi_trywait(d.fabric, &ptrs[0], C.int(len(cqs))); rc != 0 {
 		return callErr("fi_trywait", rc)
 	}
@@ -560,6 +562,15 @@ func (q *CQ) CanWait() (bool, string) {
 }
 
 const readChunk = 64 // entries per cgo call (ofi_cq_read's stack array)
+
+// The data path's buffers handed to C are Go memory (holding no Go pointers)
+// reused through pools: an array passed to C escapes to the heap, and one
+// allocated per call was 2 KiB for every completion-queue read.
+var (
+	cqeBufs = sync.Pool{New: func() any { return new([readChunk]C.struct_ofi_cqe) }}
+	opBufs  = sync.Pool{New: func() any { return new([]C.struct_ofi_op) }}
+	cqLists = sync.Pool{New: func() any { return new([64]*C.struct_fid_cq) }}
+)
 
 // Read fills out with ready completions without blocking (fi_cq_read). An error entry
 // (fi_cq_readerr) is returned as a completion whose Err is a *CompletionError.
@@ -582,7 +593,9 @@ func (q *CQ) read(out []Completion, timeout int) (int, error) {
 	if len(out) == 0 {
 		return 0, nil
 	}
-	var buf [readChunk]C.struct_ofi_cqe
+	buf := cqeBufs.Get().(*[readChunk]C.struct_ofi_cqe)
+	defer cqeBufs.Put(buf)
+	crossings.Add(1)
 	n := C.ofi_cq_read(q.cq, &buf[0], C.size_t(min(len(out), readChunk)), C.int(timeout))
 	switch {
 	case n > 0:
@@ -614,6 +627,7 @@ func (q *CQ) readErr(out []Completion) (int, error) {
 	var e C.struct_ofi_cqe
 	var errno, provErrno C.int
 	var text [256]C.char
+	crossings.Add(1)
 	rc := C.ofi_cq_readerr(q.cq, &e, &errno, &provErrno, &text[0], C.size_t(len(text)))
 	if rc == -C.FI_EAGAIN {
 		return 0, nil
@@ -879,7 +893,12 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
-	cops := make([]C.struct_ofi_op, len(ops))
+	pooled := opBufs.Get().(*[]C.struct_ofi_op)
+	defer opBufs.Put(pooled)
+	if cap(*pooled) < len(ops) {
+		*pooled = make([]C.struct_ofi_op, len(ops))
+	}
+	cops := (*pooled)[:len(ops)]
 	for i, o := range ops {
 		if int(o.Kind) >= len(opCalls) {
 			return 0, fmt.Errorf("post operation %d: unknown kind %d", i, o.Kind)
@@ -893,6 +912,7 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 			id: C.uint64_t(o.ID), flags: C.uint64_t(e.postFlags(o)), desc: desc, kind: C.int(o.Kind)}
 	}
 	var rc C.ssize_t
+	crossings.Add(1)
 	n := int(C.ofi_post(e.ep, &cops[0], C.size_t(len(cops)), &rc))
 	if rc != 0 {
 		return n, fmt.Errorf("post operation %d of %d (id %d): %w", n, len(ops), ops[n].ID, callErr(opCalls[ops[n].Kind], C.int(rc)))
@@ -967,6 +987,11 @@ const (
 	_ uint64 = 0 - (uint64(C.FI_ORDER_SAS) ^ uint64(OrderSAS))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_AUTO) ^ uint64(ProgressAuto))
 	_ uint64 = 0 - (uint64(C.FI_PROGRESS_MANUAL) ^ uint64(ProgressManual))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_SAFE) ^ uint64(ThreadSafe))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_FID) ^ uint64(ThreadFID))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_DOMAIN) ^ uint64(ThreadDomain))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_COMPLETION) ^ uint64(ThreadCompletion))
+	_ uint64 = 0 - (uint64(C.FI_THREAD_ENDPOINT) ^ uint64(ThreadEndpoint))
 	_ uint64 = 0 - (uint64(C.FI_EAGAIN) ^ eagain)
 	_ uint64 = 0 - (uint64(C.FI_ADDR_UNSPEC) ^ uint64(AddrUnspec))
 )

@@ -214,6 +214,38 @@ func (p Progress) String() string {
 	return "unspec"
 }
 
+// Threading is a domain's threading model (enum fi_threading): which calls
+// the application must serialise.
+type Threading int
+
+// Threading models.
+const (
+	ThreadUnspec     Threading = 0
+	ThreadSafe       Threading = 1 // nothing: every object may be used from any thread at once
+	ThreadFID        Threading = 2 // calls on one object (endpoint, CQ, ...)
+	ThreadDomain     Threading = 3 // every call on the domain and its objects
+	ThreadCompletion Threading = 4 // calls on a CQ and the endpoints bound to it
+	ThreadEndpoint   Threading = 5 // calls on an endpoint and its objects
+)
+
+var threadingNames = map[Threading]string{ThreadSafe: "FI_THREAD_SAFE", ThreadFID: "FI_THREAD_FID", ThreadDomain: "FI_THREAD_DOMAIN",
+	ThreadCompletion: "FI_THREAD_COMPLETION", ThreadEndpoint: "FI_THREAD_ENDPOINT"}
+
+func (t Threading) String() string {
+	if s, ok := threadingNames[t]; ok {
+		return s
+	}
+	return "FI_THREAD_UNSPEC"
+}
+
+// PerEndpoint reports whether endpoints that each have a completion queue
+// and an address vector of their own may be used from different threads at
+// once, each endpoint and its objects by one thread at a time: every model
+// but FI_THREAD_DOMAIN (and an unspecified one).
+func (t Threading) PerEndpoint() bool {
+	return t == ThreadSafe || t == ThreadFID || t == ThreadEndpoint || t == ThreadCompletion
+}
+
 // Info is what one fi_getinfo answer offers.
 type Info struct {
 	Provider   string
@@ -230,13 +262,15 @@ type Info struct {
 	RxSize     int
 	// DataProgress is manual when completions are only progressed by reading the CQs.
 	DataProgress Progress
+	// Threading is which calls the application must serialise.
+	Threading Threading
 	// TxMsgOrder and RxMsgOrder are the message ordering the endpoints keep.
 	TxMsgOrder, RxMsgOrder Order
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("provider %q fabric %q domain %q caps %v mode %v mr_mode %v max_msg_size %d cq_data_size %d mr_key_size %d msg_order tx %v rx %v",
-		i.Provider, i.Fabric, i.Domain, i.Caps, i.Mode, i.MRMode, i.MaxMsgSize, i.CQDataSize, i.MRKeySize, i.TxMsgOrder, i.RxMsgOrder)
+	return fmt.Sprintf("provider %q fabric %q domain %q caps %v mode %v mr_mode %v max_msg_size %d cq_data_size %d mr_key_size %d msg_order tx %v rx %v threading %v",
+		i.Provider, i.Fabric, i.Domain, i.Caps, i.Mode, i.MRMode, i.MaxMsgSize, i.CQDataSize, i.MRKeySize, i.TxMsgOrder, i.RxMsgOrder, i.Threading)
 }
 
 // Addr is a peer's address in an address vector (fi_addr_t).

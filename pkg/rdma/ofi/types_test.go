@@ -19,6 +19,8 @@ func TestBitStrings(t *testing.T) {
 		{ProgressManual.String(), "manual"},
 		{(OrderSAS | OrderWAW | 1<<16).String(), "[FI_ORDER_WAW FI_ORDER_SAS FI_ORDER_DATA]"},
 		{Progress(9).String(), "unspec"},
+		{ThreadDomain.String(), "FI_THREAD_DOMAIN"},
+		{Threading(9).String(), "FI_THREAD_UNSPEC"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -59,6 +61,22 @@ func TestOpName(t *testing.T) {
 	} {
 		if got := OpName(f); got != want {
 			t.Errorf("OpName(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+// Endpoints with a completion queue each may go to threads of their own
+// unless the domain asks for every call to be serialised (or says nothing).
+func TestThreadingPerEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		t    Threading
+		want bool
+	}{
+		{ThreadSafe, true}, {ThreadFID, true}, {ThreadEndpoint, true}, {ThreadCompletion, true},
+		{ThreadDomain, false}, {ThreadUnspec, false}, {Threading(9), false},
+	} {
+		if got := c.t.PerEndpoint(); got != c.want {
+			t.Errorf("%v: PerEndpoint %v, want %v", c.t, got, c.want)
 		}
 	}
 }
