@@ -160,7 +160,7 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
 		Connect: o.connect, Config: cfg, Device: dev, Roots: deviceRoots(), Fabric: fb, Domain: o.fabric.domain,
-		Open: openSenderFabric(fb, o.connect),
+		Open: openSenderFabric(fb, o.connect, log),
 		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
 			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)
 		},

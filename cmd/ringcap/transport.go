@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"net"
 
 	"github.com/spf13/cobra"
@@ -86,11 +87,12 @@ func openReceiverFabric(fb wire.Fabric, domain, listen string, mode wire.Mode, m
 }
 
 // openSenderFabric opens the sender's fabric: libfabric on dev's provider
-// and domain, bound toward the receiver at connect, or libibverbs.
-func openSenderFabric(fb wire.Fabric, connect string) func(fabric.DeviceConfig, wire.Mode, uint64) (fabric.SenderFabric, error) {
+// and domain, bound toward the receiver at connect, logging to log, or
+// libibverbs.
+func openSenderFabric(fb wire.Fabric, connect string, log *slog.Logger) func(fabric.DeviceConfig, wire.Mode, uint64) (fabric.SenderFabric, error) {
 	return func(dev fabric.DeviceConfig, mode wire.Mode, bufBytes uint64) (fabric.SenderFabric, error) {
 		if fb.Transport == wire.TransportOFI {
-			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: localHost(connect), Mode: mode}, bufBytes)
+			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: localHost(connect), Mode: mode, Log: log}, bufBytes)
 		}
 		return verbsfabric.NewSender(dev, bufBytes)
 	}

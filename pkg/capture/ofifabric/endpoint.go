@@ -1,6 +1,7 @@
 package ofifabric
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -36,8 +37,13 @@ type qp struct {
 // skips an endpoint a post holds.
 type endpoint struct {
 	d    *ofi.Domain
-	recv bool    // receiver side: every completion is a receive
-	w    *waiter // receiver: sleeps until a completion may be there (nil: poll)
+	recv bool // receiver side: every completion is a receive
+	// set is the completion queues' wait fds (nil: the provider gave none,
+	// noWait says why, and both sides poll); the receiver sleeps on it in
+	// w's goroutine (Notifier), the sender in PollWait (Waiter).
+	set    *cqSet
+	noWait string
+	w      *waiter
 	// wideData: remote CQ data has 8 bytes, and a write's length rides in
 	// its upper half (see writeData).
 	wideData bool
@@ -78,7 +84,7 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 		if q.av, err = d.OpenAV(1); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
-		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: recv}); err != nil {
+		if q.cq, err = d.OpenCQ(ofi.CQConfig{Size: size, WaitFD: true}); err != nil {
 			return nil, fmt.Errorf("endpoint %d of %d: %w", i, cfg.QPs, err)
 		}
 		if q.ep, err = d.OpenEndpoint(ofi.EndpointConfig{AV: q.av, TxCQ: q.cq, RxCQ: q.cq}); err != nil {
@@ -92,8 +98,10 @@ func newEndpoint(d *ofi.Domain, cfg fabric.EndpointConfig, recv bool) (_ *endpoi
 		}
 	}
 	ep.allCQs = ep.cqs()
-	if recv {
-		ep.w, _ = newWaiter(ep.allCQs) // without one the receive loop polls
+	if ep.set, err = newCQSet(ep.allCQs); err != nil {
+		ep.noWait, err = err.Error(), nil // without them both sides poll
+	} else if recv {
+		ep.w = newWaiter(ep.set)
 	}
 	return ep, nil
 }
@@ -135,21 +143,69 @@ func (ep *endpoint) Arm() error {
 	if ep.w == nil {
 		return errors.New("arm: the completion queues have no wait fds")
 	}
-	ep.lockAll()
-	err := errClosed
-	if !ep.closed.Load() {
-		err = ep.d.TryWait(ep.allCQs)
-	}
-	ep.unlockAll()
+	sleep, err := ep.tryWait()
 	switch {
-	case errors.Is(err, ofi.ErrAgain):
-		ep.w.notify()
 	case err != nil:
 		return err
-	default:
+	case sleep:
 		ep.w.sleep()
+	default:
+		ep.w.notify()
 	}
 	return nil
+}
+
+// tryWait says, with every endpoint's lock held, whether the caller may
+// sleep on the wait fds: not while a stash holds completions (a post read
+// them), nor when fi_trywait says the completion queues must be read first.
+func (ep *endpoint) tryWait() (bool, error) {
+	ep.lockAll()
+	defer ep.unlockAll()
+	if ep.closed.Load() {
+		return false, errClosed
+	}
+	for _, q := range ep.qps {
+		if len(q.stash) > 0 {
+			return false, nil
+		}
+	}
+	switch err := ep.d.TryWait(ep.allCQs); {
+	case errors.Is(err, ofi.ErrAgain):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// PollWait implements fabric.Waiter (the sender while every send slot is in
+// flight): Poll, and while nothing is there sleep on the wait fds once
+// tryWait allows, until one wakes, ctx is done or Close. ok is false on the
+// receiver's side (its waiter sleeps on the set) and where the provider gave
+// no wait fds.
+func (ep *endpoint) PollWait(ctx context.Context, wcs []fabric.Completion) (int, bool, error) {
+	if ep.set == nil || ep.recv {
+		return 0, false, nil
+	}
+	for {
+		n, err := ep.Poll(wcs)
+		if n > 0 || err != nil {
+			return n, true, err
+		}
+		sleep, err := ep.tryWait()
+		if err != nil {
+			return 0, true, fmt.Errorf("wait for completions: %w", err)
+		}
+		if !sleep {
+			if err := ctx.Err(); err != nil {
+				return 0, true, fmt.Errorf("wait for completions: %w", err)
+			}
+			continue
+		}
+		if err := ep.set.wait(ctx); err != nil {
+			return 0, true, fmt.Errorf("wait for completions: %w", err)
+		}
+	}
 }
 
 // Events implements fabric.Notifier.
@@ -475,8 +531,9 @@ func (ep *endpoint) Close() error {
 		return nil
 	}
 	if ep.w != nil {
-		ep.w.close() // before the completion queues whose fds it polls
+		ep.w.close()
 	}
+	ep.set.close() // before the completion queues whose fds it holds; wakes a PollWait
 	ep.lockAll()
 	defer ep.unlockAll()
 	ep.closed.Store(true)

@@ -3,6 +3,7 @@ package ofifabric
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -26,6 +27,10 @@ type Config struct {
 	// bytes of remote CQ data (tests exercise the narrow providers' path on
 	// tcp;ofi_rxm with it); both ends must agree.
 	LengthMessages bool
+	// Log receives what the sender reports once (nil: slog.Default()): that
+	// its completion queues have no wait fds, so it polls while every send
+	// slot is in flight.
+	Log *slog.Logger
 }
 
 // wideData is the remote CQ data that carries an immediate and a length.

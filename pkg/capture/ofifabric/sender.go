@@ -1,9 +1,12 @@
 package ofifabric
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +24,8 @@ type Sender struct {
 	mr   *ofi.MR
 	// lenMsg: write mode with length messages (see lengthMessages).
 	lenMsg bool
+	log    *slog.Logger
+	noWait sync.Once // the sender said its endpoints poll
 }
 
 // NewSender opens the domain and registers a send buffer of n bytes
@@ -44,7 +49,8 @@ func NewSender(cfg Config, n uint64) (*Sender, error) {
 		_ = unix.Munmap(buf)
 		return nil, fmt.Errorf("register the %d-byte send buffer: %w", n, err)
 	}
-	return &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr, lenMsg: lengthMessages(cfg, d.Info())}, nil
+	return &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr, lenMsg: lengthMessages(cfg, d.Info()),
+		log: cmp.Or(cfg.Log, slog.Default())}, nil
 }
 
 // Open implements fabric.SenderFabric.
@@ -57,6 +63,12 @@ func (s *Sender) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.Endp
 		return nil, err
 	}
 	ep.sendMR = s.mr
+	if ep.set == nil {
+		s.noWait.Do(func() {
+			s.log.Info("Libfabric completion queues have no wait fds: the sender polls, with short sleeps, while every send slot is in flight",
+				"provider", s.prov.Provider, "reason", ep.noWait)
+		})
+	}
 	if s.lenMsg {
 		// A work request is at most two operations; the words of the
 		// SendDepth outstanding ones, and of two more, are never reused
