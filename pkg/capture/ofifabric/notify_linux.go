@@ -26,6 +26,7 @@ type cqSet struct {
 	raw    syscall.RawConn
 	evs    []unix.EpollEvent
 	ready  func(uintptr) bool // f's readiness check, made once (no closure per wait)
+	woken  bool               // ready ran once in this wait: the poller woke it since
 	closed atomic.Bool
 	once   sync.Once
 	sleeps atomic.Uint64 // waits that found nothing ready and slept (tests)
@@ -78,8 +79,13 @@ func addWaitFDs(epfd int, cqs []*ofi.CQ) error {
 
 // readable says whether a wait fd polls readable now (the set's epoll_wait
 // with no timeout); an error counts as readable: the caller reads the
-// completion queues and comes back.
+// completion queues and comes back. Called again in the same wait, the
+// network poller woke the set: readable, without asking.
 func (s *cqSet) readable(fd uintptr) bool {
+	if s.woken {
+		return true
+	}
+	s.woken = true
 	n, err := unix.EpollWait(int(fd), s.evs, 0)
 	if n > 0 || err != nil {
 		return true
@@ -102,6 +108,7 @@ func (s *cqSet) wait(ctx context.Context) error {
 	}
 	// RawConn.Read checks readable, then sleeps in the network poller until
 	// the set wakes (any wake after the check counts), and checks again.
+	s.woken = false
 	err := s.raw.Read(s.ready)
 	stop()
 	switch {
