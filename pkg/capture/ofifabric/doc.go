@@ -45,12 +45,15 @@
 // post reads that endpoint's completion queue itself while the provider is
 // busy). ofi.Crossings counts the data path's calls into C.
 //
-// The receiver's endpoint is a fabric.Notifier where the provider gives its
-// completion queues file-descriptor wait objects (FI_WAIT_FD; tcp does,
-// shm does not): after fi_trywait it sleeps in epoll on them, and a
-// manual-progress provider is progressed as libfabric prescribes; without
-// them the receive loop polls with short sleeps, which starves tcp;ofi_rxm
-// of progress (a few Gb/s instead of over 10 on loopback).
+// Where the provider gives the completion queues file-descriptor wait
+// objects (FI_WAIT_FD; tcp does, shm does not), an endpoint puts them in one
+// epoll set in Go's network poller and sleeps on it after fi_trywait allows,
+// so a manual-progress provider is progressed as libfabric prescribes: the
+// receiver's endpoint is a fabric.Notifier (a goroutine sleeps after each
+// Arm), the sender's a fabric.Waiter (PollWait sleeps while every send slot
+// is in flight; its context or Close wake it). Without them the receive loop
+// polls with short sleeps, which starves tcp;ofi_rxm of progress (a few Gb/s
+// instead of over 10 on loopback), and the sender polls too, saying so once.
 //
 // Close closes every libfabric object (endpoints, memory regions, address
 // vectors, completion queues, the domain), idempotently; ofi.Live counts
