@@ -64,7 +64,27 @@ disk_template() {
   rm -rf "$r"
   log "VM disk template $t: node image $KIND_NODE_IMAGE in podman's storage"
 }
+# suite: the e2e suite on this host against the VM's cluster (after kind-guest.sh's up)
+suite() {
+  . "$S/kind/$KIND_CLUSTER.env"
+  export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
+  # the suite's shell in the VM (guestRun): the debug shell on the VM's second serial port
+  export RINGCAP_E2E_GUEST_SHELL=$W/guest-shell.sock RINGCAP_E2E_GUEST_SHARE=$S
+  # the API server under TCG can miss a TLS handshake's 10 s: asked again for up to 5 min
+  wait_for "the cluster's API server at $GUEST_IP:6443 answers from the host" 300 kubectl --request-timeout 30s get nodes ||
+    die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
+  kubectl get nodes -o wide >&2
+  # the node's own address (podman's network in the VM, 10.204.0.0/24: hack/kind/podman-env.sh)
+  # through the VM, for the suite's requests to host-network pods (a receiver's /metrics); the
+  # route goes with the tap
+  ip route replace 10.204.0.0/24 via "$GUEST_IP" dev "$TAPDEV" || die "routing the kind network through $TAPDEV failed"
+  log "cluster up $((EPOCHSECONDS - ${t_start:-$EPOCHSECONDS})) s after start; running the suite"
+  cd "$REPO_ROOT/test/e2e" && "$W/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
+    -test.run "${E2E_RUN:-^TestRingcap\$}"
+}
 if [ "${1:-}" = down ]; then down; exit 0; fi
+# `kind-vm.sh suite` (after KEEP=1): the suite again against the running VM's cluster
+if [ "${1:-}" = suite ]; then suite; exit; fi
 if [ "${1:-}" = prepare ]; then prepare; exit 0; fi
 [ "$(id -u)" = 0 ] || die "must run as root (tap device, qemu)"
 for b in qemu-system-x86_64 mkfs.ext4 socat; do command -v $b >/dev/null || die "$b missing: run hack/setup.sh"; done
@@ -138,16 +158,5 @@ exec 3>&2
 wait_for "kind cluster in the VM (kind-guest.sh finished)" "${KIND_VM_UP_WAIT:-2700}" guest_up || die "the kind cluster did not come up in ${KIND_VM_UP_WAIT:-2700} s"
 up_rc=$(cat "$S/kind/up.rc")
 [ "$up_rc" = 0 ] || die "kind.sh up failed in the VM (status $up_rc; log $S/logs/kind-up.log)"
-. "$S/kind/$KIND_CLUSTER.env"
-export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
-# the suite's shell in the VM (guestRun): the debug shell on the VM's second serial port
-export RINGCAP_E2E_GUEST_SHELL=$W/guest-shell.sock RINGCAP_E2E_GUEST_SHARE=$S
-kubectl get nodes -o wide >&2 || die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
-# the node's own address (podman's network in the VM, 10.204.0.0/24: hack/kind/podman-env.sh)
-# through the VM, for the suite's requests to host-network pods (a receiver's /metrics); the
-# route goes with the tap
-ip route add 10.204.0.0/24 via "$GUEST_IP" dev "$TAPDEV" || die "routing the kind network through $TAPDEV failed"
-log "cluster up $((EPOCHSECONDS - t_start)) s after start; running the suite"
-cd "$REPO_ROOT/test/e2e" && "$W/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
-  -test.run "${E2E_RUN:-^TestRingcap\$}"
+suite
 rc=$?
