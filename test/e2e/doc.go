@@ -12,6 +12,8 @@
 // Environment: KUBECONFIG, RINGCAP_E2E_IMAGE_TAG (tag of the ringcap/* images on the node),
 // RINGCAP_E2E_NODE (the RDMA node; default: the only node), RINGCAP_E2E_DEVICES (RDMA devices
 // the node must offer, default "rxe0,rxe1"), RINGCAP_E2E_PULL_POLICY (default Never),
-// RINGCAP_E2E_NAMESPACE (default ringcap-system), HELM (default: helm in PATH).
+// RINGCAP_E2E_NAMESPACE (default ringcap-system), HELM (default: helm in PATH),
+// RINGCAP_E2E_HELM_SET (comma-separated key=value pairs passed to step 1's helm install as
+// --set, e.g. operator.leaderElection=false on a control plane under emulation).
 // See test/e2e/README.md for the harness and its layout.
 package e2e

@@ -48,6 +48,7 @@ type suite struct {
 	pull      corev1.PullPolicy
 	namespace string
 	helm      string
+	helmSet   []string // RINGCAP_E2E_HELM_SET: more --set values for step 1's install
 	chart     string
 }
 
@@ -91,6 +92,9 @@ func newSuite() (*suite, error) {
 		pull:      corev1.PullPolicy(envOr("RINGCAP_E2E_PULL_POLICY", string(corev1.PullNever))),
 		namespace: envOr("RINGCAP_E2E_NAMESPACE", "ringcap-system"),
 		helm:      envOr("HELM", "helm"),
+	}
+	if v := os.Getenv("RINGCAP_E2E_HELM_SET"); v != "" {
+		st.helmSet = strings.Split(v, ",")
 	}
 	if st.chart, err = filepath.Abs("../../charts/ringcap"); err != nil {
 		return nil, err

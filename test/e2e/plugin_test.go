@@ -24,6 +24,9 @@ import (
 func stepInstall(t *testing.T) {
 	args := []string{"upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
 		"--set", "image.tag=" + s.tag, "--set", "image.pullPolicy=" + string(s.pull), "--wait", "--timeout", "5m"}
+	for _, v := range s.helmSet {
+		args = append(args, "--set", v)
+	}
 	out, err := s.helmCmd(args...)
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,9 @@ suite() {
   export KUBECONFIG=$S/kind/$KIND_CLUSTER.kubeconfig
   # the suite's shell in the VM (guestRun): the debug shell on the VM's second serial port
   export RINGCAP_E2E_GUEST_SHELL=$W/guest-shell.sock RINGCAP_E2E_GUEST_SHARE=$S
+  # one operator replica, without leader election: under TCG its lease renewals (5 s calls, a
+  # 10 s deadline) failed, each loss ended the operator, and captures waited on its restarts
+  export RINGCAP_E2E_HELM_SET=${RINGCAP_E2E_HELM_SET:-operator.leaderElection=false}
   # the API server under TCG can miss a TLS handshake's 10 s: asked again for up to 5 min
   wait_for "the cluster's API server at $GUEST_IP:6443 answers from the host" 300 kubectl --request-timeout 30s get nodes ||
     die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
