@@ -75,6 +75,8 @@ if [ -n "${KIND_SLOW:-}" ]; then
   done
   podman exec "$CLUSTER-control-plane" grep -q 'leader-elect=false' /etc/kubernetes/manifests/kube-scheduler.yaml ||
     kind_die "the scheduler runs with leader election (kind_slow_config)"
+  podman exec "$CLUSTER-control-plane" grep -q 'unsafe-no-fsync=true' /etc/kubernetes/manifests/etcd.yaml ||
+    kind_die "etcd runs with fsync (kind_slow_config)"
   kind_log "KIND_SLOW: the control plane runs with the emulator's probes and without leader election"
 fi
 rc=0
