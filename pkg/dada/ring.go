@@ -22,6 +22,10 @@ var (
 	ErrRingExists = errors.New("ring key already in use")
 	// ErrNoRing: no ring exists at the key.
 	ErrNoRing = errors.New("no ring at key")
+	// ErrRingIncomplete: the ring's sync segment exists but not all of its parts: its
+	// creator is between its first IPC object and its last (or a remover is). ConnectWait
+	// waits for it as for a ring that does not exist yet.
+	ErrRingIncomplete = errors.New("ring incomplete (being created or removed)")
 	// ErrRingRemoved: the ring's IPC objects were removed while in use.
 	ErrRingRemoved = errors.New("ring was removed")
 	// ErrClosed: the handle was closed.
@@ -212,12 +216,13 @@ type ConnectOptions struct {
 }
 
 // ConnectWait connects to the ring at key (see Connect), retrying for up to
-// wait while it does not exist yet.
+// wait while it does not exist yet or is still being created.
 func ConnectWait(ctx context.Context, key Key, opts ConnectOptions, wait time.Duration) (*HDU, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		h, err := Connect(key, opts)
-		if err == nil || !errors.Is(err, ErrNoRing) || time.Now().After(deadline) {
+		notYet := errors.Is(err, ErrNoRing) || errors.Is(err, ErrRingIncomplete)
+		if err == nil || !notYet || time.Now().After(deadline) {
 			return h, err
 		}
 		select {
@@ -279,6 +284,15 @@ func (h *HDU) Destroy() error {
 	return errors.Join(err, h.Close())
 }
 
+// incomplete marks a part of a ring that does not exist (its sync segment does) as
+// ErrRingIncomplete.
+func incomplete(err error) error {
+	if errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%w: %w", ErrRingIncomplete, err)
+	}
+	return err
+}
+
 func connectRing(key Key, contiguous bool) (r *Ring, err error) {
 	id, err := shmGet(int32(key), syncStructSize, perm)
 	if err != nil {
@@ -302,6 +316,9 @@ func connectRing(key Key, contiguous bool) (r *Ring, err error) {
 		}
 	}()
 	nbufs, bufsz, nread := r.sync.nbufs(), r.sync.bufsz(), r.sync.nReaders()
+	if nbufs == 0 && bufsz == 0 && nread == 0 {
+		return r, fmt.Errorf("sync segment %#x holds no geometry yet: %w", uint32(key), ErrRingIncomplete)
+	}
 	if nbufs == 0 || nbufs > MaxNBufs || bufsz == 0 || bufsz > 1<<40 || nread < 1 || nread > MaxReaders {
 		return r, fmt.Errorf("sync segment %#x holds an invalid ring (nbufs=%d bufsz=%d n_readers=%d)", uint32(key), nbufs, bufsz, nread)
 	}
@@ -313,20 +330,20 @@ func connectRing(key Key, contiguous bool) (r *Ring, err error) {
 	}
 	r.nbufs, r.bufsz, r.nreaders = int(nbufs), int(bufsz), nread
 	if r.connSem, err = semGet(r.sync.semkeyConnect(), 2, perm); err != nil {
-		return r, fmt.Errorf("get connection semaphores %#x: %w", uint32(r.sync.semkeyConnect()), err)
+		return r, fmt.Errorf("get connection semaphores %#x: %w", uint32(r.sync.semkeyConnect()), incomplete(err))
 	}
 	r.dataSem = make([]int, nread)
 	for i := range r.dataSem {
 		k := r.sync.semkeyData(i)
 		if r.dataSem[i], err = semGet(k, 5, perm); err != nil {
-			return r, fmt.Errorf("get data semaphores of reader %d %#x: %w", i, uint32(k), err)
+			return r, fmt.Errorf("get data semaphores of reader %d %#x: %w", i, uint32(k), incomplete(err))
 		}
 	}
 	r.blockIDs = make([]int, nbufs)
 	for b := range r.blockIDs {
 		k := r.sync.shmKey(uint64(b))
 		if r.blockIDs[b], err = shmGet(k, bufsz, perm); err != nil {
-			return r, fmt.Errorf("get block %d %#x: %w", b, uint32(k), err)
+			return r, fmt.Errorf("get block %d %#x: %w", b, uint32(k), incomplete(err))
 		}
 	}
 	return r, r.attachBlocks(contiguous)
