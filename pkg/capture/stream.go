@@ -165,6 +165,7 @@ type streamLoop struct {
 	peerGone   bool
 	goneDetail string
 	gotEnd     bool // Done answers the sender's End, even when the length was known
+	rate       rateMeter
 }
 
 // pass is one pass of the loop: newly opened blocks, completions, filled
@@ -204,6 +205,10 @@ func (l *streamLoop) pass() *ending {
 		return nil
 	}
 	l.idle++
+	if l.idle == 1 {
+		l.rate.sample(time.Now())
+		l.w.coalesce = coalescePeriod(l.rate.rate, s.completionsPerBlock(), s.usableReceives())
+	}
 	if err := l.w.idle(l.ctx, l.idle, l.ctrl, s.rw); err != nil {
 		return ringEnding(l.ctx, err)
 	}
@@ -284,6 +289,7 @@ func (l *streamLoop) reap() (bool, *ending) {
 	if n == 0 {
 		return false, nil
 	}
+	l.rate.add(n)
 	if s.firstByte.IsZero() {
 		s.firstByte = time.Now() // UTC_START: when the first byte landed
 	}
@@ -397,18 +403,22 @@ func (l *streamLoop) event(e ctrlEvent) *ending {
 const spinFor = 20 * time.Microsecond
 
 // idler is how the receive loop waits when nothing moves: yields for up to
-// spinFor, then (with a fabric.Notifier) arming the completion queue, one more pass,
-// and a sleep until a completion, a ring block, a control message or a failure
-// arrives; without one, short sleeps. A busy idler only ever yields.
+// spinFor; then, while completions come at a steady rate (coalesce > 0), a
+// sleep of that long on a timer (coalesce.go); else (with a fabric.Notifier)
+// arming the completion queue, one more pass, and a sleep until a completion,
+// a ring block, a control message or a failure arrives; without one, short
+// sleeps. A busy idler only ever yields.
 type idler struct {
-	n      fabric.Notifier
-	busy   bool
-	procs  int // GOMAXPROCS when the stream began
-	armed  bool
-	since  time.Time // when this idle spell began
-	timer  *time.Timer
-	opened []int      // blocks the sleep took from the ring worker
-	ctrl   *ctrlEvent // a control message the sleep took
+	n        fabric.Notifier
+	busy     bool
+	procs    int // GOMAXPROCS when the stream began
+	armed    bool
+	since    time.Time     // when this idle spell began
+	coalesce time.Duration // set by the loop at the start of each idle spell
+	napped   bool          // this spell had its coalescing sleep
+	timer    *time.Timer
+	opened   []int      // blocks the sleep took from the ring worker
+	ctrl     *ctrlEvent // a control message the sleep took
 }
 
 func newIdler(ep fabric.Endpoint, busy bool) *idler {
@@ -423,7 +433,7 @@ func newIdler(ep fabric.Endpoint, busy bool) *idler {
 // the ring worker's failure.
 func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *ringWorker) error {
 	if idle == 1 {
-		w.since = time.Now()
+		w.since, w.napped = time.Now(), false
 	}
 	switch {
 	case w.busy && idle >= 2 && w.procs > 1:
@@ -437,26 +447,37 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 	case w.busy || idle < 2 || time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil
+	case w.coalesce > 0 && !w.napped:
+		// A pass after this sleep that moves nothing means the stream
+		// paused: the spell goes on to sleep on the next completion.
+		w.napped = true
+		return w.sleep(ctx, w.coalesce, nil, ctrl, rw)
 	case w.n == nil:
 		time.Sleep(50 * time.Microsecond)
 		return nil
 	case !w.armed:
-		if w.n.Arm() != nil {
+		if err := w.n.Arm(); err != nil {
 			w.n = nil // cannot sleep on completions: short sleeps from now on
-			return nil
+			return nil //nolint:nilerr // not the stream's failure: the loop goes on without events
 		}
 		w.armed = true
 		return nil // one more pass: a completion before the arming raises no event
 	}
+	w.armed = false
+	return w.sleep(ctx, 50*time.Millisecond, w.n.Events(), ctrl, rw) // the timeout: a safety net, not a schedule
+}
+
+// sleep waits for d, a completion event (events; nil: none), a block the ring
+// worker opened, a control message, the ring worker's failure or ctx.
+func (w *idler) sleep(ctx context.Context, d time.Duration, events <-chan struct{}, ctrl chan ctrlEvent, rw *ringWorker) error {
 	if w.timer == nil {
-		w.timer = time.NewTimer(50 * time.Millisecond) // a safety net, not a schedule
+		w.timer = time.NewTimer(d)
 	} else {
-		w.timer.Reset(50 * time.Millisecond)
+		w.timer.Reset(d)
 	}
 	defer w.timer.Stop()
-	w.armed = false
 	select {
-	case <-w.n.Events():
+	case <-events:
 	case idx := <-rw.opened:
 		w.opened = append(w.opened, idx)
 	case e := <-ctrl:
