@@ -457,7 +457,7 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		return nil
 	case !w.armed:
 		if err := w.n.Arm(); err != nil {
-			w.n = nil // cannot sleep on completions: short sleeps from now on
+			w.n = nil  // cannot sleep on completions: short sleeps from now on
 			return nil //nolint:nilerr // not the stream's failure: the loop goes on without events
 		}
 		w.armed = true
