@@ -18,6 +18,7 @@ CGO_ENABLED=1 go build -o bin/ringcap ./cmd/ringcap
 RC=$ROOT/bin/ringcap
 OUT=$(mktemp -d)
 KEY=$(printf '%x' $(( (0x5a00 + $$ % 0x100) << 16 | 0xb0 )))
+. hack/capture/ofi-host-lib.sh
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -25,8 +26,6 @@ cleanup() {
   rm -rf "$OUT"
 }
 trap cleanup EXIT
-
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # iperf3_gbps: one single-stream iperf3 run of DUR seconds over loopback, in Gb/s.
 iperf3_gbps() {
@@ -37,20 +36,10 @@ iperf3_gbps() {
   wait
 }
 
-# ringcap_gbps: one ringcap recv/send over tcp;ofi_rxm of DUR seconds into a fresh ring that a
-# reader drains, in Gb/s as the sender reports it.
+# ringcap_gbps: one ringcap recv/send over tcp;ofi_rxm of DUR seconds, in Gb/s as the sender
+# reports it.
 ringcap_gbps() {
-  local port; port=$(freeport)
-  "$RC" ring create -k "$KEY" -b $((4 * MSG * 16)) -n 8 >/dev/null 2>&1
-  "$RC" ring read -k "$KEY" -s 2>"$OUT/read.log" & local reader=$!
-  "$RC" recv -k "$KEY" --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo --listen "127.0.0.1:$port" \
-    --mode write --qps "$QPS" --msg-bytes "$MSG" --stop-observations 1 --metrics-addr '' 2>"$OUT/recv.log" & local recv=$!
-  local i
-  for i in $(seq 100); do grep -q 'Listening for senders' "$OUT/recv.log" && break; sleep 0.1; done
-  "$RC" send --connect "127.0.0.1:$port" --transport ofi --ofi-domain lo --duration "${DUR}s" --no-fill -q >"$OUT/send.out" 2>"$OUT/send.log"
-  wait "$recv" "$reader"
-  "$RC" ring destroy -k "$KEY" >/dev/null 2>&1
-  grep -q 'complete=true' "$OUT/send.out" || { cat "$OUT/send.out" "$OUT/send.log" "$OUT/recv.log" >&2; exit 1; }
+  ofi_capture "$RC" "$KEY" "$OUT" "" --duration "${DUR}s" || return 1
   sed -n 's/.* gbps=\([0-9.]*\) .*/\1/p' "$OUT/send.out"
 }
 

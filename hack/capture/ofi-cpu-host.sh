@@ -13,36 +13,20 @@ shift 2
 ROUNDS=${ROUNDS:-7} BYTES=${BYTES:-2147483648} MSG=${MSG:-65536} QPS=${QPS:-4}
 OUT=$(mktemp -d)
 KEY=$(printf '%x' $((0x5000 + 2 * (RANDOM % 2048))))
-PIDS=()
-# On any exit: stop what is still running (by PID), destroy the ring, remove the scratch files.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/hack/capture/ofi-host-lib.sh"
+# On any exit: destroy the ring, remove the scratch files (a capture stops what it started).
 cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   "$A" ring destroy -k "$KEY" >/dev/null 2>&1 || true
   rm -rf "$OUT"
 }
 trap cleanup EXIT
 
-freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 # run BIN: one capture of BYTES; prints "SEND-CPU RECV-CPU GBPS SEND-USER RECV-USER" (CPU in seconds).
 run() {
-  local rc=$1 port; port=$(freeport)
+  local rc=$1
   shift
-  "$rc" ring create -k "$KEY" -b $((4 * MSG * 16)) -n 8 >/dev/null 2>&1
-  "$rc" ring read -k "$KEY" -s 2>"$OUT/read.log" & local reader=$!
-  PIDS=("$reader")
-  /usr/bin/time -f '%U %S' -o "$OUT/recv.time" "$rc" recv -k "$KEY" --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo \
-    --listen "127.0.0.1:$port" --mode write --qps "$QPS" --msg-bytes "$MSG" --stop-observations 1 --metrics-addr '' 2>"$OUT/recv.log" & local recv=$!
-  PIDS+=("$recv")
-  local i
-  for i in $(seq 100); do grep -q 'Listening for senders' "$OUT/recv.log" && break; sleep 0.1; done
-  /usr/bin/time -f '%U %S' -o "$OUT/send.time" "$rc" send --connect "127.0.0.1:$port" --transport ofi --ofi-domain lo --bytes "$BYTES" --no-fill -q "$@" \
-    >"$OUT/send.out" 2>"$OUT/send.log"
-  wait "$recv" "$reader"
-  PIDS=()
-  "$rc" ring destroy -k "$KEY" >/dev/null 2>&1
-  grep -q 'complete=true' "$OUT/send.out" || { cat "$OUT/send.out" "$OUT/send.log" "$OUT/recv.log" >&2; exit 1; }
+  ofi_capture "$rc" "$KEY" "$OUT" timed --bytes "$BYTES" "$@" || return 1
   echo "$(awk '{ print $1 + $2 }' "$OUT/send.time") $(awk '{ print $1 + $2 }' "$OUT/recv.time") $(sed -n 's/.* gbps=\([0-9.]*\) .*/\1/p' "$OUT/send.out")" \
     "$(awk '{ print $1 }' "$OUT/send.time") $(awk '{ print $1 }' "$OUT/recv.time")"
 }
