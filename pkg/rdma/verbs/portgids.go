@@ -16,7 +16,7 @@ func PortGIDs(dev string, port int) ([]rdma.GID, error) {
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	tab, err := c.GIDTable(port)
+	tab, err := c.gidTable(port, false)
 	if err != nil {
 		return nil, err
 	}

@@ -356,7 +356,11 @@ func (c *Context) QueryGID(port, index int) (net.IP, error) {
 
 // GIDTable returns the valid GID entries of one port (ibv_query_gid_table), with their
 // types and owning network devices.
-func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
+func (c *Context) GIDTable(port int) ([]GIDEntry, error) { return c.gidTable(port, true) }
+
+// gidTable is GIDTable; without netdevs it leaves Netdev empty and skips the netlink
+// query that resolves each entry's ifindex.
+func (c *Context) gidTable(port int, netdevs bool) ([]GIDEntry, error) {
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return nil, err
@@ -383,7 +387,7 @@ func (c *Context) GIDTable(port int) ([]GIDEntry, error) {
 		}
 		g := GIDEntry{Index: int(e.gid_index), Port: port, GID: net.IP(C.GoBytes(unsafe.Pointer(&e.gid[0]), 16)),
 			Type: GIDType(e.gid_type)}
-		if e.ndev_ifindex != 0 {
+		if netdevs && e.ndev_ifindex != 0 {
 			if ifc, err := net.InterfaceByIndex(int(e.ndev_ifindex)); err == nil {
 				g.Netdev = ifc.Name
 			}

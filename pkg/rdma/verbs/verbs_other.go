@@ -37,6 +37,8 @@ func (c *Context) QueryGID(int, int) (net.IP, error) { return nil, ErrNotSupport
 // GIDTable returns the valid GID entries of one port.
 func (c *Context) GIDTable(int) ([]GIDEntry, error) { return nil, ErrNotSupported }
 
+func (c *Context) gidTable(int, bool) ([]GIDEntry, error) { return nil, ErrNotSupported }
+
 // AllocPD allocates a protection domain.
 func (c *Context) AllocPD() (*PD, error) { return nil, ErrNotSupported }
 
