@@ -21,4 +21,4 @@ bench-dra:
 ## bench-dra-combine: one figure from several bench-dra logs (BENCH_DRA_LOGS='a.log b.log ...'; each part run with its own BENCH_DRA_FIRST_ROUND, see hack/benchdra)
 bench-dra-combine:
 	@test -n "$(BENCH_DRA_LOGS)" || { echo "bench-dra-combine: set BENCH_DRA_LOGS to the logs of the bench-dra parts" >&2; exit 2; }
-	$(GO) run ./hack/benchdra $(BENCH_DRA_LOGS)
+	$(GO) run ./hack/benchdra -test TestBenchDRA $(BENCH_DRA_LOGS)

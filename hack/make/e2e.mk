@@ -1,6 +1,6 @@
 # Packaging and the end-to-end tier (issue 7): images, Helm chart, the real cluster with Soft-RoCE.
 # See test/e2e/README.md.
-.PHONY: images test-chart chart-manifests e2e e2e-up e2e-down e2e-kind bench-capture-start
+.PHONY: images test-chart chart-manifests e2e e2e-up e2e-down e2e-kind bench-capture-start bench-capture-start-combine
 .SECONDEXPANSION:
 
 ## images: build ringcap/{plugin,operator,ringcap}:TAG from the working tree without Docker
@@ -27,6 +27,11 @@ e2e:
 # the TCG node) and 2 min for the install.
 bench-capture-start:
 	E2E_RUN='^TestBenchCaptureStart$$' RINGCAP_BENCH_START=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-$$((2 + 2 * $${BENCH_START_ROUNDS:-5}))m} test/e2e/harness/e2e.sh
+
+## bench-capture-start-combine: one figure from several bench-capture-start logs (BENCH_START_LOGS='a.log b.log ...'; each part run with its own BENCH_START_FIRST_ROUND; only passed runs, no round twice; see hack/benchdra)
+bench-capture-start-combine:
+	@test -n "$(BENCH_START_LOGS)" || { echo "bench-capture-start-combine: set BENCH_START_LOGS to the logs of the bench-capture-start parts" >&2; exit 2; }
+	$(GO) run ./hack/benchdra -test TestBenchCaptureStart $(BENCH_START_LOGS)
 
 ## e2e-up: bring the e2e cluster up and leave it running (e2e-down tears it down)
 e2e-up:
