@@ -87,3 +87,20 @@ func TestSteadyStreamIsCoalesced(t *testing.T) {
 		t.Fatalf("the receive loop armed its completion queue %d times for %d messages: it slept on a completion event for more than one message in four, not on the coalescing timer", arms, messages)
 	}
 }
+
+// A lazy sleep leaves a block the ring worker opened in its channel (the next
+// pass takes it); an eager one wakes for it.
+func TestLazyOpenSleep(t *testing.T) {
+	for _, lazy := range []bool{false, true} {
+		rw := newRingWorker(nil, 2)
+		rw.opened <- 7
+		w := &idler{lazyOpen: lazy}
+		if err := w.sleep(t.Context(), 20*time.Millisecond, nil, make(chan ctrlEvent), rw); err != nil {
+			t.Fatal(err)
+		}
+		took := len(w.opened) == 1 && w.opened[0] == 7
+		if left := len(rw.opened); took == lazy || left != map[bool]int{false: 0, true: 1}[lazy] {
+			t.Fatalf("lazyOpen=%v: the sleep took %v, %d left in the channel", lazy, w.opened, left)
+		}
+	}
+}

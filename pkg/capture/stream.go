@@ -208,6 +208,7 @@ func (l *streamLoop) pass() *ending {
 	if l.idle == 1 {
 		l.rate.sample(time.Now())
 		l.w.coalesce = coalescePeriod(l.rate.rate, s.completionsPerBlock(), s.usableReceives())
+		l.w.lazyOpen = s.a.room() >= 2
 	}
 	if err := l.w.idle(l.ctx, l.idle, l.ctrl, s.rw); err != nil {
 		return ringEnding(l.ctx, err)
@@ -415,6 +416,11 @@ type idler struct {
 	armed    bool
 	since    time.Time     // when this idle spell began
 	coalesce time.Duration // set by the loop at the start of each idle spell
+	// lazyOpen (set with coalesce) leaves the blocks the ring worker opens
+	// to the next wake: the sender still has room in two open blocks, so
+	// their credits or receives are not due yet, and in write mode the
+	// block's completion wakes the loop anyway. It saves a wake a block.
+	lazyOpen bool
 	napped   bool          // this spell had its coalescing sleep
 	timer    *time.Timer
 	opened   []int      // blocks the sleep took from the ring worker
@@ -468,8 +474,13 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 }
 
 // sleep waits for d, a completion event (events; nil: none), a block the ring
-// worker opened, a control message, the ring worker's failure or ctx.
+// worker opened (unless lazyOpen), a control message, the ring worker's failure
+// or ctx.
 func (w *idler) sleep(ctx context.Context, d time.Duration, events <-chan struct{}, ctrl chan ctrlEvent, rw *ringWorker) error {
+	opened := rw.opened
+	if w.lazyOpen {
+		opened = nil
+	}
 	if w.timer == nil {
 		w.timer = time.NewTimer(d)
 	} else {
@@ -478,7 +489,7 @@ func (w *idler) sleep(ctx context.Context, d time.Duration, events <-chan struct
 	defer w.timer.Stop()
 	select {
 	case <-events:
-	case idx := <-rw.opened:
+	case idx := <-opened:
 		w.opened = append(w.opened, idx)
 	case e := <-ctrl:
 		w.ctrl = &e
