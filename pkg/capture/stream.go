@@ -421,7 +421,7 @@ type idler struct {
 	// their credits or receives are not due yet, and in write mode the
 	// block's completion wakes the loop anyway. It saves a wake a block.
 	lazyOpen bool
-	napped   bool          // this spell had its coalescing sleep
+	napped   bool // this spell had its coalescing sleep
 	timer    *time.Timer
 	opened   []int      // blocks the sleep took from the ring worker
 	ctrl     *ctrlEvent // a control message the sleep took
