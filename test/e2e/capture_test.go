@@ -166,13 +166,23 @@ func stepStream(t *testing.T) {
 	}
 	addr := str(u, "status", "endpoint", "address") + ":" + str(u, "status", "endpoint", "port")
 	// long enough (rate-limited) that the operator reports the capture while data flows
-	sender := shellPod("sender", "exec ringcap send --connect "+addr+" --qps 4 --mode send --msg-bytes 65536 --duration 30s --rate-gbps 0.1 --seed 1 --header SOURCE=J0437-4715")
+	sender := shellPod("sender", fmt.Sprintf("exec ringcap send --connect %s --qps 4 --mode send --msg-bytes 65536 --duration %ds --rate-gbps 0.1 --seed 1 --header SOURCE=J0437-4715",
+		addr, envInt("RINGCAP_E2E_SEND_SECONDS", 30)))
 	sender.Spec.Containers[0].Resources.Limits = corev1.ResourceList{rdmaResource: resource.MustParse("1")}
 	restricted(&sender.Spec.Containers[0])
 	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create sender pod: %v", err)
 	}
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
+	// The status is watched while the sender runs: from when its container started (under
+	// emulation a pod's start can take minutes).
+	waitFor(t, 5*time.Minute, "sender pod started", func(ctx context.Context) (bool, string, error) {
+		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
+		if err != nil {
+			return retry(err)
+		}
+		return p.Status.Phase != corev1.PodPending, podSummary(p), nil
+	})
 	// ... with the SOURCE the sender put in the observation's header
 	mid := waitCapture(t, sample.GetName(), 2*time.Minute, "reports data and the sender's SOURCE while the sender runs", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Receiving" && num(u, "status", "bytesReceived") > 0 && num(u, "status", "rateBytesPerSecond") > 0 &&

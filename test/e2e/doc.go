@@ -14,6 +14,8 @@
 // the node must offer, default "rxe0,rxe1"), RINGCAP_E2E_PULL_POLICY (default Never),
 // RINGCAP_E2E_NAMESPACE (default ringcap-system), HELM (default: helm in PATH),
 // RINGCAP_E2E_HELM_SET (comma-separated key=value pairs passed to step 1's helm install as
-// --set, e.g. operator.leaderElection=false on a control plane under emulation).
+// --set, e.g. operator.leaderElection=false on a control plane under emulation),
+// RINGCAP_E2E_SEND_SECONDS (how long step 3's sender streams, default 30; longer where the
+// control plane answers slowly, so that the status is seen while data flows).
 // See test/e2e/README.md for the harness and its layout.
 package e2e

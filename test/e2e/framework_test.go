@@ -135,14 +135,20 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func(ctx conte
 	t.Logf("%s: %s", what, seen)
 }
 
+// attemptLimit bounds one check of a poll: a request that hangs (an API server stalled
+// under emulation, a connection gone dead) is retried, not waited on for the whole limit.
+const attemptLimit = 20 * time.Second
+
 // poll checks cond every half second until it holds (ok), it fails (err) or
-// limit passes (not ok); seen is what cond saw last. It is waitFor for a step
-// that has more to collect before it can fail.
+// limit passes (not ok); seen is what cond saw last. Each check gets at most
+// attemptLimit. It is waitFor for a step that has more to collect before it can fail.
 func poll(limit time.Duration, cond func(ctx context.Context) (bool, string, error)) (ok bool, seen string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	for {
-		done, s, err := cond(ctx)
+		actx, acancel := context.WithTimeout(ctx, attemptLimit)
+		done, s, err := cond(actx)
+		acancel()
 		if err != nil || done {
 			return done, s, err
 		}

@@ -73,6 +73,9 @@ suite() {
   # one operator replica, without leader election: under TCG its lease renewals (5 s calls, a
   # 10 s deadline) failed, each loss ended the operator, and captures waited on its restarts
   export RINGCAP_E2E_HELM_SET=${RINGCAP_E2E_HELM_SET:-operator.leaderElection=false}
+  # Under TCG the API server stalls for tens of seconds while a stream loads the vCPUs: step 3's
+  # sender runs long enough for the status to be seen while data flows.
+  export RINGCAP_E2E_SEND_SECONDS=${RINGCAP_E2E_SEND_SECONDS:-90}
   # the API server under TCG can miss a TLS handshake's 10 s: asked again for up to 5 min
   wait_for "the cluster's API server at $GUEST_IP:6443 answers from the host" 300 kubectl --request-timeout 30s get nodes ||
     die "the cluster's API server at $GUEST_IP:6443 does not answer from the host"
