@@ -29,6 +29,15 @@ import (
 // operator through the pod's status.
 const statusPollInterval = 4 * time.Second
 
+// startupPollInterval is how often the operator reads the /status of a receiver that
+// has not said it listens yet, for the first startupPollFor of its pod: the capture's
+// endpoint reaches its status within half a second of the receiver listening, not up to
+// statusPollInterval later (capture start is measured against a plain pod's start).
+const (
+	startupPollInterval = 500 * time.Millisecond
+	startupPollFor      = 2 * time.Minute
+)
+
 // statusFetchTimeout bounds one /status request so that an unreachable pod cannot hold
 // a reconcile worker.
 const statusFetchTimeout = 2 * time.Second

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
@@ -115,4 +117,56 @@ func TestReceiverStatusPollsAtMostEveryInterval(t *testing.T) {
 		t.Errorf("pending pod polled: %+v", st)
 	}
 	r.forget(key)
+}
+
+// stateFetcher answers /status with its state and counts the reads.
+type stateFetcher struct {
+	calls int
+	state string
+}
+
+func (f *stateFetcher) Fetch(context.Context, *corev1.Pod, int32) (*statusdoc.Status, error) {
+	f.calls++
+	return recvStatus(f.state, 0), nil
+}
+
+// While a receiver is starting, its /status is read every startupPollInterval (for
+// startupPollFor of its pod), so that its endpoint reaches the status soon after it
+// listens; once it listens, every statusPollInterval.
+func TestReceiverStatusPolledFastWhileStarting(t *testing.T) {
+	now := time.Date(2026, 11, 27, 16, 0, 0, 0, time.UTC)
+	f := &stateFetcher{state: statusdoc.StateStarting}
+	r := &RingCaptureReconciler{Fetcher: f, Now: func() time.Time { return now }}
+	rc := defaulted("c")
+	pod := testPod(running)
+	pod.Status.StartTime = &metav1.Time{Time: now}
+	key := types.NamespacedName{Namespace: "obs", Name: "c"}
+	read := func() { r.receiverStatus(context.Background(), key, rc, pod) }
+
+	read()
+	now = now.Add(startupPollInterval + time.Millisecond)
+	read()
+	if f.calls != 2 {
+		t.Fatalf("a starting receiver was read %d times in %v, want 2", f.calls, startupPollInterval)
+	}
+	f.state = statusdoc.StateListening
+	now = now.Add(startupPollInterval + time.Millisecond)
+	read() // says it listens
+	now = now.Add(startupPollInterval + time.Millisecond)
+	read()
+	if f.calls != 3 {
+		t.Fatalf("a listening receiver was read again after %v (%d reads), want every %v", startupPollInterval, f.calls, statusPollInterval)
+	}
+	listening := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseListening}
+	if d := r.requeueAfter(pod, listening); d != statusPollInterval {
+		t.Errorf("requeue of a listening capture after %v, want %v", d, statusPollInterval)
+	}
+	scheduled := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseScheduled}
+	if d := r.requeueAfter(pod, scheduled); d != startupPollInterval {
+		t.Errorf("requeue of a capture whose receiver is starting after %v, want %v", d, startupPollInterval)
+	}
+	now = now.Add(startupPollFor) // a receiver that never starts is not read fast forever
+	if d := r.requeueAfter(pod, scheduled); d != statusPollInterval {
+		t.Errorf("requeue %v after the pod started, want %v", startupPollFor, statusPollInterval)
+	}
 }

@@ -304,7 +304,7 @@ func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.Na
 	p, ok := r.polls[key]
 	r.mu.Unlock()
 	now := r.now()
-	if ok && p.podUID == pod.UID && now.Sub(p.at) < r.pollInterval() {
+	if ok && p.podUID == pod.UID && now.Sub(p.at) < r.pollEvery(pod, !receiverStarted(p.status), now) {
 		return p.status, p.err
 	}
 	port := containerPort(pod, "metrics") // where the running receiver listens, whatever the spec says now
@@ -403,7 +403,27 @@ func (r *RingCaptureReconciler) requeueAfter(pod *corev1.Pod, st ringcapv1.RingC
 	if pod == nil || pod.DeletionTimestamp != nil || isTerminal(st.Phase) || pod.Status.Phase != corev1.PodRunning {
 		return 0
 	}
-	return r.pollInterval()
+	starting := st.Phase == ringcapv1.PhasePending || st.Phase == ringcapv1.PhaseScheduled
+	return r.pollEvery(pod, starting, r.now())
+}
+
+// receiverStarted reports whether a receiver's /status said it is past its start-up.
+func receiverStarted(st *statusdoc.Status) bool {
+	return st != nil && st.State != statusdoc.StateStarting
+}
+
+// pollEvery is the /status poll interval for pod: startupPollInterval while its receiver
+// is starting (has not said it listens) within startupPollFor of the pod's start, else
+// the configured interval.
+func (r *RingCaptureReconciler) pollEvery(pod *corev1.Pod, starting bool, now time.Time) time.Duration {
+	every := r.pollInterval()
+	if !starting || every <= startupPollInterval {
+		return every
+	}
+	if st := pod.Status.StartTime; st != nil && now.Sub(st.Time) > startupPollFor {
+		return every
+	}
+	return startupPollInterval
 }
 
 func (r *RingCaptureReconciler) forget(key types.NamespacedName) {
