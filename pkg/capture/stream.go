@@ -403,9 +403,9 @@ func (l *streamLoop) event(e ctrlEvent) *ending {
 // from the kernel that moves the data.
 const spinFor = 20 * time.Microsecond
 
-// idler is how the receive loop waits when nothing moves: yields for up to
-// spinFor; then, while completions come at a steady rate (coalesce > 0), a
-// sleep of that long on a timer (coalesce.go); else (with a fabric.Notifier)
+// idler is how the receive loop waits when nothing moves: while completions
+// come at a steady rate (coalesce > 0), a sleep of that long on a timer
+// (coalesce.go); else yields for up to spinFor, then (with a fabric.Notifier)
 // arming the completion queue, one more pass, and a sleep until a completion,
 // a ring block, a control message or a failure arrives; without one, short
 // sleeps. A busy idler only ever yields.
@@ -450,10 +450,10 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		runtime.Gosched()
 		osYield()
 		return nil
-	case w.busy || idle < 2 || time.Since(w.since) < spinFor:
+	case w.busy || idle < 2 || !w.coalescing() && time.Since(w.since) < spinFor:
 		runtime.Gosched()
 		return nil
-	case w.coalesce > 0 && !w.napped:
+	case w.coalescing():
 		// A pass after this sleep that moves nothing means the stream
 		// paused: the spell goes on to sleep on the next completion.
 		w.napped = true
@@ -472,6 +472,10 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 	w.armed = false
 	return w.sleep(ctx, 50*time.Millisecond, w.n.Events(), ctrl, rw) // the timeout: a safety net, not a schedule
 }
+
+// coalescing reports whether this idle spell sleeps on the coalescing timer next:
+// the next completion is a known while away, so the spell does not spin first.
+func (w *idler) coalescing() bool { return w.coalesce > 0 && !w.napped }
 
 // sleep waits for d, a completion event (events; nil: none), a block the ring
 // worker opened (unless lazyOpen), a control message, the ring worker's failure
