@@ -6,7 +6,7 @@
 # on (the script then exits 1); a ringcap run that fails ends the script.
 set -u
 cp ringcap-old ringcap-new /tmp/ && chmod +x /tmp/ringcap-old /tmp/ringcap-new
-ROUNDS=@ROUNDS@ BYTES=@BYTES@ PROFILE=@PROFILE@ port=19000 key=7e10 fail=0
+ROUNDS=@ROUNDS@ BYTES=@BYTES@ PROFILE=@PROFILE@ NEW_ENV='@NEW_ENV@' port=19000 key=7e10 fail=0
 # ringcap's defaults with 4 QPs: 64 KiB messages in both modes. perftest's -n counts
 # iterations per queue pair.
 MSG=65536 QPS=4 ACK_TIMEOUT=18
@@ -23,13 +23,15 @@ cpu_of() {
 # ringcap_run MODE BIN: ringcap recv of build BIN (old, new) takes BYTES from the same build's
 # send, a `ring read -s` draining the ring. Exits the script when the transfer fails.
 ringcap_run() {
-  local mode=$1 v=$2 rp rd prof=()
+  local mode=$1 v=$2 rp rd prof=() envs=()
   port=$((port + 1))
+  # NEW_ENV: VAR=VALUE words in the new build's receiver's environment
+  [ "$v" != new ] || [ -z "$NEW_ENV" ] || read -ra envs <<<"$NEW_ENV"
   # PROFILE=1: the new build's receiver writes a Go CPU profile into the share (cwd)
   [ "$PROFILE" != 1 ] || [ "$v" != new ] || prof=(--cpuprofile "$PWD/recv-new-$mode-$round.pprof")
   /tmp/ringcap-new ring read -k $key -s >/dev/null 2>&1 &
   rd=$!
-  bash -c '"$@" >/tmp/recv.log 2>&1; times' _ "/tmp/ringcap-$v" recv -k $key --mode "$mode" --qps $QPS \
+  bash -c '"$@" >/tmp/recv.log 2>&1; times' _ env "${envs[@]}" "/tmp/ringcap-$v" recv -k $key --mode "$mode" --qps $QPS \
     --listen 198.18.0.2:$port --metrics-addr "" --stop-observations 1 "${prof[@]}" >/tmp/times.txt &
   rp=$!
   for _ in $(seq 100); do (exec 3<>/dev/tcp/198.18.0.2/$port) 2>/dev/null && break; sleep 0.1; done

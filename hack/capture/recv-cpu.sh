@@ -13,7 +13,8 @@
 # and `old/perftest=…`, each the median of the per-round values with their range. Settings:
 # OLD (commit, required), NEW (commit; default the working tree), ROUNDS (3), BYTES (536870912,
 # a multiple of 256 KiB), PROFILE (1: the new receiver's Go CPU profiles, one per run, in the
-# run's share directory, for `go tool pprof $SHARE/ringcap-new FILE`). Under TCG the receiver's CPU tracks the run's length (it sleeps and
+# run's share directory, for `go tool pprof $SHARE/ringcap-new FILE`), NEW_ENV (VAR=VALUE words
+# in the new receiver's environment, e.g. GOMAXPROCS=1; with NEW=OLD, that setting's effect). Under TCG the receiver's CPU tracks the run's length (it sleeps and
 # wakes per completion), and the link's rate swings from run to run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,7 +40,7 @@ if [ -n "${NEW:-}" ]; then
 else
   go build -o "$SHARE/ringcap-new" ./cmd/ringcap
 fi
-sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" -e "s/@PROFILE@/${PROFILE:-0}/" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
+sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" -e "s/@PROFILE@/${PROFILE:-0}/" -e "s|@NEW_ENV@|${NEW_ENV:-}|" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
 chmod +x "$SHARE/guest.sh"
 # A failed perftest run leaves the others' figures: they are still summarised, then the
 # guest's status is returned.
