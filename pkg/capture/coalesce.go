@@ -77,9 +77,7 @@ func coalescePeriod(rate float64, perBlock, usable int) time.Duration {
 func (s *session) usableReceives() int {
 	fewest := -1
 	for q, n := range s.posted {
-		if s.untold != nil {
-			n -= s.untold[q]
-		}
+		n -= s.untold[q] // all 0 in write mode
 		if fewest < 0 || n < fewest {
 			fewest = n
 		}

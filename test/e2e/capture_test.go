@@ -176,24 +176,14 @@ func stepStream(t *testing.T) {
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
 	// The status is watched while the sender runs: from when its container started (under
 	// emulation a pod's start can take minutes).
-	waitFor(t, 5*time.Minute, "sender pod started", func(ctx context.Context) (bool, string, error) {
-		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
-		if err != nil {
-			return retry(err)
-		}
-		return p.Status.Phase != corev1.PodPending, podSummary(p), nil
-	})
+	waitPod(t, sender.Name, 5*time.Minute, "sender pod started", runningOrEnded)
 	// ... with the SOURCE the sender put in the observation's header
 	mid := waitCapture(t, sample.GetName(), 2*time.Minute, "reports data and the sender's SOURCE while the sender runs", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Receiving" && num(u, "status", "bytesReceived") > 0 && num(u, "status", "rateBytesPerSecond") > 0 &&
 			str(u, "status", "observation", "source") == "J0437-4715" && str(u, "status", "observation", "utcStartSource") == "first-byte"
 	})
-	waitFor(t, 3*time.Minute, "sender pod finished", func(ctx context.Context) (bool, string, error) {
-		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, sender.Name, metav1.GetOptions{})
-		if err != nil {
-			return retry(err)
-		}
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, podSummary(p), nil
+	waitPod(t, sender.Name, 3*time.Minute, "sender pod finished", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	slog := podLogs(t, testNamespace, sender.Name, "main")
 	t.Logf("sender: %s", strings.TrimSpace(slog))

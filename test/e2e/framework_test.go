@@ -303,4 +303,17 @@ func execIn(t *testing.T, ns, pod, container string, cmd ...string) (string, err
 
 // retry is a waitFor condition's answer to an API error that may be transient (the API server
 // or the kubelet restarting): keep polling, and report the error if the wait times out.
+// waitPod waits until the pod name in the test namespace satisfies ok (API errors are
+// asked again).
+func waitPod(t *testing.T, name string, limit time.Duration, what string, ok func(*corev1.Pod) bool) {
+	t.Helper()
+	waitFor(t, limit, what, func(ctx context.Context) (bool, string, error) {
+		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return retry(err)
+		}
+		return ok(p), podSummary(p), nil
+	})
+}
+
 func retry(err error) (bool, string, error) { return false, "error: " + err.Error(), nil }
