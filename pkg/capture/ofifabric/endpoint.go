@@ -308,6 +308,20 @@ func (ep *endpoint) PostSend(qi int, wrs []fabric.SendWR) error {
 		q.tx.drop(len(ops) - postedOf(err))
 		return err
 	}
+	return ep.progress(qi)
+}
+
+// progress reads endpoint qi's completion queue once after a post, keeping
+// what it read for Poll: ofi_rxm advances an endpoint's protocol (its
+// credits, acknowledgements and the writes' completions) only while its
+// completion queue is read, so the thread that posts also progresses, as
+// one thread per endpoint doing both does (docs/ofi.md). The caller holds
+// its lock. It cannot hide a completion from a PollWait asleep: tryWait
+// holds every lock, and what arrives after fi_trywait wakes the wait fd.
+func (ep *endpoint) progress(qi int) error {
+	if _, err := ep.read(qi); err != nil {
+		return fmt.Errorf("progress after the post: %w", err)
+	}
 	return nil
 }
 
