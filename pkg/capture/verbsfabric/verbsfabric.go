@@ -217,12 +217,12 @@ func (ep *verbsEndpoint) Events() <-chan struct{} {
 		cq := ep.cqs[0]
 		go func() {
 			defer close(ep.evDone)
-			for cq.WaitEvent(ctx) == nil {
+			_ = cq.EachEvent(ctx, func() {
 				select {
 				case ep.events <- struct{}{}:
 				default: // one pending wake-up is enough
 				}
-			}
+			})
 		}()
 	}
 	return ep.events

@@ -762,6 +762,35 @@ func (cq *CQ) arm() error {
 	return nil
 }
 
+// EachEvent calls fn after each completion event (each one requested by
+// Arm) until ctx is done or the CQ is closed, and returns why it stopped. It
+// is WaitEvent in a loop that sets its cancellation up once, not per event.
+func (cq *CQ) EachEvent(ctx context.Context, fn func()) error {
+	if !cq.notify {
+		return fmt.Errorf("wait on completion queue on %s: created without Notify", cq.c.name)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_ = cq.evf.SetReadDeadline(time.Time{}) // an earlier wait's cancellation may have set one
+	defer context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })()
+	for {
+		switch err := cq.readEvent(); {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// An earlier wait's late cancellation: ctx's own, should it come
+			// now, sets the deadline again after this.
+			_ = cq.evf.SetReadDeadline(time.Time{})
+		case err != nil:
+			return err
+		default:
+			fn()
+		}
+	}
+}
+
 // waitEvent waits for one completion event in Go's network poller until ctx is done (a
 // past read deadline wakes it) or the CQ is closed.
 func (cq *CQ) waitEvent(ctx context.Context) error {
@@ -771,22 +800,33 @@ func (cq *CQ) waitEvent(ctx context.Context) error {
 		}
 		_ = cq.evf.SetReadDeadline(time.Time{}) // an earlier wait's cancellation may have set one
 		stop := context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })
-		var got error
-		err := cq.evRaw.Read(func(uintptr) bool {
-			got = cq.getEvent()
-			return !errors.Is(got, errNoEvent)
-		})
+		err := cq.readEvent()
 		stop()
-		switch {
-		case err != nil && cq.evClosed.Load():
-			return ErrClosed
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			continue // ctx is done (checked above), or a stale cancellation: wait again
-		case err != nil:
-			return fmt.Errorf("wait for completion event on %s: %w", cq.c.name, err)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
 		}
-		return got
+		// ctx is done (checked above), or a stale cancellation: wait again
 	}
+}
+
+// readEvent waits in the poller for one completion event: nil, ErrClosed,
+// os.ErrDeadlineExceeded (a cancellation, perhaps an earlier wait's) or what
+// failed.
+func (cq *CQ) readEvent() error {
+	var got error
+	err := cq.evRaw.Read(func(uintptr) bool {
+		got = cq.getEvent()
+		return !errors.Is(got, errNoEvent)
+	})
+	switch {
+	case err != nil && cq.evClosed.Load():
+		return ErrClosed
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return err
+	case err != nil:
+		return fmt.Errorf("wait for completion event on %s: %w", cq.c.name, err)
+	}
+	return got
 }
 
 var errNoEvent = errors.New("no completion event pending")

@@ -99,6 +99,9 @@ func (cq *CQ) Arm() error { return ErrNotSupported }
 // WaitEvent waits for the completion event requested by Arm.
 func (cq *CQ) WaitEvent(context.Context) error { return ErrNotSupported }
 
+// EachEvent calls fn after each completion event requested by Arm.
+func (cq *CQ) EachEvent(context.Context, func()) error { return ErrNotSupported }
+
 // PollWait polls, sleeping while the CQ is empty.
 func (cq *CQ) PollWait(context.Context, []WorkCompletion) (int, error) { return 0, ErrNotSupported }
 

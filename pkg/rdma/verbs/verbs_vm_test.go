@@ -5,6 +5,7 @@ package verbs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -616,5 +617,73 @@ func TestWaitEventInPoller(t *testing.T) {
 	}
 	if err := result(done); !errors.Is(err, ErrClosed) {
 		t.Fatalf("WaitEvent across Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestEachEvent: one EachEvent call delivers every completion event Arm requested, each to
+// fn, and returns for its context's cancellation and for Close.
+func TestEachEvent(t *testing.T) {
+	vmtest.Require(t)
+	vmtest.LeakCheck(t, Live)
+	p := newPair(t)
+	cq := p.src.cq
+	buf, smr := registered(t, p.src.pd, 1<<16, AccessLocalWrite)
+	_, dmr := registered(t, p.dst.pd, 1<<16, AccessLocalWrite|AccessRemoteWrite)
+	base := uint64(uintptr(unsafe.Pointer(&buf[0])))
+	each := func(ctx context.Context) (<-chan struct{}, <-chan error) {
+		events, done := make(chan struct{}, 8), make(chan error, 1)
+		go func() { done <- cq.EachEvent(ctx, func() { events <- struct{}{} }) }()
+		return events, done
+	}
+	within := func(what string, ch <-chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute): // a hang guard, not a timing check
+			t.Fatalf("no %s within a minute", what)
+		}
+	}
+	result := func(done <-chan error) error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatal("EachEvent did not return")
+			return nil
+		}
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	events, done := each(ctx)
+	wcs := make([]WorkCompletion, 4)
+	for i := range 3 {
+		if err := cq.Arm(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.src.qp.PostSend([]SendWR{{ID: uint64(i), Opcode: OpRDMAWrite, Addr: base, Length: 4096, LKey: smr.LKey(),
+			RemoteAddr: uint64(dmr.Addr()), RKey: dmr.RKey(), Signaled: true}}); err != nil {
+			t.Fatal(err)
+		}
+		within(fmt.Sprintf("event %d", i), events)
+		if n, err := cq.Poll(wcs); n != 1 || err != nil || wcs[0].ID != uint64(i) || wcs[0].Err() != nil {
+			t.Fatalf("Poll after event %d = %d, %v: %+v", i, n, err, wcs[0])
+		}
+	}
+	cancel()
+	if err := result(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("EachEvent after cancel = %v, want context.Canceled", err)
+	}
+	select {
+	case <-events:
+		t.Fatal("an event without a completion")
+	default:
+	}
+
+	_, done = each(t.Context())
+	time.Sleep(50 * time.Millisecond) // let it park (the test holds either way)
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := result(done); !errors.Is(err, ErrClosed) {
+		t.Fatalf("EachEvent across Close = %v, want ErrClosed", err)
 	}
 }
