@@ -28,6 +28,10 @@ log "node image $KIND_NODE_IMAGE on the VM's disk; kind.sh up"
 # the host reads how much memory the run needed (uptime, MiB used, buff/cache, available) from
 # here, from before the cluster is made to the end
 ( while sleep 30; do echo "$(cut -d' ' -f1 /proc/uptime) $(free -m | awk '/^Mem:/ {print $3, $6, $7}')"; done ) >> $L/memory.log 2>&1 &
+# and where the guest's CPU goes: every minute the load and the 12 processes (the node's too:
+# they share the guest's kernel) with the most CPU time so far
+( while sleep 60; do echo "--- $(cut -d' ' -f1 /proc/uptime) load $(cut -d' ' -f1-3 /proc/loadavg)"
+  ps -eo cputime,pcpu,rss,args --sort=-cputime | head -13 | cut -c1-160; done ) >> $L/cpu.log 2>&1 &
 KIND_CIDR_WAIT=1200 KIND_SYSTEM_WAIT=1200 bash /mnt/host/repo/test/e2e/harness/kind.sh up > $L/kind-up.log 2>&1
 rc=$?
 log "kind.sh up rc=$rc; memory $(free -m | awk '/^Mem:/ {print $3 " MiB used, " $7 " MiB available of " $2}')"
