@@ -26,9 +26,8 @@ import (
 // The engine end to end over real libfabric on the host: capture.Run and
 // sender.Run with the ofi fabric, tcp;ofi_rxm on loopback (domain lo,
 // 127.0.0.1) and shm, the reader verifying every byte. Host tier only (not
-// in the vm build): ofi_rxm's bounce buffers take about 70 MB per endpoint
-// with libfabric's defaults, more than the Soft-RoCE VM's 2 GiB hold for 16
-// endpoints a side.
+// in the vm build): the VM tier runs the same matrix over verbs;ofi_rxm
+// through the CLI (ofi_vm_test.go).
 
 var (
 	ofiTCP = ofifabric.Config{Provider: "tcp;ofi_rxm", Domain: "lo", Node: "127.0.0.1"}

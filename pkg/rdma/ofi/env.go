@@ -20,8 +20,15 @@ type EnvDefault struct {
 // fi_enable fails with EINVAL over verbs;ofi_rxm on Soft-RoCE. libfabric has no other knob
 // for that queue (neither fi_info nor the CQ attributes reach it); ringcap's endpoints each
 // talk to exactly one peer, so 16 is ample and the queue holds 4096 entries.
+//
+// FI_OFI_RXM_MSG_RX_SIZE: the receive buffers ofi_rxm posts on each endpoint's core receive
+// context, each of FI_OFI_RXM_BUFFER_SIZE (16 KiB). Over tcp it shares one receive context
+// (srx) and posts 4096 of them by default: 64 MiB of bounce buffers an endpoint, on both sides,
+// and 1 GiB for 16 endpoints. 128 is its default without srx (verbs;ofi_rxm), and what one
+// peer's messages need: the engine posts its own receives for every message it expects.
 var EnvDefaults = []EnvDefault{
 	{Name: "FI_UNIVERSE_SIZE", Value: "16", Why: "each endpoint talks to one peer; ofi_rxm's core CQ fits rxe"},
+	{Name: "FI_OFI_RXM_MSG_RX_SIZE", Value: "128", Why: "ofi_rxm's bounce buffers for one peer: 2 MiB an endpoint, not 64 MiB over tcp"},
 }
 
 var envOnce sync.Once
