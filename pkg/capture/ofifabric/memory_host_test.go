@@ -4,11 +4,12 @@ package ofifabric
 
 import (
 	"bufio"
-	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ringcap/ringcap/pkg/capture/fabric"
 )
 
 // Sixteen endpoints a side over tcp;ofi_rxm, each having carried a write, stay
@@ -48,7 +49,7 @@ func rssBytes(t *testing.T) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
