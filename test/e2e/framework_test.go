@@ -303,6 +303,8 @@ func execIn(t *testing.T, ns, pod, container string, cmd ...string) (string, err
 
 // retry is a waitFor condition's answer to an API error that may be transient (the API server
 // or the kubelet restarting): keep polling, and report the error if the wait times out.
+func retry(err error) (bool, string, error) { return false, "error: " + err.Error(), nil }
+
 // waitPod waits until the pod name in the test namespace satisfies ok (API errors are
 // asked again).
 func waitPod(t *testing.T, name string, limit time.Duration, what string, ok func(*corev1.Pod) bool) {
@@ -315,5 +317,3 @@ func waitPod(t *testing.T, name string, limit time.Duration, what string, ok fun
 		return ok(p), podSummary(p), nil
 	})
 }
-
-func retry(err error) (bool, string, error) { return false, "error: " + err.Error(), nil }

@@ -114,12 +114,8 @@ func stepFailedReader(t *testing.T) {
 		}
 	}
 	// The operator stops the pod; the kubelet kills its containers and fails it.
-	waitFor(t, 3*time.Minute, "the failed capture's pod stopped", func(ctx context.Context) (bool, string, error) {
-		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, podName, metav1.GetOptions{})
-		if err != nil {
-			return retry(err)
-		}
-		return p.Status.Phase == corev1.PodFailed, podSummary(p), nil
+	waitPod(t, podName, 3*time.Minute, "the failed capture's pod stopped", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed
 	})
 	// The pod object and the reader's log are kept; the condition carries the log's last line.
 	rlog := strings.TrimSpace(podLogs(t, testNamespace, podName, "verify"))

@@ -772,8 +772,7 @@ func (cq *CQ) EachEvent(ctx context.Context, fn func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_ = cq.evf.SetReadDeadline(time.Time{}) // an earlier wait's cancellation may have set one
-	defer context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })()
+	defer cq.cancelWaitOn(ctx)()
 	for {
 		switch err := cq.readEvent(); {
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -798,8 +797,7 @@ func (cq *CQ) waitEvent(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		_ = cq.evf.SetReadDeadline(time.Time{}) // an earlier wait's cancellation may have set one
-		stop := context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })
+		stop := cq.cancelWaitOn(ctx)
 		err := cq.readEvent()
 		stop()
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -807,6 +805,14 @@ func (cq *CQ) waitEvent(ctx context.Context) error {
 		}
 		// ctx is done (checked above), or a stale cancellation: wait again
 	}
+}
+
+// cancelWaitOn clears a deadline an earlier wait's cancellation may have set
+// and has ctx's end wake the waits from now on (a past read deadline) until
+// the returned stop.
+func (cq *CQ) cancelWaitOn(ctx context.Context) (stop func() bool) {
+	_ = cq.evf.SetReadDeadline(time.Time{})
+	return context.AfterFunc(ctx, func() { _ = cq.evf.SetReadDeadline(time.Unix(1, 0)) })
 }
 
 // readEvent waits in the poller for one completion event: nil, ErrClosed,
