@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,6 +93,11 @@ func receiverMetric(t *testing.T, u *unstructured.Unstructured, metricsPort int,
 // the same ports stays Pending with the reason; a sender outside the allowlist is refused
 // and the capture keeps serving.
 func stepHostNetwork(t *testing.T) {
+	if nodeIsContainer() {
+		hostCapture(t, "host-a", "a1", 20515, 20100)
+		hostModeFailsInContainerNode(t, "host-a")
+		return
+	}
 	hostCapture(t, "host-a", "a1", 20515, 20100)
 	a := waitDataNetworkEndpoint(t, "host-a")
 
@@ -189,3 +195,27 @@ exit $((ra | rb))
 		checkVerifiedRun(t, u, strings.Join(own, "\n"))
 	}
 }
+
+// nodeIsContainer reports a node that is a container (kind: RINGCAP_E2E_NODE_CONTAINER=1):
+// its network namespace holds none of the host's interfaces, so a Host-mode receiver has no
+// address on the data network, and rxe (before Linux gained network namespaces for it)
+// serves only netdevs in the host's initial namespace, so the netdev cannot be moved there.
+func nodeIsContainer() bool { return os.Getenv("RINGCAP_E2E_NODE_CONTAINER") == "1" }
+
+// hostModeFailsInContainerNode checks what a user of Host mode on such a node is told: the
+// capture Failed, its status naming the RDMA netdev that is not in the node's namespace.
+func hostModeFailsInContainerNode(t *testing.T, name string) {
+	t.Helper()
+	u := waitCapture(t, name, 3*time.Minute, "Failed", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "phase") == "Failed"
+	})
+	st, reason, msg := condition(u, "Failed")
+	if st != "True" || reason != "ReceiverFailed" || !netdevElsewhere.MatchString(msg) {
+		t.Fatalf("Host mode on a node that is a container: Failed=%s (%s: %s), want ReceiverFailed matching %q", st, reason, msg, netdevElsewhere)
+	}
+	t.Logf("Host mode on a node that is a container (kind): %s", msg)
+	deleteCaptureAndWait(t, name)
+}
+
+// netdevElsewhere is the receiver's error for an RDMA netdev outside its network namespace.
+var netdevElsewhere = regexp.MustCompile(`netdev \S+, which carries GID \d+ of rxe\d \(address [0-9.]+\), is not in this network namespace`)

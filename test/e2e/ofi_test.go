@@ -30,6 +30,10 @@ func stepOFICapture(t *testing.T) {
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
 			"name": "verify", "args": []any{"ring", "read", "-k", key, "--wait", "60s", "--verify", "5", "-s"}}}, "spec", "readers")
 	})
+	if nodeIsContainer() {
+		hostModeFailsInContainerNode(t, name)
+		return
+	}
 	u := waitDataNetworkEndpoint(t, name)
 	script := fmt.Sprintf("exec /mnt/host/bin/ringcap send --connect %s --transport ofi --qps 4 --mode write --msg-bytes 65536 --bytes %d --seed 5\n",
 		endpointOf(u), total)

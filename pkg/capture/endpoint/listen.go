@@ -206,11 +206,29 @@ func rdmaAddress(ep statusdoc.Endpoint) (listenResult, error) {
 	}
 	name, subnet, ok := addressOwner(ip)
 	if !ok {
-		return listenResult{}, fmt.Errorf("--listen-on rdma: no interface here has %s, the address of GID %d of %s (netdev %s): is this the node's network namespace (hostNetwork)?",
-			ip, derefInt(ep.GIDIndex), ep.Device, ep.Netdev)
+		return listenResult{}, noRDMAAddress(ip, ep, netdevHere(ep.Netdev))
 	}
 	return listenResult{ip: ip, subnet: subnet, iface: name,
 		reason: fmt.Sprintf("the address of %s, the netdev of RoCE v2 GID %d of %s port %d the receiver uses", name, derefInt(ep.GIDIndex), ep.Device, ep.IBPort)}, nil
+}
+
+// noRDMAAddress says why listen-on rdma found no interface with the GID's
+// address: the netdev is in another network namespace (a pod's own, or a node
+// that is a container, such as kind's), or it is here without that address.
+func noRDMAAddress(ip net.IP, ep statusdoc.Endpoint, netdevHere bool) error {
+	gid := fmt.Sprintf("GID %d of %s", derefInt(ep.GIDIndex), ep.Device)
+	if ep.Netdev != "" && !netdevHere {
+		return fmt.Errorf("--listen-on rdma: netdev %s, which carries %s (address %s), is not in this network namespace, so no address here is on the data network: run in the network namespace that holds it (hostNetwork on a node that holds its RDMA netdevs; a kind node is a container and holds none of its host's)",
+			ep.Netdev, gid, ip)
+	}
+	return fmt.Errorf("--listen-on rdma: no interface here has %s, the address of %s (netdev %s): is this the node's network namespace (hostNetwork)?",
+		ip, gid, ep.Netdev)
+}
+
+// netdevHere reports whether this network namespace has an interface named name.
+func netdevHere(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
 }
 
 func derefInt(p *int) int {

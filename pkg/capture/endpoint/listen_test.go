@@ -137,8 +137,13 @@ func TestRDMAAddress(t *testing.T) {
 	}
 	// An address no interface here has: not the node's network namespace.
 	_, err = rdmaAddress(statusdoc.Endpoint{GID: "::ffff:192.0.2.250", GIDIndex: &idx, Device: "rxe0", IBPort: 1, Netdev: "eth9"})
-	if err == nil || !strings.Contains(err.Error(), "no interface here has 192.0.2.250") {
-		t.Errorf("foreign GID: err %v", err)
+	if err == nil || !strings.Contains(err.Error(), "netdev eth9, which carries GID 3 of rxe0 (address 192.0.2.250), is not in this network namespace") {
+		t.Errorf("foreign GID, netdev elsewhere: err %v", err)
+	}
+	// The netdev is here (lo) but without the GID's address.
+	_, err = rdmaAddress(statusdoc.Endpoint{GID: "::ffff:192.0.2.250", GIDIndex: &idx, Device: "rxe0", IBPort: 1, Netdev: "lo"})
+	if err == nil || !strings.Contains(err.Error(), "no interface here has 192.0.2.250, the address of GID 3 of rxe0 (netdev lo)") {
+		t.Errorf("foreign GID, netdev here: err %v", err)
 	}
 	// The loopback address stands in for a netdev's address: found with its subnet.
 	l, err := rdmaAddress(statusdoc.Endpoint{GID: "::ffff:127.0.0.1", GIDIndex: &idx, Device: "rxe0", IBPort: 1})
