@@ -6,7 +6,8 @@
 # on (the script then exits 1); a ringcap run that fails ends the script.
 set -u
 cp ringcap-old ringcap-new /tmp/ && chmod +x /tmp/ringcap-old /tmp/ringcap-new
-ROUNDS=@ROUNDS@ BYTES=@BYTES@ PROFILE=@PROFILE@ NEW_ENV='@NEW_ENV@' port=19000 key=7e10 fail=0
+ROUNDS=@ROUNDS@ BYTES=@BYTES@ PROFILE=@PROFILE@ SOFTIRQ=@SOFTIRQ@ NEW_ENV='@NEW_ENV@' port=19000 key=7e10 fail=0
+PRE=() # a prefix for the receiver's command: perf record in the softirq runs
 # ringcap's defaults with 4 QPs: 64 KiB messages in both modes. perftest's -n counts
 # iterations per queue pair.
 MSG=65536 QPS=4 ACK_TIMEOUT=18
@@ -31,7 +32,7 @@ ringcap_run() {
   [ "$PROFILE" != 1 ] || [ "$v" != new ] || prof=(--cpuprofile "$PWD/recv-new-$mode-$round.pprof")
   /tmp/ringcap-new ring read -k $key -s >/dev/null 2>&1 &
   rd=$!
-  bash -c '"$@" >/tmp/recv.log 2>&1; times' _ env "${envs[@]}" "/tmp/ringcap-$v" recv -k $key --mode "$mode" --qps $QPS \
+  bash -c '"$@" >/tmp/recv.log 2>&1; times' _ "${PRE[@]}" env "${envs[@]}" "/tmp/ringcap-$v" recv -k $key --mode "$mode" --qps $QPS \
     --listen 198.18.0.2:$port --metrics-addr "" --stop-observations 1 "${prof[@]}" >/tmp/times.txt &
   rp=$!
   for _ in $(seq 100); do (exec 3<>/dev/tcp/198.18.0.2/$port) 2>/dev/null && break; sleep 0.1; done
@@ -56,7 +57,7 @@ perftest_run() {
   port=$((port + 1))
   rm -f /tmp/srv.pid
   bash -c '"$@" >/tmp/srv.log 2>&1 & echo $! >/tmp/srv.pid; wait $!; times' _ \
-    "$tool" -d rxe1 -x 1 -s $MSG -q $QPS -n $ITERS -u $ACK_TIMEOUT -F "${ev[@]}" -p $port >/tmp/times.txt &
+    "${PRE[@]}" "$tool" -d rxe1 -x 1 -s $MSG -q $QPS -n $ITERS -u $ACK_TIMEOUT -F "${ev[@]}" -p $port >/tmp/times.txt &
   srv=$!
   # Wait for its out-of-band listener without connecting to it (it takes the first connection).
   for _ in $(seq 200); do netstat -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.1; done
@@ -98,5 +99,35 @@ for round in $(seq "$ROUNDS"); do
     done
   done
 done
+# softirq_share FILE: the share of perf samples in FILE taken in softirq context (a call chain
+# through __do_softirq): the kernel's network and rxe work, which this kernel (no
+# CONFIG_IRQ_TIME_ACCOUNTING) charges to whichever process the CPU was running; "FRAC SAMPLES".
+softirq_share() {
+  ./perf/perf script -i "$1" -F ip,sym 2>/dev/null | awk '
+    /^[[:space:]]*$/ { if (inblk) { n++; s += soft }; inblk = 0; soft = 0; next }
+    { inblk = 1; if ($0 ~ /__do_softirq|handle_softirqs/) soft = 1 }
+    END { if (inblk) { n++; s += soft }; if (n) printf "%.4f %d\n", s / n, n; else print "0 0" }'
+}
+
+# SOFTIRQ=1: one more run of each receiver under perf record (cpu-clock, kernel call chains), for
+# the share of its CPU that was softirq work charged to it.
+if [ "$SOFTIRQ" = 1 ]; then
+  export LD_LIBRARY_PATH=$PWD/perf/lib
+  round=softirq
+  for mode in send write; do
+    for v in new old perftest; do
+      PRE=(./perf/perf record -q -e cpu-clock -F 999 -g -o /tmp/softirq.data --)
+      if [ "$v" = perftest ]; then
+        perftest_run "$mode" >/dev/null || fail=1
+      else
+        ringcap_run "$mode" "$v" >/dev/null
+      fi
+      PRE=()
+      read -r frac samples <<<"$(softirq_share /tmp/softirq.data)"
+      echo "recvsoftirq mode=$mode bin=$v share=$frac samples=$samples"
+      rm -f /tmp/softirq.data
+    done
+  done
+fi
 /tmp/ringcap-new ring destroy -k $key >/dev/null
 exit $fail

@@ -14,7 +14,12 @@
 # OLD (commit, required), NEW (commit; default the working tree), ROUNDS (3), BYTES (536870912,
 # a multiple of 256 KiB), PROFILE (1: the new receiver's Go CPU profiles, one per run, in the
 # run's share directory, for `go tool pprof $SHARE/ringcap-new FILE`), NEW_ENV (VAR=VALUE words
-# in the new receiver's environment, e.g. GOMAXPROCS=1; with NEW=OLD, that setting's effect). Under TCG the receiver's CPU tracks the run's length (it sleeps and
+# in the new receiver's environment, e.g. GOMAXPROCS=1; with NEW=OLD, that setting's effect),
+# SOFTIRQ (1: one more run of each receiver under perf record, for the share of its CPU spent in
+# softirq, the kernel's network and rxe work, which this kernel, without IRQ time accounting,
+# charges to whatever process is running, a busy receiver more than a sleeping one; prints
+# `recv-softirq-share MODE BIN=…` and `ratio recv-own-cpu-per-gib MODE A/B=…`, the per-round
+# ratios of CPU less that share: the receiver's own work, which a NIC does not take over). Under TCG the receiver's CPU tracks the run's length (it sleeps and
 # wakes per completion), and the link's rate swings from run to run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,7 +45,14 @@ if [ -n "${NEW:-}" ]; then
 else
   go build -o "$SHARE/ringcap-new" ./cmd/ringcap
 fi
-sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" -e "s/@PROFILE@/${PROFILE:-0}/" -e "s|@NEW_ENV@|${NEW_ENV:-}|" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
+if [ "${SOFTIRQ:-0}" = 1 ]; then
+  perf=$(command -v perf) || { echo "recv-cpu: SOFTIRQ=1 needs perf on the host (Debian's linux-perf)" >&2; exit 1; }
+  mkdir -p "$SHARE/perf/lib"
+  cp "$perf" "$SHARE/perf/perf"
+  ldd "$perf" | awk '$3 ~ /^\// { print $3 }' | xargs -r cp -t "$SHARE/perf/lib"
+fi
+sed -e "s/@ROUNDS@/$ROUNDS/" -e "s/@BYTES@/$BYTES/" -e "s/@PROFILE@/${PROFILE:-0}/" -e "s/@SOFTIRQ@/${SOFTIRQ:-0}/" \
+  -e "s|@NEW_ENV@|${NEW_ENV:-}|" hack/capture/recv-cpu-guest.sh > "$SHARE/guest.sh"
 chmod +x "$SHARE/guest.sh"
 # A failed perftest run leaves the others' figures: they are still summarised, then the
 # guest's status is returned.
@@ -72,5 +84,26 @@ for mode in send write; do
     [ -z "${m:-}" ] || echo "ratio recv-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
   done
 done
+# SOFTIRQ=1: each receiver's softirq share ("MODE BIN SHARE"), and the ratios of CPU less it.
+shares=$({ grep -a '^recvsoftirq ' "$SHARE/run.log" || true; } | tr -d '\r' | awk '
+  { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }; print f["mode"], f["bin"], f["share"] }')
+# own_ratios MODE A B: the per-round ratios of A's CPU less its softirq share to B's.
+own_ratios() {
+  local sa sb
+  sa=$(echo "$shares" | awk -v m="$1" -v b="$2" '$1 == m && $2 == b { print $3 }')
+  sb=$(echo "$shares" | awk -v m="$1" -v b="$3" '$1 == m && $2 == b { print $3 }')
+  [ -n "$sa" ] && [ -n "$sb" ] || return 0
+  ratios "$@" | awk -v sa="$sa" -v sb="$sb" 'sb < 1 { print $1 * (1 - sa) / (1 - sb) }'
+}
+if [ -n "$shares" ]; then
+  echo "$shares" | while read -r mode bin share; do echo "recv-softirq-share $mode $bin=$share"; done
+  for mode in send write; do
+    for pair in "new old" "new perftest" "old perftest"; do
+      read -r a b <<<"$pair"
+      read -r m lo hi n <<<"$(own_ratios "$mode" "$a" "$b" | median_range)"
+      [ -z "${m:-}" ] || echo "ratio recv-own-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
+    done
+  done
+fi
 [ "${PROFILE:-0}" != 1 ] || echo "recv-cpu: the new receiver's CPU profiles: $(ls "$SHARE"/*.pprof 2>/dev/null | tr '\n' ' ')(go tool pprof $SHARE/ringcap-new FILE)"
 exit "$rc"
