@@ -19,7 +19,7 @@ for _ in $(seq 20); do [ -b /dev/vda ] && break; sleep 0.5; done
 mount -t ext4 /dev/vda /mnt/disk || { log "mounting the VM's disk failed"; exit; }
 export RINGCAP_CACHE=/mnt/disk/ringcap KIND_WORK=/mnt/host/kind KIND_ENGINE=podman KIND_CLUSTER=$KIND_CLUSTER \
   KIND_IMAGES_DIR=/mnt/host/images KIND_API_ADDRESS=$E2E_GUEST_IP KIND_SHARE_CDI=1 KIND_KUBEADM_TIMEOUT=15m0s \
-  KIND_PUBLISH_PORTS="20515 21515 22515" KIND_PODMAN_ULIMITS="nofile=1048576:1048576 memlock=-1:-1"
+  KIND_PODMAN_ULIMITS="nofile=1048576:1048576 memlock=-1:-1"
 . /mnt/host/repo/hack/kind/env.sh
 # the disk comes with the node image in podman's storage (kind-vm.sh disk_template)
 node_image() { . /mnt/host/repo/hack/kind/podman-env.sh && kind_podman_env && podman image exists "$KIND_NODE_IMAGE"; }

@@ -17,8 +17,8 @@
 # Env: KIND_ENGINE docker|podman (default docker), KIND_CLUSTER (ringcap-e2e), KIND_NODE_IMAGE
 # (default with docker: kind's own; with podman: ringcap's local one), KIND_IMAGES_DIR (podman:
 # plugin.tar operator.tar ringcap.tar and TAG, as `make images-podman` writes them),
-# KIND_API_ADDRESS (where the API server listens, default 127.0.0.1), KIND_SHARE_CDI,
-# KIND_PUBLISH_PORTS (see cluster_config), E2E_RUN, KEEP.
+# KIND_API_ADDRESS (where the API server listens, default 127.0.0.1), KIND_SHARE_CDI, E2E_RUN,
+# KEEP.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 USER_NODE_IMAGE=${KIND_NODE_IMAGE:-}
@@ -72,14 +72,6 @@ cluster_config() {
   # KIND_KUBEADM_TIMEOUT (TCG): the control plane's kubeadm patches (kind_slow_patches)
   [ -z "${KIND_KUBEADM_TIMEOUT:-}" ] || { kind_slow_patches "$KIND_WORK/kubeadm-patches" && extra+="
 - {hostPath: $KIND_WORK/kubeadm-patches, containerPath: $KIND_PATCHES_IN_NODE}"; }
-  # KIND_PUBLISH_PORTS: TCP ports of Host-mode receivers to publish on the host's addresses. The
-  # node is a container: a host-network pod listens in the node's network namespace, not the
-  # host's, so senders on the data network reach it only through a published port.
-  local p
-  [ -z "${KIND_PUBLISH_PORTS:-}" ] || extra+="
-extraPortMappings:"
-  for p in ${KIND_PUBLISH_PORTS:-}; do extra+="
-- {containerPort: $p, hostPort: $p, protocol: TCP}"; done
   if [ "$KIND_ENGINE" = podman ]; then
     kind_config "$extra" | sed "s|^networking:|networking:\n  apiServerAddress: ${KIND_API_ADDRESS:-127.0.0.1}\n  apiServerPort: 6443|"
     # KIND_KUBEADM_TIMEOUT (the Soft-RoCE VM, TCG): a control plane under emulation
