@@ -6,6 +6,8 @@
 #   ofi-floor     ofifloor (hack/capture/ofifloor) over verbs;ofi_rxm: fi_writedata alone,
 #   ofi-floor-len ofifloor -L, with ringcap's length messages (only with FLOOR_LENMSG=1),
 #   ofi-floor-mt  ofifloor -T, its writer with a thread per endpoint (only with FLOOR_THREADS=1),
+#   ofi-verbs-mt  ringcap over verbs;ofi_rxm with a posting thread per endpoint, pinned to the
+#                 vCPUs in turn (--post-threads QPS; only with SENDER_THREADS=1),
 # RUNS runs of DUR seconds each, the order rotating; prints every run's figures
 # (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it),
 # each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
@@ -17,11 +19,12 @@ set -uo pipefail
 WORK=/tmp/bench-ofi # the guest's tmpfs: the binaries and the logs off the 9p share
 mkdir -p "$WORK/bin" && cp bin/ringcap bin/ofifloor "$WORK/bin/" && cd "$WORK" || exit 1
 export PATH=$WORK/bin:$PATH IPATH_NO_BACKTRACE=1
-RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0}
+RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-0}
 SRV_IP=198.18.0.2 CLI_IP=198.18.0.1 PORT=18900
 CONTENDERS=(verbs ofi-verbs ofi-floor)
 [ "$FLOOR_LENMSG" = 1 ] && CONTENDERS+=(ofi-floor-len)
 [ "$FLOOR_THREADS" = 1 ] && CONTENDERS+=(ofi-floor-mt)
+[ "$SENDER_THREADS" = 1 ] && CONTENDERS+=(ofi-verbs-mt)
 
 # timed OUT CMD...: runs CMD with its output in OUT.log and its user and sys time in OUT.times.
 timed() {
@@ -50,12 +53,13 @@ listening() {
 # field NAME LINE: NAME=value out of LINE.
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-# run_ringcap TRANSPORT: recv on rxe1 into a fresh ring that a reader drains, send --no-fill from
-# rxe0 for DUR seconds; prints "Gb/s bytes send-cpu recv-cpu".
+# run_ringcap TRANSPORT [SEND-ARGS]: recv on rxe1 into a fresh ring that a reader drains, send
+# --no-fill from rxe0 for DUR seconds; prints "Gb/s bytes send-cpu recv-cpu".
 run_ringcap() {
   local t=$1 port=$((PORT++)) key=c0$((PORT % 100))0 tr=()
+  shift
   [ "$t" = ofi ] && tr=(--transport ofi)
-  local rx_tr=("${tr[@]}") tx_tr=("${tr[@]}")
+  local rx_tr=("${tr[@]}") tx_tr=("${tr[@]}" "$@")
   [ "$t" = ofi ] && rx_tr+=(--ofi-provider 'verbs;ofi_rxm' --ofi-domain rxe1) && tx_tr+=(--ofi-domain rxe0)
   ringcap ring create -k "$key" -n 16 -b 1048576 >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
   rm -f recv.log recv.times send.log send.times read.log # a previous run's recv.log would say "Listening" too early
@@ -114,6 +118,13 @@ run_floor() {
 # wire: veth0's (rxe0's netdev: the senders' side) transmitted packets and bytes so far.
 wire() { echo "$(cat /sys/class/net/veth0/statistics/tx_packets) $(cat /sys/class/net/veth0/statistics/tx_bytes)"; }
 
+# cpus_in_turn N: N CPUs of this machine, in turn (0,1,0,1 for 4 on 2 vCPUs).
+cpus_in_turn() {
+  local list=() i
+  for i in $(seq 0 $(($1 - 1))); do list+=($((i % $(nproc)))); done
+  (IFS=,; echo "${list[*]}")
+}
+
 contender() {
   case $1 in
   verbs) run_ringcap verbs ;;
@@ -121,6 +132,7 @@ contender() {
   ofi-floor) run_floor ;;
   ofi-floor-len) run_floor -L ;;
   ofi-floor-mt) run_floor -T ;;
+  ofi-verbs-mt) run_ringcap ofi --post-threads "$QPS" --pin-cpu "$(cpus_in_turn "$QPS")" ;;
   esac
 }
 
