@@ -209,6 +209,7 @@ func (l *streamLoop) pass() *ending {
 		l.rate.sample(time.Now())
 		l.w.coalesce = coalescePeriod(l.rate.rate, s.completionsPerBlock(), s.usableReceives())
 		l.w.lazyOpen = s.a.room() >= 2
+		l.w.eventWait = eventWaitFor(!s.held.since.IsZero())
 	}
 	if err := l.w.idle(l.ctx, l.idle, l.ctrl, s.rw); err != nil {
 		return ringEnding(l.ctx, err)
@@ -416,6 +417,9 @@ type idler struct {
 	armed    bool
 	since    time.Time     // when this idle spell began
 	coalesce time.Duration // set by the loop at the start of each idle spell
+	// eventWait bounds a sleep on a completion event (eventWaitFor); set
+	// with coalesce.
+	eventWait time.Duration
 	// lazyOpen (set with coalesce) leaves the blocks the ring worker opens
 	// to the next wake: the sender still has room in two open blocks, so
 	// their credits or receives are not due yet, and in write mode the
@@ -428,7 +432,7 @@ type idler struct {
 }
 
 func newIdler(ep fabric.Endpoint, busy bool) *idler {
-	w := &idler{busy: busy, procs: runtime.GOMAXPROCS(0)}
+	w := &idler{busy: busy, procs: runtime.GOMAXPROCS(0), eventWait: eventWaitFor(false)}
 	if n, ok := ep.(fabric.Notifier); ok {
 		w.n = n
 	}
@@ -470,7 +474,20 @@ func (w *idler) idle(ctx context.Context, idle int, ctrl chan ctrlEvent, rw *rin
 		return nil // one more pass: a completion before the arming raises no event
 	}
 	w.armed = false
-	return w.sleep(ctx, 50*time.Millisecond, w.n.Events(), ctrl, rw) // the timeout: a safety net, not a schedule
+	return w.sleep(ctx, w.eventWait, w.n.Events(), ctrl, rw)
+}
+
+// eventWaitFor is how long an idle loop sleeps on a completion event before it
+// passes anyway. Completions, opened blocks, control messages and failures wake
+// it at once, so the limit is a safety net: but during a hold it is the
+// cadence of the held reports (heldReportEvery), which go out from passes.
+// Under TCG each spare wake costs the loop a pass and an arming: at a block a
+// tenth of a second, a 50 ms net doubled the wakes of a write-mode stream.
+func eventWaitFor(holding bool) time.Duration {
+	if holding {
+		return heldReportEvery
+	}
+	return time.Second
 }
 
 // coalescing reports whether this idle spell sleeps on the coalescing timer next:
