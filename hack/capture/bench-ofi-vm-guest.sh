@@ -6,8 +6,8 @@
 #   ofi-floor     ofifloor (hack/capture/ofifloor) over verbs;ofi_rxm: fi_writedata alone,
 #   ofi-floor-len ofifloor -L, with ringcap's length messages (only with FLOOR_LENMSG=1),
 #   ofi-floor-mt  ofifloor -T, its writer with a thread per endpoint (only with FLOOR_THREADS=1),
-#   ofi-verbs-mt  ringcap over verbs;ofi_rxm with a posting thread per endpoint, pinned to the
-#                 vCPUs in turn (--post-threads QPS; only with SENDER_THREADS=1),
+#   ofi-verbs-tN  ringcap over verbs;ofi_rxm with N posting threads, pinned to the vCPUs in turn
+#                 (--post-threads N; for each N in SENDER_THREADS, e.g. "1 4"),
 # RUNS runs of DUR seconds each, the order rotating; prints every run's figures
 # (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it),
 # each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
@@ -19,12 +19,12 @@ set -uo pipefail
 WORK=/tmp/bench-ofi # the guest's tmpfs: the binaries and the logs off the 9p share
 mkdir -p "$WORK/bin" && cp bin/ringcap bin/ofifloor "$WORK/bin/" && cd "$WORK" || exit 1
 export PATH=$WORK/bin:$PATH IPATH_NO_BACKTRACE=1
-RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-0}
+RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-}
 SRV_IP=198.18.0.2 CLI_IP=198.18.0.1 PORT=18900
 CONTENDERS=(verbs ofi-verbs ofi-floor)
 [ "$FLOOR_LENMSG" = 1 ] && CONTENDERS+=(ofi-floor-len)
 [ "$FLOOR_THREADS" = 1 ] && CONTENDERS+=(ofi-floor-mt)
-[ "$SENDER_THREADS" = 1 ] && CONTENDERS+=(ofi-verbs-mt)
+for t in $SENDER_THREADS; do CONTENDERS+=("ofi-verbs-t$t"); done
 
 # timed OUT CMD...: runs CMD with its output in OUT.log and its user and sys time in OUT.times.
 timed() {
@@ -132,7 +132,7 @@ contender() {
   ofi-floor) run_floor ;;
   ofi-floor-len) run_floor -L ;;
   ofi-floor-mt) run_floor -T ;;
-  ofi-verbs-mt) run_ringcap ofi --post-threads "$QPS" --pin-cpu "$(cpus_in_turn "$QPS")" ;;
+  ofi-verbs-t*) run_ringcap ofi --post-threads "${1#ofi-verbs-t}" --pin-cpu "$(cpus_in_turn "${1#ofi-verbs-t}")" ;;
   esac
 }
 

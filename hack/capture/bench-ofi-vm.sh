@@ -20,14 +20,14 @@
 # per GiB during its stream alone (without libfabric's start-up).
 # Under TCG the emulator's speed swings 1.5-2x between phases of a boot: the rotation lets the
 # contenders see them alike. Settings: RUNS (5), DUR (6 seconds), MSG (65536), QPS (4),
-# FLOOR_LENMSG (0), FLOOR_THREADS (0), SENDER_THREADS (0; 1: also ofi-verbs-mt, ringcap's sender with a
-# posting thread per endpoint).
+# FLOOR_LENMSG (0), FLOOR_THREADS (0), SENDER_THREADS (posting thread counts, e.g. "1 4": also
+# ofi-verbs-tN, ringcap's ofi sender with N posting threads pinned to the vCPUs in turn).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 . hack/env.sh
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
-RUNS=${RUNS:-5} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-0}
+RUNS=${RUNS:-5} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-}
 [ -f /usr/include/rdma/fi_rma.h ] || { echo "bench-ofi: libfabric's headers are missing (apt-get install libfabric-dev)" >&2; exit 1; }
 mkdir -p "$VM_DIR/runs"
 SHARE=$(mktemp -d "$VM_DIR/runs/bench-ofi-$(date +%Y%m%d-%H%M%S)-XXXX")
@@ -37,7 +37,7 @@ echo "bench-ofi: go build ringcap (cgo) and cc ofifloor for the VM"
 CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
 cc -O2 -Wall -Wextra -Werror -pthread -o "$SHARE/bin/ofifloor" hack/capture/ofifloor/ofifloor.c -lfabric
 {
-  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG FLOOR_THREADS=$FLOOR_THREADS SENDER_THREADS=$SENDER_THREADS"
+  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG FLOOR_THREADS=$FLOOR_THREADS SENDER_THREADS='$SENDER_THREADS'"
   cat hack/capture/bench-ofi-vm-guest.sh
 } >"$SHARE/bench-ofi-vm-guest.sh"
 RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/bench-ofi-vm-guest.sh" | tee "$SHARE/bench.log"
@@ -76,7 +76,9 @@ if [ "$FLOOR_THREADS" = 1 ]; then
   echo "ratio ofi-floor-mt/ofi-floor=$(ratio ofi-floor-mt ofi-floor) (the floor's writer with a thread per endpoint against the floor)"
   echo "ratio ofi-floor-mt/verbs=$(ratio ofi-floor-mt verbs) (the floor's writer with a thread per endpoint against ringcap over raw verbs)"
 fi
-[ "$SENDER_THREADS" = 1 ] && echo "ratio ofi-verbs-mt/verbs=$(ratio ofi-verbs-mt verbs) (ringcap over verbs;ofi_rxm with a posting thread per endpoint against ringcap over raw verbs)"
+for t in $SENDER_THREADS; do
+  echo "ratio ofi-verbs-t$t/verbs=$(ratio "ofi-verbs-t$t" verbs) (ringcap over verbs;ofi_rxm with $t posting threads, pinned to the vCPUs in turn, against ringcap over raw verbs)"
+done
 contenders=$(awk '{ print $2 }' "$SHARE/runs" | awk '!seen[$1]++')
 for c in $contenders; do
   pkt=$(sed -n "s/^bench-ofi-vm: wire run=[0-9]* contender=$c packets=\([0-9]*\) bytes=\([0-9]*\)\$/\1 \2/p" "$SHARE/bench.txt" |

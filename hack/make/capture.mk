@@ -6,7 +6,7 @@
 bench-rdma: vm-image
 	hack/capture/bench-rdma.sh
 
-## bench-ofi: ringcap over libfabric: tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (ratio ofi-tcp/iperf3), then verbs;ofi_rxm vs raw verbs and vs a C libfabric floor (hack/capture/ofifloor) on one rxe link in the Soft-RoCE VM (ratios ofi-verbs/verbs, ofi-floor/verbs, ofi-verbs/ofi-floor)
+## bench-ofi: ringcap over libfabric: tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (ratio ofi-tcp/iperf3) and its CPU per GiB vs a C libfabric floor (ratio ofi-tcp/ofi-floor-tcp), then verbs;ofi_rxm vs raw verbs and vs a C libfabric floor (hack/capture/ofifloor) on one rxe link in the Soft-RoCE VM (ratios ofi-verbs/verbs, ofi-floor/verbs, ofi-verbs/ofi-floor)
 bench-ofi: vm-image
 	hack/capture/bench-ofi-host.sh
 	hack/capture/bench-ofi-vm.sh
