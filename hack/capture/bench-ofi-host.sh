@@ -90,16 +90,19 @@ median_range() {
     printf "%.3f (min %.3f max %.3f of %d runs)", m, v[1], v[n], n }'
 }
 
+# quot A B: A / B to four places (nothing when B is 0).
+quot() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b }'; }
+
 gib=$(awk -v b="$CPU_BYTES" 'BEGIN { print b / 2^30 }')
 sends=() recvs=()
 for r in $(seq "$RUNS"); do
   if [ $((r % 2)) = 1 ]; then f=$(floor_cpu) && o=$(ringcap_cpu); else o=$(ringcap_cpu) && f=$(floor_cpu); fi || exit 1
   read -r fs fr <<<"$f"
   read -r os or <<<"$o"
-  echo "bench-ofi: cpu run $r CPU-s/GiB send ofi-tcp=$(awk -v c="$os" -v g="$gib" 'BEGIN { printf "%.3f", c / g }') ofi-floor-tcp=$(awk -v c="$fs" -v g="$gib" 'BEGIN { printf "%.3f", c / g }')" \
-    "recv ofi-tcp=$(awk -v c="$or" -v g="$gib" 'BEGIN { printf "%.3f", c / g }') ofi-floor-tcp=$(awk -v c="$fr" -v g="$gib" 'BEGIN { printf "%.3f", c / g }')"
-  sends+=("$(awk -v a="$os" -v b="$fs" 'BEGIN { if (b > 0) printf "%.4f", a / b }')")
-  recvs+=("$(awk -v a="$or" -v b="$fr" 'BEGIN { if (b > 0) printf "%.4f", a / b }')")
+  echo "bench-ofi: cpu run $r CPU-s/GiB send ofi-tcp=$(quot "$os" "$gib") ofi-floor-tcp=$(quot "$fs" "$gib")" \
+    "recv ofi-tcp=$(quot "$or" "$gib") ofi-floor-tcp=$(quot "$fr" "$gib")"
+  sends+=("$(quot "$os" "$fs")")
+  recvs+=("$(quot "$or" "$fr")")
 done
 echo "ratio ofi-tcp/ofi-floor-tcp send-cpu-per-gib=$(printf '%s\n' "${sends[@]}" | median_range) (ringcap send against ofifloor's writer, $(numfmt --to=iec "$CPU_BYTES")B a run)"
 echo "ratio ofi-tcp/ofi-floor-tcp recv-cpu-per-gib=$(printf '%s\n' "${recvs[@]}" | median_range) (ringcap recv into a ring a reader drains against ofifloor's receiver)"

@@ -69,25 +69,33 @@ median_range() {
   sort -g | awk '{ x[++n] = $1 } END { if (n) printf "%.2f %.2f %.2f %d\n", x[int((n + 1) / 2)], x[1], x[n], n }'
 }
 # ratios MODE A B: the per-round ratios of A's CPU to B's in MODE, one a line.
+# shellcheck disable=SC2317 # called through pair_ratios
 ratios() {
   echo "$runs" | awk -v m="$1" -v a="$2" -v b="$3" '$2 == m { c[$1 SUBSEP $3] = $4; r[$1] }
     END { for (k in r) if (((k SUBSEP a) in c) && ((k SUBSEP b) in c) && c[k SUBSEP b] > 0) print c[k SUBSEP a] / c[k SUBSEP b] }'
+}
+# pair_ratios NAME RATIOS MODE: `ratio NAME MODE A/B=…` for each pair of contenders, the
+# summary of what RATIOS MODE A B prints.
+pair_ratios() {
+  local pair a b m lo hi n
+  for pair in "new old" "new perftest" "old perftest"; do
+    read -r a b <<<"$pair"
+    read -r m lo hi n <<<"$("$2" "$3" "$a" "$b" | median_range)"
+    [ -z "${m:-}" ] || echo "ratio $1 $3 $a/$b=$m [$lo, $hi] ($n rounds)"
+  done
 }
 for mode in send write; do
   for bin in new old perftest; do
     read -r m lo hi n <<<"$(echo "$runs" | awk -v m="$mode" -v b="$bin" '$2 == m && $3 == b { print $4 }' | median_range)"
     [ -z "${m:-}" ] || echo "recv-cpu-per-gib $mode $bin=$m [$lo, $hi] CPU-s/GiB ($n runs)"
   done
-  for pair in "new old" "new perftest" "old perftest"; do
-    read -r a b <<<"$pair"
-    read -r m lo hi n <<<"$(ratios "$mode" "$a" "$b" | median_range)"
-    [ -z "${m:-}" ] || echo "ratio recv-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
-  done
+  pair_ratios recv-cpu-per-gib ratios "$mode"
 done
 # SOFTIRQ=1: each receiver's softirq share ("MODE BIN SHARE"), and the ratios of CPU less it.
 shares=$({ grep -a '^recvsoftirq ' "$SHARE/run.log" || true; } | tr -d '\r' | awk '
   { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }; print f["mode"], f["bin"], f["share"] }')
 # own_ratios MODE A B: the per-round ratios of A's CPU less its softirq share to B's.
+# shellcheck disable=SC2317 # called through pair_ratios
 own_ratios() {
   local sa sb
   sa=$(echo "$shares" | awk -v m="$1" -v b="$2" '$1 == m && $2 == b { print $3 }')
@@ -97,13 +105,7 @@ own_ratios() {
 }
 if [ -n "$shares" ]; then
   echo "$shares" | while read -r mode bin share; do echo "recv-softirq-share $mode $bin=$share"; done
-  for mode in send write; do
-    for pair in "new old" "new perftest" "old perftest"; do
-      read -r a b <<<"$pair"
-      read -r m lo hi n <<<"$(own_ratios "$mode" "$a" "$b" | median_range)"
-      [ -z "${m:-}" ] || echo "ratio recv-own-cpu-per-gib $mode $a/$b=$m [$lo, $hi] ($n rounds)"
-    done
-  done
+  for mode in send write; do pair_ratios recv-own-cpu-per-gib own_ratios "$mode"; done
 fi
 [ "${PROFILE:-0}" != 1 ] || echo "recv-cpu: the new receiver's CPU profiles: $(ls "$SHARE"/*.pprof 2>/dev/null | tr '\n' ' ')(go tool pprof $SHARE/ringcap-new FILE)"
 exit "$rc"

@@ -93,12 +93,11 @@ func receiverMetric(t *testing.T, u *unstructured.Unstructured, metricsPort int,
 // the same ports stays Pending with the reason; a sender outside the allowlist is refused
 // and the capture keeps serving.
 func stepHostNetwork(t *testing.T) {
+	hostCapture(t, "host-a", "a1", 20515, 20100)
 	if nodeIsContainer() {
-		hostCapture(t, "host-a", "a1", 20515, 20100)
 		hostModeFailsInContainerNode(t, "host-a")
 		return
 	}
-	hostCapture(t, "host-a", "a1", 20515, 20100)
 	a := waitDataNetworkEndpoint(t, "host-a")
 
 	// A pod on the cluster network is outside the Host-mode default allowlist (the subnet of
