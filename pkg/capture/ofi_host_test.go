@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -166,6 +167,47 @@ func TestOFIBlockBoundaryAndSHM(t *testing.T) {
 	}
 }
 
+// The sender's endpoints driven by threads of their own (ofi.LaneSet), two
+// endpoints to a thread and one each, in both modes, with length messages
+// and over shm (whose queues have no wait fds): every byte lands in order.
+func TestOFIEndpointThreads(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		prov ofifabric.Config
+		mode wire.Mode
+	}{
+		{"tcp/write", ofiTCP, wire.ModeWrite},
+		{"tcp/send", ofiTCP, wire.ModeSend},
+		{"tcp/write/length-messages", ofiTCPLen, wire.ModeWrite},
+		{"shm/write", ofiSHM, wire.ModeWrite},
+	} {
+		for _, cpus := range [][]int{{0, 0}, {0, 0, 0, 0}} {
+			t.Run(fmt.Sprintf("%s/%d-threads", c.name, len(cpus)), func(t *testing.T) {
+				ofiLeakCheck(t)
+				ofiObservationPosting(t, c.mode, fabric.MRAuto, 4, 65536, 8192, uint64(7*65536+3*8192+1234), c.prov, cpus)
+			})
+		}
+	}
+}
+
+// logLines collects a logger's output from any goroutine.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 type ofiObs struct {
 	statusdoc.Status
 	statusdoc.MemoryRegistration
@@ -175,14 +217,26 @@ type ofiObs struct {
 // blocks of bs bytes and checks the reader's and the status's account.
 func ofiObservation(t *testing.T, mode wire.Mode, mr fabric.MRMode, qps int, bs, msg, total uint64, prov ofifabric.Config) ofiObs {
 	t.Helper()
+	return ofiObservationPosting(t, mode, mr, qps, bs, msg, total, prov, nil)
+}
+
+// ofiObservationPosting is ofiObservation with the sender posting from a
+// thread per CPU of postCPUs (none: from its loop).
+func ofiObservationPosting(t *testing.T, mode wire.Mode, mr fabric.MRMode, qps int, bs, msg, total uint64, prov ofifabric.Config, postCPUs []int) ofiObs {
+	t.Helper()
 	h := testRing(t, 8, bs)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 11, 0)
 	r := runOFI(t, h, ReceiverConfig{Mode: mode, QPs: qps, MsgBytes: msg, StopObservations: 1, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}}, prov, mr)
-	res, err := r.send(ctx, sender.Config{Bytes: total, Source: sender.PatternSource{Seed: 11}}, ofifabric.Config{Node: prov.Node, LengthMessages: prov.LengthMessages})
+	var log logLines
+	res, err := r.send(ctx, sender.Config{Bytes: total, Source: sender.PatternSource{Seed: 11}, PostCPUs: postCPUs, Log: slog.New(slog.NewTextHandler(&log, nil))},
+		ofifabric.Config{Node: prov.Node, LengthMessages: prov.LengthMessages})
 	if err != nil || !res.Complete || res.Bytes != total || res.QPs != qps || res.Mode != mode {
 		t.Fatalf("send: %+v %v", res, err)
+	}
+	if started := fmt.Sprintf("Started the endpoints' threads: each posts to and reads the completion queue of its endpoints\" threads=%d", len(postCPUs)); len(postCPUs) > 0 && !strings.Contains(log.String(), started) {
+		t.Errorf("the sender's log does not say %q:\n%s", started, log.String())
 	}
 	if err := r.wait(t); err != nil {
 		t.Fatalf("Run: %v", err)

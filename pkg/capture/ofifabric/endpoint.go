@@ -58,6 +58,7 @@ type endpoint struct {
 	lenTx   *lenWords                                // sender with length messages: their words (slots per endpoint)
 	allCQs  []*ofi.CQ                                // every endpoint's, for fi_trywait
 	closed  atomic.Bool                              // set with every lock held
+	lanes   atomic.Pointer[lanes]                    // the sender's posting threads, while they run
 
 	pollMu  sync.Mutex // Poll's round robin
 	next    int
@@ -184,6 +185,10 @@ func (ep *endpoint) tryWait() (bool, error) {
 // receiver's side (its waiter sleeps on the set) and where the provider gave
 // no wait fds.
 func (ep *endpoint) PollWait(ctx context.Context, wcs []fabric.Completion) (int, bool, error) {
+	if l := ep.lanes.Load(); l != nil {
+		n, err := ep.pollWaitLanes(ctx, l, wcs)
+		return n, true, err
+	}
 	if ep.set == nil || ep.recv {
 		return 0, false, nil
 	}
@@ -429,6 +434,10 @@ func (ep *endpoint) post(qi int, ops []ofi.Op) error {
 func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
 	ep.pollMu.Lock()
 	defer ep.pollMu.Unlock()
+	if l := ep.lanes.Load(); l != nil {
+		n, _, err := ep.pollLanes(l, wcs)
+		return n, err
+	}
 	n := 0
 	for range ep.qps {
 		if n == len(wcs) {
@@ -543,6 +552,9 @@ func (ep *endpoint) Close() error {
 	defer ep.closeMu.Unlock()
 	if ep.closed.Load() {
 		return nil
+	}
+	if l := ep.lanes.Load(); l != nil {
+		l.Stop() // the threads end before the endpoints they drive
 	}
 	if ep.w != nil {
 		ep.w.close()

@@ -155,36 +155,7 @@ static ssize_t ofi_writedata(struct fid_ep *ep, uintptr_t buf, size_t len, void 
 	return fi_writedata(ep, (const void *)buf, len, desc, data, dest, addr, key, (void *)(uintptr_t)ctx);
 }
 
-struct ofi_op {
-	uint64_t addr, len, peer, raddr, key, data, id, flags;
-	void *desc;
-	int kind; // 0 fi_sendmsg, 1 fi_recvmsg, 2 fi_writemsg
-};
-
-// Posts n operations in order; returns how many were posted, *rc the first failure.
-static size_t ofi_post(struct fid_ep *ep, struct ofi_op *ops, size_t n, ssize_t *rc) {
-	*rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct ofi_op *o = &ops[i];
-		struct iovec iov = { (void *)(uintptr_t)o->addr, o->len };
-		void *desc = o->desc;
-		void *ctx = (void *)(uintptr_t)o->id;
-		ssize_t r;
-		if (o->kind == 0) {
-			struct fi_msg m = { &iov, &desc, 1, o->peer, ctx, o->data };
-			r = fi_sendmsg(ep, &m, o->flags);
-		} else if (o->kind == 1) {
-			struct fi_msg m = { &iov, &desc, 1, o->peer, ctx, 0 };
-			r = fi_recvmsg(ep, &m, o->flags);
-		} else {
-			struct fi_rma_iov rma = { o->raddr, o->len, o->key };
-			struct fi_msg_rma m = { &iov, &desc, 1, o->peer, &rma, 1, ctx, o->data };
-			r = fi_writemsg(ep, &m, o->flags);
-		}
-		if (r) { *rc = r; return i; }
-	}
-	return n;
-}
+#include "post.h"
 */
 import "C"
 
@@ -900,16 +871,10 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 	}
 	cops := (*pooled)[:len(ops)]
 	for i, o := range ops {
-		if int(o.Kind) >= len(opCalls) {
-			return 0, fmt.Errorf("post operation %d: unknown kind %d", i, o.Kind)
-		}
-		desc, err := e.local(opCalls[o.Kind], o.Local)
-		if err != nil {
+		var err error
+		if cops[i], err = e.cOp(o); err != nil {
 			return 0, fmt.Errorf("post operation %d: %w", i, err)
 		}
-		cops[i] = C.struct_ofi_op{addr: C.uint64_t(o.Local.Addr), len: C.uint64_t(o.Local.Len), peer: C.uint64_t(o.Peer),
-			raddr: C.uint64_t(o.Remote.Addr), key: C.uint64_t(o.Remote.Key), data: C.uint64_t(o.Data),
-			id: C.uint64_t(o.ID), flags: C.uint64_t(e.postFlags(o)), desc: desc, kind: C.int(o.Kind)}
 	}
 	var rc C.ssize_t
 	crossings.Add(1)
@@ -918,6 +883,20 @@ func (e *Endpoint) Post(ops []Op) (int, error) {
 		return n, fmt.Errorf("post operation %d of %d (id %d): %w", n, len(ops), ops[n].ID, callErr(opCalls[ops[n].Kind], C.int(rc)))
 	}
 	return n, nil
+}
+
+// cOp is o as ofi_post takes it.
+func (e *Endpoint) cOp(o Op) (C.struct_ofi_op, error) {
+	if int(o.Kind) >= len(opCalls) {
+		return C.struct_ofi_op{}, fmt.Errorf("unknown kind %d", o.Kind)
+	}
+	desc, err := e.local(opCalls[o.Kind], o.Local)
+	if err != nil {
+		return C.struct_ofi_op{}, err
+	}
+	return C.struct_ofi_op{addr: C.uint64_t(o.Local.Addr), len: C.uint64_t(o.Local.Len), peer: C.uint64_t(o.Peer),
+		raddr: C.uint64_t(o.Remote.Addr), key: C.uint64_t(o.Remote.Key), data: C.uint64_t(o.Data),
+		id: C.uint64_t(o.ID), flags: C.uint64_t(e.postFlags(o)), desc: desc, kind: C.int(o.Kind)}, nil
 }
 
 // postFlags are one operation's fi_*msg flags: these replace the endpoint's defaults, so

@@ -2,7 +2,10 @@
 
 package ofi
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // This is the pure-Go twin of ofi_cgo.go: the same API, and every call that would touch
 // libfabric returns ErrNotSupported.
@@ -111,3 +114,27 @@ func (e *Endpoint) Post([]Op) (int, error) { return 0, ErrNotSupported }
 
 // Close closes the endpoint. Idempotent.
 func (e *Endpoint) Close() error { return nil }
+
+// LaneSet is posting and completion-reading threads.
+type LaneSet struct{}
+
+// StartLanes starts lanes.
+func (d *Domain) StartLanes([]LaneConfig, int) (*LaneSet, error) { return nil, ErrNotSupported }
+
+// Lanes is the number of lanes.
+func (s *LaneSet) Lanes() int { return 0 }
+
+// Post hands operations to a lane.
+func (s *LaneSet) Post(int, int, int, int, []Op) error { return ErrNotSupported }
+
+// Take moves a lane's completions out.
+func (s *LaneSet) Take(int, []LaneCompletion) (int, bool, error) { return 0, false, ErrNotSupported }
+
+// Wait sleeps until a lane may have completions.
+func (s *LaneSet) Wait(context.Context) error { return ErrNotSupported }
+
+// Stop stops the threads.
+func (s *LaneSet) Stop() []LaneFailure { return nil }
+
+// Close frees the set. Idempotent.
+func (s *LaneSet) Close() {}

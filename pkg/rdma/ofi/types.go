@@ -387,13 +387,14 @@ type Op struct {
 // ObjectCounts counts live libfabric objects of each kind.
 type ObjectCounts struct {
 	Fabrics, Domains, AVs, CQs, Endpoints, MRs int64
+	Lanes                                      int64 // the threads of LaneSets not closed
 }
 
 // Zero reports whether no object is live.
 func (c ObjectCounts) Zero() bool { return c == ObjectCounts{} }
 
 var live struct {
-	fabrics, domains, avs, cqs, eps, mrs atomic.Int64
+	fabrics, domains, avs, cqs, eps, mrs, lanes atomic.Int64
 }
 
 // Live returns how many libfabric objects this process currently has open. Tests compare
@@ -402,5 +403,28 @@ func Live() ObjectCounts {
 	return ObjectCounts{
 		Fabrics: live.fabrics.Load(), Domains: live.domains.Load(), AVs: live.avs.Load(),
 		CQs: live.cqs.Load(), Endpoints: live.eps.Load(), MRs: live.mrs.Load(),
+		Lanes: live.lanes.Load(),
 	}
+}
+
+// LaneConfig is one lane of a LaneSet: the endpoints its thread drives, each with the
+// completion queue its transmit operations complete on (opened with CQConfig.WaitFD where
+// the thread should sleep on it), and the CPU it is pinned to (-1: not pinned).
+type LaneConfig struct {
+	CPU       int
+	Endpoints []*Endpoint
+	CQs       []*CQ
+}
+
+// LaneCompletion is a completion a lane read: Ep is the endpoint's index in its lane.
+type LaneCompletion struct {
+	Completion
+	Ep int
+}
+
+// LaneFailure is a batch a lane did not post, or not all of: Tag and WRs as handed to Post,
+// Ops its operations not posted. Err names the failed call for the first batch.
+type LaneFailure struct {
+	Lane, Tag, WRs, Ops int
+	Err                 error
 }
