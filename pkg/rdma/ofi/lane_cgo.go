@@ -161,14 +161,16 @@ static void lane_fail(struct lane *t, ssize_t rc, uint64_t bstart, uint64_t i) {
 
 // lane_idle sleeps until an operation is handed over, a completion queue's wait fd wakes
 // (only while operations are outstanding, after fi_trywait allows it) or 100 ms pass.
-static void lane_idle(struct lane *t, uint64_t tail) {
+// busy: the provider refused the next post (FI_EAGAIN) and nothing completed, so what is
+// queued waits for completions, not for Go.
+static void lane_idle(struct lane *t, uint64_t tail, int busy) {
 	atomic_store(&t->sleeping, 1);
-	if (atomic_load(&t->qhead) != tail || atomic_load(&t->stop)) {
+	if (!busy && (atomic_load(&t->qhead) != tail || atomic_load(&t->stop))) {
 		atomic_store(&t->sleeping, 0);
 		return;
 	}
 	int ep = t->epkick;
-	if (t->outstanding > 0) {
+	if (t->outstanding > 0 || busy) {
 		if (!t->canwait || fi_trywait(t->fab, t->cqfid, t->n) != FI_SUCCESS) {
 			atomic_store(&t->sleeping, 0);
 			if (!t->canwait) {
@@ -229,17 +231,16 @@ static void *lane_main(void *arg) {
 			last = now;
 			continue;
 		}
-		int full = atomic_load(&t->chead) - atomic_load(&t->ctail) > t->cmask;
-		if (busy || full) {
-			if (busy && lane_now() - last > LANE_STALL_NS) {
-				lane_fail(t, -FI_ETIMEDOUT, bstart, tail);
-				failed = 1;
-			}
-			sched_yield();
+		if (atomic_load(&t->chead) - atomic_load(&t->ctail) > t->cmask) {
+			sched_yield(); // Go takes what fills the completion queue
 			continue;
 		}
-		if (atomic_load(&t->stop) && (failed || tail == atomic_load(&t->qhead))) return NULL;
-		lane_idle(t, failed ? atomic_load(&t->qhead) : tail); // a failed lane waits for stop alone
+		if (busy && lane_now() - last > LANE_STALL_NS) {
+			lane_fail(t, -FI_ETIMEDOUT, bstart, tail);
+			failed = 1, busy = 0;
+		}
+		if (!busy && atomic_load(&t->stop) && (failed || tail == atomic_load(&t->qhead))) return NULL;
+		lane_idle(t, failed ? atomic_load(&t->qhead) : tail, busy); // a failed lane waits for stop alone
 	}
 }
 
