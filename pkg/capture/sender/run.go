@@ -87,7 +87,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 // (verbs), or a libfabric domain.
 type device struct {
 	cfg    fabric.DeviceConfig
-	driver string // the RDMA device's kernel driver; "" with ofi (see chooseDevice)
+	driver string // the RDMA device's kernel driver (ofi: the domain's, see domainDriver)
 }
 
 // chooseDevice finds the RDMA device toward the receiver (verbs) or takes
@@ -97,11 +97,7 @@ func (s Stream) chooseDevice(log *slog.Logger) (device, error) {
 		return device{}, err
 	}
 	if s.Fabric.Transport == wire.TransportOFI {
-		// No driver, so posting is as on a NIC (one thread), also on a domain
-		// that is a software RDMA device: over verbs;ofi_rxm on rxe a posting
-		// thread per CPU cost the sender about 1.5 times the CPU per GiB of one
-		// thread for no more throughput (bench-ofi's ofi-verbs-t1).
-		return device{cfg: fabric.DeviceConfig{Provider: s.Fabric.Provider, Domain: s.Domain}}, nil
+		return device{cfg: fabric.DeviceConfig{Provider: s.Fabric.Provider, Domain: s.Domain}, driver: domainDriver(s.Roots, s.Domain)}, nil
 	}
 	local, err := localAddrFor(s.Connect)
 	if err != nil {
@@ -133,6 +129,24 @@ func (s Stream) checkFabric() error {
 		return fmt.Errorf("unknown transport %v", s.Fabric.Transport)
 	}
 	return nil
+}
+
+// domainDriver is the kernel driver of the RDMA device a libfabric domain
+// names (verbs;ofi_rxm's domains are verbs devices, such as rxe0), so that
+// posting is chosen as for verbs on it: on a software device a thread per
+// CPU, each posting to and reading the completion queues of its endpoints
+// (ofifabric's posting threads), which moved twice the bytes of one thread
+// over verbs;ofi_rxm on rxe (bench-ofi's ofi-verbs-t2); "" for any other
+// domain (tcp's netdevs, efa's "-rdm" names) or none given.
+func domainDriver(r rdma.Roots, domain string) string {
+	if domain == "" {
+		return ""
+	}
+	devs, _, err := rdma.Discover(r)
+	if err != nil {
+		return ""
+	}
+	return driverOf(devs, domain)
 }
 
 // driverOf is the kernel driver of the device named name.
