@@ -27,7 +27,6 @@ package ofi
 
 #define LANE_MAXEPS 64
 #define LANE_TEXT 128
-#define LANE_STALL_NS 30000000000LL // a provider that takes nothing and completes nothing: a gone peer
 
 // One operation handed to a lane, and where it belongs.
 struct lane_op {
@@ -73,6 +72,8 @@ struct lane {
 	uint64_t fail_at;  // queue index of the first operation of the batch that failed
 	uint64_t fail_idx; // index in that batch of the first operation not posted
 	int64_t outstanding; // posted, completion not read (the thread's own)
+	int stalled;         // the failure was the stall below
+	int64_t stall_ns;    // a provider that takes nothing and completes nothing this long: a gone peer
 	pthread_t th;
 };
 
@@ -235,7 +236,8 @@ static void *lane_main(void *arg) {
 			sched_yield(); // Go takes what fills the completion queue
 			continue;
 		}
-		if (busy && lane_now() - last > LANE_STALL_NS) {
+		if (busy && lane_now() - last > t->stall_ns) {
+			t->stalled = 1;
 			lane_fail(t, -FI_ETIMEDOUT, bstart, tail);
 			failed = 1, busy = 0;
 		}
@@ -327,6 +329,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// laneStall is how long a lane whose provider takes no operation (FI_EAGAIN)
+// and completes none waits before it fails the post: a peer that is gone.
+var laneStall = 30 * time.Second
+
 // LaneSet is threads of their own, outside the Go scheduler, each posting the operations
 // handed to it on its endpoints and reading their completion queues, as a C program with a
 // thread per endpoint does. ofi_rxm progresses an endpoint's protocol only while its
@@ -409,6 +415,7 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 		return nil, errors.New("out of memory")
 	}
 	t.qmask, t.cmask, t.cpu, t.fab = C.uint64_t(size-1), C.uint64_t(size-1), C.int(c.CPU), d.fabric
+	t.stall_ns = C.int64_t(laneStall.Nanoseconds())
 	fds, canWait := make([]C.int, len(c.CQs)), true
 	for i, e := range c.Endpoints {
 		if e == nil || e.ep == nil || c.CQs[i] == nil || c.CQs[i].cq == nil {
@@ -580,8 +587,12 @@ func (s *LaneSet) unposted(i int, t *C.struct_lane) []LaneFailure {
 		}
 		if len(out) == 0 {
 			f.Ops -= int(t.fail_idx) // the first ones of the failed batch went out
+			why := callErr(opCalls[int(t.fail_kind)], C.int(t.rc))
+			if t.stalled != 0 {
+				why = fmt.Errorf("%s: the provider took no operation (FI_EAGAIN) and completed none for %v", opCalls[int(t.fail_kind)], laneStall)
+			}
 			f.Err = fmt.Errorf("post operation %d of a batch of %d on endpoint %d of lane %d: %w",
-				int(t.fail_idx), f.Ops+int(t.fail_idx), int(e.ep), i, callErr(opCalls[int(t.fail_kind)], C.int(t.rc)))
+				int(t.fail_idx), f.Ops+int(t.fail_idx), int(e.ep), i, why)
 		} else {
 			f.Err = fmt.Errorf("not posted: an earlier post on lane %d failed", i)
 		}

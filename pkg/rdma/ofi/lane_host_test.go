@@ -193,3 +193,73 @@ func openSideFD(t *testing.T, h Hints) *side {
 	}
 	return s
 }
+
+// A lane whose provider takes nothing more (a target that never progresses:
+// tcp's socket buffers full) and completes nothing fails the post after the
+// stall limit; Stop names the batches not posted and the failed call.
+func TestLaneStallFailsTheBatchesNotPosted(t *testing.T) {
+	checkNoLeaks(t)
+	defer func(d time.Duration) { laneStall = d }(laneStall)
+	laneStall = 300 * time.Millisecond
+	h := providers[0].hints
+	target := openSide(t, h, false) // never read: its side of the protocol does not progress
+	const chunk, batch, batches = 1 << 20, 32, 4
+	region := mmapped(t, chunk)
+	rmr := register(t, target.d, region, CapRemoteWrite)
+	w := openSideFD(t, h)
+	src := mmapped(t, chunk)
+	smr := register(t, w.d, src, CapWrite)
+	peer := w.insert(t, target)
+	ls, err := w.d.StartLanes([]LaneConfig{{CPU: -1, Endpoints: []*Endpoint{w.ep}, CQs: []*CQ{w.cq}}}, batch*batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	ops := make([]Op, batch)
+	for i := range ops {
+		ops[i] = Op{Kind: OpWrite, Local: smr.Local(0, chunk), Peer: peer, Remote: Remote{Addr: rmr.RemoteAddr(0), Key: rmr.Key()}, ID: uint64(i + 1)}
+	}
+	for b := range batches {
+		if err := ls.Post(0, 0, 100+b, batch/2, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := newHangGuard()
+	buf := make([]LaneCompletion, 64)
+	completed := 0
+	for {
+		n, failed, err := ls.Take(0, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		completed += n
+		if failed {
+			break
+		}
+		g.check(t, "the lane's stall")
+		time.Sleep(10 * time.Millisecond)
+	}
+	fails := ls.Stop()
+	if len(fails) == 0 {
+		t.Fatal("no failures after the lane failed")
+	}
+	if e := fails[0].Err.Error(); !strings.Contains(e, "fi_writemsg") || !strings.Contains(e, "completed none for 300ms") {
+		t.Errorf("first failure %v: want it to name fi_writemsg and the stall", fails[0].Err)
+	}
+	notPosted, tags := 0, map[int]bool{}
+	for _, f := range fails {
+		notPosted += f.Ops
+		tags[f.Tag] = true
+		if f.WRs != batch/2 || f.Lane != 0 || f.Ops < 1 || f.Ops > batch {
+			t.Errorf("failure %+v: want lane 0, %d work requests, 1..%d operations", f, batch/2, batch)
+		}
+	}
+	last := fails[len(fails)-1]
+	if !tags[100+batches-1] || last.Ops != batch {
+		t.Errorf("the last batch should be wholly unposted: %+v", fails)
+	}
+	if notPosted < 1 || notPosted+completed > batch*batches {
+		t.Errorf("%d operations not posted and %d completed of %d", notPosted, completed, batch*batches)
+	}
+	t.Logf("%d completed, %d not posted, %d failures: %v", completed, notPosted, len(fails), fails[0].Err)
+}
