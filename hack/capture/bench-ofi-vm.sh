@@ -13,8 +13,8 @@
 #   ratio ofi-verbs/verbs=…     (goal >= 0.90)
 #   ratio ofi-floor/verbs=…     libfabric's floor against ringcap over raw verbs
 #   ratio ofi-verbs/ofi-floor=… ringcap's adapter against that floor
-#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1, ratio ofi-floor-mt/ofi-floor=… and
-#   ratio ofi-floor-mt/verbs=… with FLOOR_THREADS=1)
+#   (ratio ofi-floor-len/ofi-floor=… with FLOOR_LENMSG=1, ratio ofi-floor-mt/ofi-floor=…,
+#   ratio ofi-floor-mt/verbs=… and ratio ofi-verbs/ofi-floor-mt=… with FLOOR_THREADS=1)
 # and each contender's CPU per GiB moved (user+sys of the sending and the receiving process),
 # the bytes per packet that left rxe0's netdev (veth0) while it ran, and ofifloor's sending CPU
 # per GiB during its stream alone (without libfabric's start-up).
@@ -75,6 +75,7 @@ echo "ratio ofi-verbs/ofi-floor=$(ratio ofi-verbs ofi-floor) (ringcap over verbs
 if [ "$FLOOR_THREADS" = 1 ]; then
   echo "ratio ofi-floor-mt/ofi-floor=$(ratio ofi-floor-mt ofi-floor) (the floor's writer with a thread per endpoint against the floor)"
   echo "ratio ofi-floor-mt/verbs=$(ratio ofi-floor-mt verbs) (the floor's writer with a thread per endpoint against ringcap over raw verbs)"
+  echo "ratio ofi-verbs/ofi-floor-mt=$(ratio ofi-verbs ofi-floor-mt) (ringcap over verbs;ofi_rxm against the floor with a thread per endpoint)"
 fi
 for t in $SENDER_THREADS; do
   echo "ratio ofi-verbs-t$t/verbs=$(ratio "ofi-verbs-t$t" verbs) (ringcap over verbs;ofi_rxm with $t posting threads, pinned to the vCPUs in turn, against ringcap over raw verbs)"

@@ -164,8 +164,8 @@ func readSummary(t *testing.T, path string) statusdoc.Status {
 }
 
 // verifyObservation runs ring read --verify -s while send runs, and checks
-// both ends agree on exactly total bytes.
-func verifyObservation(t *testing.T, bin, key, connect string, total uint64, seed int, sendArgs ...string) {
+// both ends agree on exactly total bytes; it returns send's output.
+func verifyObservation(t *testing.T, bin, key, connect string, total uint64, seed int, sendArgs ...string) string {
 	t.Helper()
 	reader := start(t, bin, "ring", "read", "-k", key, "--verify", strconv.Itoa(seed), "-s")
 	args := append([]string{"send", "--connect", connect, "--bytes", strconv.FormatUint(total, 10), "--seed", strconv.Itoa(seed)}, sendArgs...)
@@ -184,6 +184,7 @@ func verifyObservation(t *testing.T, bin, key, connect string, total uint64, see
 	if r.bytes != total || r.mismatches != 0 || r.observations != 1 {
 		t.Fatalf("reader %+v, want %d verified bytes in 1 observation\n%s", r, total, reader.output())
 	}
+	return out
 }
 
 func TestVMEndToEnd(t *testing.T) {
@@ -229,6 +230,7 @@ type vmCell struct {
 	off                uint64
 	seed               int
 	recvArgs, sendArgs []string
+	sendLog            string // a line each send's output must hold (none: no check)
 	key                string // set by runVMCell
 }
 
@@ -248,8 +250,11 @@ func runVMCell(t *testing.T, bin string, c *vmCell) (statusdoc.Status, string) {
 	waitListening(t, connect, recv)
 	sendArgs := append([]string{"--mode", c.mode, "--qps", q}, c.sendArgs...)
 	onBoundary := 3 * c.nbufs * c.bufsz
-	verifyObservation(t, bin, c.key, connect, onBoundary, c.seed, sendArgs...)
-	verifyObservation(t, bin, c.key, connect, c.off, c.seed+1, sendArgs...)
+	for i, n := range []uint64{onBoundary, c.off} {
+		if out := verifyObservation(t, bin, c.key, connect, n, c.seed+i, sendArgs...); !strings.Contains(out, c.sendLog) {
+			t.Fatalf("send's output does not hold %q:\n%s", c.sendLog, out)
+		}
+	}
 	if err := recv.wait(t, time.Minute); err != nil {
 		t.Fatalf("recv: %v\n%s", err, recv.output())
 	}

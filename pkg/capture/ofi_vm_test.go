@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/devices"
 	"github.com/ringcap/ringcap/test/vm/vmtest"
@@ -39,6 +41,9 @@ func TestVMOFIMatrix(t *testing.T) {
 					c := vmCell{mode: mode, mr: mr, qps: qps, nbufs: nbufs, bufsz: bufsz, off: 2*bufsz + 3*msg + 1234, seed: 21,
 						recvArgs: []string{"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1, "--msg-bytes", m},
 						sendArgs: []string{"--transport", "ofi", "--ofi-domain", vmtest.Device0, "--msg-bytes", m}}
+					if qps > 1 { // a software RDMA domain: an endpoint thread per vCPU
+						c.sendLog = ofiThreads
+					}
 					st, out := runVMCell(t, bin, &c)
 					if st.Transport != "ofi" || st.Provider != ofiVerbs {
 						t.Fatalf("summary %+v\nrecv output:\n%s", st, out)
@@ -93,5 +98,64 @@ func TestVMOFIDevices(t *testing.T) {
 		if !line.Match(text) {
 			t.Errorf("ringcap devices names no %s line for %s bound to %s:\n%s", ofiVerbs, dev.name, dev.ip, text)
 		}
+	}
+}
+
+// ofiThreads is the sender's log line when its endpoints run on threads of
+// their own: on the VM's software RDMA domain, one per vCPU.
+const ofiThreads = "Started the endpoints' threads: each posts to and reads the completion queue of its endpoints\" threads=2"
+
+// Streams over verbs;ofi_rxm whose sender drives its endpoints from threads
+// of their own, ended from outside: an interrupted sender lands the gap-free
+// prefix it reports, verified byte for byte and marked incomplete; a sender
+// whose receiver is killed ends with an error instead of hanging.
+func TestVMOFIStreamsEndedFromOutside(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	t.Setenv("IPATH_NO_BACKTRACE", "1")
+	t.Setenv("GOTRACEBACK", "system")
+	for _, end := range []string{"interrupt", "receiver-killed"} {
+		t.Run(end, func(t *testing.T) {
+			o := startOneObservation(t, bin, "write", 8, 256<<10, "--msg-bytes", "16384",
+				"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1)
+			reader := start(t, bin, "ring", "read", "-k", o.key, "--verify", "43", "-s")
+			sender := start(t, bin, "send", "--connect", o.connect, "--mode", "write", "--qps", "4", "--msg-bytes", "16384", "--seed", "43",
+				"--duration", "10m", "--progress", "100ms", "--transport", "ofi", "--ofi-domain", vmtest.Device0)
+			waitSent(t, sender)
+			if end == "receiver-killed" {
+				if err := o.recv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				if err := sender.wait(t, 2*time.Minute); err == nil {
+					t.Fatalf("send succeeded with its receiver killed:\n%s", sender.output())
+				}
+				if !strings.Contains(sender.output(), ofiThreads) {
+					t.Fatalf("the sender did not drive its endpoints from threads:\n%s", sender.output())
+				}
+				_ = reader.cmd.Process.Kill() // it waits for an observation that never ends
+				return
+			}
+			if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			_ = sender.wait(t, 2*time.Minute) // an interrupted send exits non-zero
+			m := sendLine.FindStringSubmatch(sender.output())
+			if m == nil || m[2] != "false" || m[1] == "0" || !strings.Contains(sender.output(), ofiThreads) {
+				t.Fatalf("send summary (want complete=false, bytes, endpoint threads):\n%s", sender.output())
+			}
+			if err := o.recv.wait(t, time.Minute); err != nil {
+				t.Fatalf("recv: %v\n%s", err, o.recv.output())
+			}
+			if err := reader.wait(t, time.Minute); err != nil {
+				t.Fatalf("ring read: %v\n%s", err, reader.output())
+			}
+			r := parseRead(t, reader.output())
+			if strconv.FormatUint(r.bytes, 10) != m[1] || r.mismatches != 0 || r.observations != 1 {
+				t.Fatalf("reader %+v, sender sent %s bytes\nsend:\n%s\nrecv:\n%s", r, m[1], sender.output(), o.recv.output())
+			}
+			if st := readSummary(t, o.summary); st.LastObservation == nil || st.LastObservation.Complete {
+				t.Fatalf("summary %+v", st)
+			}
+		})
 	}
 }
