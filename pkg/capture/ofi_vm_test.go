@@ -133,6 +133,7 @@ func TestVMOFIStreamsEndedFromOutside(t *testing.T) {
 					t.Fatalf("the sender did not drive its endpoints from threads:\n%s", sender.output())
 				}
 				_ = reader.cmd.Process.Kill() // it waits for an observation that never ends
+				t.Logf("the sender, its receiver killed:\n%s", sender.output())
 				return
 			}
 			if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
