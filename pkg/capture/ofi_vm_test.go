@@ -105,57 +105,81 @@ func TestVMOFIDevices(t *testing.T) {
 // their own: on the VM's software RDMA domain, one per vCPU.
 const ofiThreads = "Started the endpoints' threads: each posts to and reads the completion queue of its endpoints\" threads=2"
 
-// Streams over verbs;ofi_rxm whose sender drives its endpoints from threads
-// of their own, ended from outside: an interrupted sender lands the gap-free
-// prefix it reports, verified byte for byte and marked incomplete; a sender
-// whose receiver is killed ends with an error instead of hanging.
-func TestVMOFIStreamsEndedFromOutside(t *testing.T) {
+// A stream over verbs;ofi_rxm whose sender drives its endpoints from threads
+// of their own, interrupted (SIGINT): it lands the gap-free prefix the sender
+// reports, verified byte for byte and marked incomplete.
+func TestVMOFIStreamInterrupted(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
 	t.Setenv("IPATH_NO_BACKTRACE", "1")
 	t.Setenv("GOTRACEBACK", "system")
-	for _, end := range []string{"interrupt", "receiver-killed"} {
-		t.Run(end, func(t *testing.T) {
-			o := startOneObservation(t, bin, "write", 8, 256<<10, "--msg-bytes", "16384",
-				"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1)
-			reader := start(t, bin, "ring", "read", "-k", o.key, "--verify", "43", "-s")
-			sender := start(t, bin, "send", "--connect", o.connect, "--mode", "write", "--qps", "4", "--msg-bytes", "16384", "--seed", "43",
-				"--duration", "10m", "--progress", "100ms", "--transport", "ofi", "--ofi-domain", vmtest.Device0)
-			waitSent(t, sender)
-			if end == "receiver-killed" {
-				if err := o.recv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				if err := sender.wait(t, 2*time.Minute); err == nil {
-					t.Fatalf("send succeeded with its receiver killed:\n%s", sender.output())
-				}
-				if !strings.Contains(sender.output(), ofiThreads) {
-					t.Fatalf("the sender did not drive its endpoints from threads:\n%s", sender.output())
-				}
-				_ = reader.cmd.Process.Kill() // it waits for an observation that never ends
-				t.Logf("the sender, its receiver killed:\n%s", sender.output())
-				return
+	o := startOneObservation(t, bin, "write", 8, 256<<10, "--msg-bytes", "16384",
+		"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1)
+	reader := start(t, bin, "ring", "read", "-k", o.key, "--verify", "43", "-s")
+	sender := start(t, bin, "send", "--connect", o.connect, "--mode", "write", "--qps", "4", "--msg-bytes", "16384", "--seed", "43",
+		"--duration", "10m", "--progress", "100ms", "--transport", "ofi", "--ofi-domain", vmtest.Device0)
+	waitSent(t, sender)
+	if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = sender.wait(t, 2*time.Minute) // an interrupted send exits non-zero
+	m := sendLine.FindStringSubmatch(sender.output())
+	if m == nil || m[2] != "false" || m[1] == "0" || !strings.Contains(sender.output(), ofiThreads) {
+		t.Fatalf("send summary (want complete=false, bytes, endpoint threads):\n%s", sender.output())
+	}
+	if err := o.recv.wait(t, time.Minute); err != nil {
+		t.Fatalf("recv: %v\n%s", err, o.recv.output())
+	}
+	if err := reader.wait(t, time.Minute); err != nil {
+		t.Fatalf("ring read: %v\n%s", err, reader.output())
+	}
+	r := parseRead(t, reader.output())
+	if strconv.FormatUint(r.bytes, 10) != m[1] || r.mismatches != 0 || r.observations != 1 {
+		t.Fatalf("reader %+v, sender sent %s bytes\nsend:\n%s\nrecv:\n%s", r, m[1], sender.output(), o.recv.output())
+	}
+	if st := readSummary(t, o.summary); st.LastObservation == nil || st.LastObservation.Complete {
+		t.Fatalf("summary %+v", st)
+	}
+}
+
+// A sender whose receiver is killed mid-stream ends at once with an error
+// saying so, over raw verbs and over verbs;ofi_rxm (its endpoints driven from
+// threads of their own) alike.
+func TestVMReceiverKilled(t *testing.T) {
+	vmtest.Require(t)
+	bin := vmtest.Binary(t, "ringcap")
+	t.Setenv("IPATH_NO_BACKTRACE", "1")
+	for _, tr := range []string{"verbs", "ofi"} {
+		t.Run(tr, func(t *testing.T) {
+			var rargs, sargs []string
+			if tr == "ofi" {
+				rargs = []string{"--transport", "ofi", "--ofi-provider", ofiVerbs, "--ofi-domain", vmtest.Device1}
+				sargs = []string{"--transport", "ofi", "--ofi-domain", vmtest.Device0}
 			}
-			if err := sender.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			o := startOneObservation(t, bin, "write", 8, 256<<10, append([]string{"--msg-bytes", "16384"}, rargs...)...)
+			reader := start(t, bin, "ring", "read", "-k", o.key, "--verify", "45", "-s")
+			sender := start(t, bin, append([]string{"send", "--connect", o.connect, "--mode", "write", "--qps", "4", "--msg-bytes", "16384", "--seed", "45",
+				"--duration", "10m", "--progress", "1s"}, sargs...)...)
+			waitSent(t, sender)
+			killed := time.Now()
+			if err := o.recv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			_ = sender.wait(t, 2*time.Minute) // an interrupted send exits non-zero
-			m := sendLine.FindStringSubmatch(sender.output())
-			if m == nil || m[2] != "false" || m[1] == "0" || !strings.Contains(sender.output(), ofiThreads) {
-				t.Fatalf("send summary (want complete=false, bytes, endpoint threads):\n%s", sender.output())
+			_ = o.recv.wait(t, 2*time.Minute)
+			t.Logf("the receiver exited %v after SIGKILL", time.Since(killed))
+			if err := sender.wait(t, 2*time.Minute); err == nil {
+				t.Fatalf("send succeeded with its receiver killed:\n%s", sender.output())
 			}
-			if err := o.recv.wait(t, time.Minute); err != nil {
-				t.Fatalf("recv: %v\n%s", err, o.recv.output())
+			took := time.Since(killed)
+			t.Logf("the sender exited %v after its receiver's SIGKILL:\n%s", took, sender.output())
+			_ = reader.cmd.Process.Kill() // it waits for an observation that never ends
+			if !strings.Contains(sender.output(), "receiver closed the connection") || (tr == "ofi" && !strings.Contains(sender.output(), ofiThreads)) {
+				t.Fatalf("the sender's output does not say its receiver went (or, over ofi, that it drove its endpoints from threads):\n%s", sender.output())
 			}
-			if err := reader.wait(t, time.Minute); err != nil {
-				t.Fatalf("ring read: %v\n%s", err, reader.output())
-			}
-			r := parseRead(t, reader.output())
-			if strconv.FormatUint(r.bytes, 10) != m[1] || r.mismatches != 0 || r.observations != 1 {
-				t.Fatalf("reader %+v, sender sent %s bytes\nsend:\n%s\nrecv:\n%s", r, m[1], sender.output(), o.recv.output())
-			}
-			if st := readSummary(t, o.summary); st.LastObservation == nil || st.LastObservation.Complete {
-				t.Fatalf("summary %+v", st)
+			// A guard against waiting for a Done that cannot come (60 s) or
+			// for a provider that takes nothing (30 s), not a speed check.
+			if took > 25*time.Second {
+				t.Fatalf("the sender took %v to end after its receiver was killed", took)
 			}
 		})
 	}

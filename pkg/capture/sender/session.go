@@ -317,10 +317,19 @@ func (s *sendSession) finish(c *control, elapsed time.Duration, complete bool, s
 	if elapsed > 0 {
 		res.Gbps = float64(s.sent) * 8 / elapsed.Seconds() / 1e9
 	}
+	if stopErr != nil && c.peer.Err() != nil {
+		_, _ = s.drainEvents(c) // a Done the receiver sent before it went
+	}
 	if c.early != nil {
 		res.Receiver = *c.early
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 		return res, withReceiver(stopErr, *c.early)
+	}
+	if stopErr != nil && c.peer.Err() != nil {
+		// The receiver's connection is gone, and stopErr says how: no Done
+		// can come, so none is waited for (DoneTimeout).
+		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
+		return res, stopErr
 	}
 	if err := s.k.Send(wire.End{Bytes: s.extent, Complete: complete}); err != nil {
 		res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()

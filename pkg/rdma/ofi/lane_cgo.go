@@ -72,7 +72,7 @@ struct lane {
 	uint64_t fail_at;  // queue index of the first operation of the batch that failed
 	uint64_t fail_idx; // index in that batch of the first operation not posted
 	int64_t outstanding; // posted, completion not read (the thread's own)
-	int stalled;         // the failure was the stall below
+	int stalled;         // the failure was the stall below (1) or a stop while the provider took nothing (2)
 	int64_t stall_ns;    // a provider that takes nothing and completes nothing this long: a gone peer
 	pthread_t th;
 };
@@ -236,9 +236,12 @@ static void *lane_main(void *arg) {
 			sched_yield(); // Go takes what fills the completion queue
 			continue;
 		}
-		if (busy && lane_now() - last > t->stall_ns) {
-			t->stalled = 1;
-			lane_fail(t, -FI_ETIMEDOUT, bstart, tail);
+		// Stopping, a lane does not wait for a provider that takes nothing:
+		// the sender ends (its peer may be gone) and what is left is not posted.
+		int stopping = atomic_load(&t->stop);
+		if (busy && (stopping || lane_now() - last > t->stall_ns)) {
+			t->stalled = stopping ? 2 : 1;
+			lane_fail(t, stopping ? -FI_ECANCELED : -FI_ETIMEDOUT, bstart, tail);
 			failed = 1, busy = 0;
 		}
 		if (!busy && atomic_load(&t->stop) && (failed || tail == atomic_load(&t->qhead))) return NULL;
@@ -551,8 +554,8 @@ func (s *LaneSet) Wait(ctx context.Context) error {
 	return nil
 }
 
-// Stop lets each thread post what it was handed (nothing more after a failed post) and
-// joins it; it returns the batches not posted. What the threads read stays for Take, and
+// Stop lets each thread post what it was handed and the provider takes at once (nothing
+// after a failed post, nor what it refuses with FI_EAGAIN once stopped) and joins it; it returns the batches not posted. What the threads read stays for Take, and
 // the completions of operations still outstanding are the caller's to read from their
 // queues. Idempotent: later calls return the same.
 func (s *LaneSet) Stop() []LaneFailure {
@@ -588,8 +591,11 @@ func (s *LaneSet) unposted(i int, t *C.struct_lane) []LaneFailure {
 		if len(out) == 0 {
 			f.Ops -= int(t.fail_idx) // the first ones of the failed batch went out
 			why := callErr(opCalls[int(t.fail_kind)], C.int(t.rc))
-			if t.stalled != 0 {
+			switch t.stalled {
+			case 1:
 				why = fmt.Errorf("%s: the provider took no operation (FI_EAGAIN) and completed none for %v", opCalls[int(t.fail_kind)], laneStall)
+			case 2:
+				why = fmt.Errorf("%s: the provider took no more operations (FI_EAGAIN) when the lane was stopped", opCalls[int(t.fail_kind)])
 			}
 			f.Err = fmt.Errorf("post operation %d of a batch of %d on endpoint %d of lane %d: %w",
 				int(t.fail_idx), f.Ops+int(t.fail_idx), int(e.ep), i, why)
