@@ -40,10 +40,16 @@
 // Each endpoint has a lock of its own, where the domain's threading model
 // lets endpoints with their own completion queues run on different threads
 // (every model but FI_THREAD_DOMAIN; tcp, verbs, shm and efa are
-// FI_THREAD_SAFE), else all share one: the sender's posting threads post on
-// different endpoints at once, and Poll skips an endpoint a post holds (the
-// post reads that endpoint's completion queue itself while the provider is
-// busy). ofi.Crossings counts the data path's calls into C.
+// FI_THREAD_SAFE), else all share one, and Poll skips an endpoint a post
+// holds (the post reads that endpoint's completion queue itself while the
+// provider is busy). ofi.Crossings counts the data path's calls into C.
+//
+// The sender's endpoint is a fabric.ThreadPoster: with posting threads
+// (--post-threads; one per CPU on a software RDMA domain such as rxe0) its
+// endpoints run on ofi.LaneSet's C threads, each posting what it is handed
+// and reading its endpoints' completion queues, which is what progresses
+// ofi_rxm; the sender's loop then hands batches over and takes translated
+// completions, calling no libfabric function until the threads stop.
 //
 // Where the provider gives the completion queues file-descriptor wait
 // objects (FI_WAIT_FD; tcp does, shm does not), an endpoint puts them in one

@@ -36,6 +36,12 @@
 // writer only under Hints.DeliveryComplete: tcp;ofi_rxm and shm otherwise complete it
 // successfully and drop it at the target.
 //
+// A LaneSet (Domain.StartLanes) runs C threads outside the Go runtime, each posting the
+// operations handed to it on its endpoints and reading their completion queues, sleeping
+// on their wait fds when nothing is ready; Go takes what they read and sleeps on one
+// eventfd. It is how a sender keeps a manual-progress provider (ofi_rxm) moving on several
+// CPUs without goroutines sitting in cgo calls.
+//
 // Registered and posted memory must not be managed by the Go garbage collector: use shared
 // memory, mmap'd memory or C memory.
 //

@@ -419,19 +419,9 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 	}
 	t.qmask, t.cmask, t.cpu, t.fab = C.uint64_t(size-1), C.uint64_t(size-1), C.int(c.CPU), d.fabric
 	t.stall_ns = C.int64_t(laneStall.Nanoseconds())
-	fds, canWait := make([]C.int, len(c.CQs)), true
-	for i, e := range c.Endpoints {
-		if e == nil || e.ep == nil || c.CQs[i] == nil || c.CQs[i].cq == nil {
-			return nil, fmt.Errorf("endpoint %d: %w", i, ErrClosed)
-		}
-		t.ep[i], t.cq[i], t.cqfid[i] = e.ep, c.CQs[i].cq, C.lane_fid_cq(c.CQs[i].cq)
-		fd, ok := c.CQs[i].WaitFD()
-		canWait = canWait && ok
-		fds[i] = C.int(fd)
-	}
-	t.n = C.int(len(c.Endpoints))
-	if canWait {
-		t.canwait = 1
+	fds, err := setLaneQueues(t, c)
+	if err != nil {
+		return nil, err
 	}
 	kick, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -450,6 +440,26 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 	live.lanes.Add(1)
 	ok = true
 	return t, nil
+}
+
+// setLaneQueues gives lane t the endpoints of c and their completion
+// queues; it returns the queues' wait fds (canwait: all have one).
+func setLaneQueues(t *C.struct_lane, c LaneConfig) ([]C.int, error) {
+	fds, canWait := make([]C.int, len(c.CQs)), true
+	for i, e := range c.Endpoints {
+		if e == nil || e.ep == nil || c.CQs[i] == nil || c.CQs[i].cq == nil {
+			return nil, fmt.Errorf("endpoint %d: %w", i, ErrClosed)
+		}
+		t.ep[i], t.cq[i], t.cqfid[i] = e.ep, c.CQs[i].cq, C.lane_fid_cq(c.CQs[i].cq)
+		fd, ok := c.CQs[i].WaitFD()
+		canWait = canWait && ok
+		fds[i] = C.int(fd)
+	}
+	t.n = C.int(len(c.Endpoints))
+	if canWait {
+		t.canwait = 1
+	}
+	return fds, nil
 }
 
 func freeLane(t *C.struct_lane) {
