@@ -438,6 +438,14 @@ func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
 		n, _, err := ep.pollLanes(l, wcs)
 		return n, err
 	}
+	return ep.takeRound(wcs, true)
+}
+
+// takeRound moves the endpoints' completions into wcs, round robin from
+// where the last round stopped, reading each completion queue first when
+// read says so; the caller holds pollMu. An endpoint whose lock is held is
+// skipped.
+func (ep *endpoint) takeRound(wcs []fabric.Completion, read bool) (int, error) {
 	n := 0
 	for range ep.qps {
 		if n == len(wcs) {
@@ -449,7 +457,7 @@ func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
 		if !q.mu.TryLock() {
 			continue
 		}
-		k, err := ep.take(qi, wcs[n:])
+		k, err := ep.take(qi, wcs[n:], read)
 		q.mu.Unlock()
 		n += k
 		if err != nil {
@@ -460,10 +468,11 @@ func (ep *endpoint) Poll(wcs []fabric.Completion) (int, error) {
 }
 
 // take moves endpoint qi's completions into wcs, reading its completion
-// queue first unless the stash already fills wcs; the caller holds its lock.
-func (ep *endpoint) take(qi int, wcs []fabric.Completion) (int, error) {
+// queue first (with read) unless the stash already fills wcs; the caller
+// holds its lock.
+func (ep *endpoint) take(qi int, wcs []fabric.Completion, read bool) (int, error) {
 	q := ep.qps[qi]
-	if len(q.stash) < len(wcs) && !ep.closed.Load() {
+	if read && len(q.stash) < len(wcs) && !ep.closed.Load() {
 		if _, err := ep.read(qi); err != nil {
 			return 0, err
 		}

@@ -164,20 +164,8 @@ func (ep *endpoint) pollLanes(l *lanes, wcs []fabric.Completion) (n, took int, e
 	if took, err = l.collect(); err != nil {
 		return 0, took, err
 	}
-	for range ep.qps {
-		if n == len(wcs) {
-			break
-		}
-		qi := ep.next
-		ep.next = (ep.next + 1) % len(ep.qps)
-		q := ep.qps[qi]
-		q.mu.Lock()
-		k := copy(wcs[n:], q.stash)
-		q.stash = q.stash[:copy(q.stash, q.stash[k:])]
-		q.mu.Unlock()
-		n += k
-	}
-	return n, took, nil
+	n, err = ep.takeRound(wcs, false) // the threads read the queues
+	return n, took, err
 }
 
 // pollWaitLanes is PollWait while the threads run: it sleeps until a thread

@@ -58,6 +58,12 @@ func openSide(t *testing.T, h Hints, wait bool) *side {
 // openSideWith is openSide with a choice of selective completion for the endpoint.
 func openSideWith(t *testing.T, h Hints, wait, selective bool) *side {
 	t.Helper()
+	return openSideCQ(t, h, CQConfig{Size: 256, Wait: wait}, selective)
+}
+
+// openSideCQ is openSide with the completion queue opened as cq asks.
+func openSideCQ(t *testing.T, h Hints, cq CQConfig, selective bool) *side {
+	t.Helper()
 	d, err := Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +77,7 @@ func openSideWith(t *testing.T, h Hints, wait, selective bool) *side {
 	if s.av, err = d.OpenAV(8); err != nil {
 		t.Fatal(err)
 	}
-	if s.cq, err = d.OpenCQ(CQConfig{Size: 256, Wait: wait}); err != nil {
+	if s.cq, err = d.OpenCQ(cq); err != nil {
 		t.Fatal(err)
 	}
 	if s.ep, err = d.OpenEndpoint(EndpointConfig{AV: s.av, TxCQ: s.cq, RxCQ: s.cq, SelectiveCompletion: selective}); err != nil {
