@@ -12,7 +12,9 @@
  * The provider's mode and MR mode bits are honoured as it asks: FI_RX_CQ_DATA (a receive
  * posted for every immediate), FI_MR_LOCAL (descriptors on every post), FI_MR_VIRT_ADDR
  * (virtual addresses, else offsets), FI_MR_PROV_KEY (the provider's key). Like ringcap it
- * sets FI_UNIVERSE_SIZE=16 unless the environment does (ofi_rxm's core CQ must fit rxe).
+ * sets libfabric's environment as ringcap's pkg/rdma/ofi/env.go does, unless the environment
+ * sets it: FI_UNIVERSE_SIZE=16 (ofi_rxm's core CQ must fit rxe), FI_OFI_RXM_MSG_RX_SIZE=128
+ * and FI_OFI_RXM_BUFFER_SIZE=1024 (ofi_rxm's bounce buffers and their pools).
  * Address, key and endpoint names go over a TCP connection (receiver listens, writer
  * connects), and so do the writer's count of blocks and the receiver's confirmation.
  *
@@ -713,6 +715,9 @@ static void parse(int argc, char **argv, struct opts *o) {
 int main(int argc, char **argv) {
 	struct opts o;
 	parse(argc, argv, &o);
-	setenv("FI_UNIVERSE_SIZE", "16", 0); /* before libfabric initialises (see ringcap's pkg/rdma/ofi/env.go) */
+	/* before libfabric initialises (see ringcap's pkg/rdma/ofi/env.go) */
+	setenv("FI_UNIVERSE_SIZE", "16", 0);
+	setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "1024", 0);
 	return strcmp(o.role, "recv") ? send_main(&o) : recv_main(&o);
 }

@@ -10,17 +10,20 @@ import (
 	"testing"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/rdma/ofi"
 )
 
 // Sixteen endpoints a side over tcp;ofi_rxm, each having carried a write, stay
-// well under what libfabric's default receive buffers take: ofi_rxm posts 4096
-// of 16 KiB on each endpoint's shared receive context, about 77 MiB an
-// endpoint a side here (2.4 GiB in all), against about 27 MiB with
-// ofi.EnvDefaults' 128 (most of that ofi_rxm's other buffer pools, in
-// transparent huge pages). Unless the environment sets FI_OFI_RXM_MSG_RX_SIZE.
+// well under what libfabric's defaults take: ofi_rxm posts 4096 receive buffers
+// of 16 KiB on each endpoint's shared receive context and grows its receive and
+// transmit pools by 1024 such buffers each, about 77 MiB an endpoint a side here
+// (2.4 GiB in all), against about 4 MiB with ofi.EnvDefaults (128 receive
+// buffers of 1 KiB). Unless the environment sets the variables EnvDefaults sets.
 func TestSixteenEndpointsStaySmall(t *testing.T) {
-	if v, ok := os.LookupEnv("FI_OFI_RXM_MSG_RX_SIZE"); ok && v != "128" {
-		t.Skipf("the environment sets FI_OFI_RXM_MSG_RX_SIZE=%s: this test is of ringcap's default", v)
+	for _, e := range ofi.EnvDefaults {
+		if v, ok := os.LookupEnv(e.Name); ok && v != e.Value {
+			t.Skipf("the environment sets %s=%s: this test is of ringcap's default", e.Name, v)
+		}
 	}
 	const qps, limit = 16, 2 * 16 * 40 << 20 // 40 MiB an endpoint a side
 	before := rssBytes(t)

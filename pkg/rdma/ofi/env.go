@@ -26,9 +26,19 @@ type EnvDefault struct {
 // (srx) and posts 4096 of them by default: 64 MiB of bounce buffers an endpoint, on both sides,
 // and 1 GiB for 16 endpoints. 128 is its default without srx (verbs;ofi_rxm), and what one
 // peer's messages need: the engine posts its own receives for every message it expects.
+//
+// FI_OFI_RXM_BUFFER_SIZE: the size of each of ofi_rxm's bounce buffers (16 KiB by default),
+// also its eager and inject limit. Each endpoint's receive and transmit pools grow by 1024
+// buffers at their first use: 2 x 16.5 MiB an endpoint a side, in huge pages that the kernel
+// zeroes, libfabric zeroes again and the core provider registers, mid-stream, since ofi_rxm
+// connects at the first operation. Under a software RDMA device that is more CPU than a
+// short capture's data. ringcap's data moves by RMA (write mode) and rendezvous (sends larger
+// than the eager limit, read straight into the ring); only its 4-byte length messages and
+// ofi_rxm's own control messages go through the buffers, so 1 KiB suffices.
 var EnvDefaults = []EnvDefault{
 	{Name: "FI_UNIVERSE_SIZE", Value: "16", Why: "each endpoint talks to one peer; ofi_rxm's core CQ fits rxe"},
 	{Name: "FI_OFI_RXM_MSG_RX_SIZE", Value: "128", Why: "ofi_rxm's bounce buffers for one peer: 2 MiB an endpoint, not 64 MiB over tcp"},
+	{Name: "FI_OFI_RXM_BUFFER_SIZE", Value: "1024", Why: "ofi_rxm's pools of 1024 bounce buffers: about 1 MiB each, not 16.5 MiB"},
 }
 
 var envOnce sync.Once

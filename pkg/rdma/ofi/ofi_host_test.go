@@ -475,17 +475,20 @@ func readWait(t *testing.T, h Hints) {
 	post(t, func() error { return a.ep.Send(smr.Local(0, 4096), toB, 1) }, a, b)
 	// The sender's side progresses on its own here only while polled: a goroutine polls it
 	// until the receiver's ReadWait returns.
-	done := make(chan struct{})
+	done, sent := make(chan struct{}), make(chan Completion, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		got := make([]Completion, 4)
 		for {
 			select {
 			case <-done:
 				return
 			default:
-				_, _ = a.cq.Read(make([]Completion, 4))
+				if n, _ := a.cq.Read(got); n > 0 {
+					sent <- got[0]
+				}
 			}
 		}
 	}()
@@ -505,6 +508,20 @@ func readWait(t *testing.T, h Hints) {
 	}
 	if out[0].ID != 42 || out[0].Err != nil || !bytes.Equal(dst, src) {
 		t.Fatalf("completion %+v; bytes equal %v", out[0], bytes.Equal(dst, src))
+	}
+	// The send completes too (with delivery complete, once b acknowledged it: b is read
+	// meanwhile) before anything closes.
+	for {
+		select {
+		case c := <-sent:
+			if c.ID != 1 || c.Err != nil {
+				t.Fatalf("send completion %+v", c)
+			}
+			return
+		default:
+			b.poll(t)
+			g.check(t, "the send's completion")
+		}
 	}
 }
 
