@@ -8,6 +8,8 @@
 #   ofi-floor-mt  ofifloor -T, its writer with a thread per endpoint (only with FLOOR_THREADS=1),
 #   ofi-verbs-tN  ringcap over verbs;ofi_rxm with N posting threads, pinned to the vCPUs in turn
 #                 (--post-threads N; for each N in SENDER_THREADS, e.g. "1 4"),
+#   ofi-verbs-eN  ringcap over verbs;ofi_rxm with the Nth of OFI_ENVS (NAME=VALUE[,NAME=VALUE...])
+#                 in both processes' environment,
 # RUNS runs of DUR seconds each, the order rotating; prints every run's figures
 # (`bench-ofi-vm: run N verbs=G ofi-verbs=G ofi-floor=G ...`, Gb/s as each sender reports it),
 # each process's CPU (`bench-ofi-vm: cpu run=N contender=C bytes=B send=S recv=S`, user+sys
@@ -20,11 +22,14 @@ WORK=/tmp/bench-ofi # the guest's tmpfs: the binaries and the logs off the 9p sh
 mkdir -p "$WORK/bin" && cp bin/ringcap bin/ofifloor "$WORK/bin/" && cd "$WORK" || exit 1
 export PATH=$WORK/bin:$PATH IPATH_NO_BACKTRACE=1
 RUNS=${RUNS:-5} DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=${FLOOR_LENMSG:-0} FLOOR_THREADS=${FLOOR_THREADS:-0} SENDER_THREADS=${SENDER_THREADS:-}
+ENVS=() # NAME=VALUE words for both of run_ringcap's processes (ofi-verbs-eN)
 SRV_IP=198.18.0.2 CLI_IP=198.18.0.1 PORT=18900
 CONTENDERS=(verbs ofi-verbs ofi-floor)
 [ "$FLOOR_LENMSG" = 1 ] && CONTENDERS+=(ofi-floor-len)
 [ "$FLOOR_THREADS" = 1 ] && CONTENDERS+=(ofi-floor-mt)
 for t in $SENDER_THREADS; do CONTENDERS+=("ofi-verbs-t$t"); done
+OFI_ENV=()  # the settings of each ofi-verbs-eN, by N
+for e in ${OFI_ENVS:-}; do OFI_ENV+=("$e") && CONTENDERS+=("ofi-verbs-e$((${#OFI_ENV[@]} - 1))"); done
 
 # timed OUT CMD...: runs CMD with its output in OUT.log and its user and sys time in OUT.times.
 timed() {
@@ -54,7 +59,8 @@ listening() {
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
 # run_ringcap TRANSPORT [SEND-ARGS]: recv on rxe1 into a fresh ring that a reader drains, send
-# --no-fill from rxe0 for DUR seconds; prints "Gb/s bytes send-cpu recv-cpu".
+# --no-fill from rxe0 for DUR seconds, both with ENVS in their environment; prints "Gb/s bytes
+# send-cpu recv-cpu".
 run_ringcap() {
   local t=$1 port=$((PORT++)) key=c0$((PORT % 100))0 tr=()
   shift
@@ -63,14 +69,14 @@ run_ringcap() {
   [ "$t" = ofi ] && rx_tr+=(--ofi-provider 'verbs;ofi_rxm' --ofi-domain rxe1) && tx_tr+=(--ofi-domain rxe0)
   ringcap ring create -k "$key" -n 16 -b 1048576 >/dev/null 2>&1 || { echo "ring create failed" >&2; return 1; }
   rm -f recv.log recv.times send.log send.times read.log # a previous run's recv.log would say "Listening" too early
-  timed recv ringcap recv -k "$key" "${rx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
+  timed recv env "${ENVS[@]}" ringcap recv -k "$key" "${rx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --listen "$SRV_IP:$port" \
     --metrics-addr "" --stop-observations 1 &
   local rx=$!
   ringcap ring read -k "$key" -s >read.log 2>&1 &
   local rd=$!
   # A sender that failed (refused: the receiver not listening yet) leaves no one to end the receiver.
   if ! listening recv.log "Listening for senders" "$rx" ||
-    ! timed send ringcap send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --no-fill; then
+    ! timed send env "${ENVS[@]}" ringcap send --connect "$SRV_IP:$port" "${tx_tr[@]}" --mode write --qps "$QPS" --msg-bytes "$MSG" --duration "${DUR}s" --no-fill; then
     kill "$rx" 2>/dev/null
   fi
   wait "$rx"; local rxrc=$?
@@ -132,6 +138,7 @@ contender() {
   ofi-floor) run_floor ;;
   ofi-floor-len) run_floor -L ;;
   ofi-floor-mt) run_floor -T ;;
+  ofi-verbs-e*) IFS=, read -r -a ENVS <<<"${OFI_ENV[${1#ofi-verbs-e}]}" && run_ringcap ofi ;;
   ofi-verbs-t*) run_ringcap ofi --post-threads "${1#ofi-verbs-t}" --pin-cpu "$(cpus_in_turn "${1#ofi-verbs-t}")" ;;
   esac
 }

@@ -21,7 +21,10 @@
 # Under TCG the emulator's speed swings 1.5-2x between phases of a boot: the rotation lets the
 # contenders see them alike. Settings: RUNS (5), DUR (6 seconds), MSG (65536), QPS (4),
 # FLOOR_LENMSG (0), FLOOR_THREADS (0), SENDER_THREADS (posting thread counts, e.g. "1 4": also
-# ofi-verbs-tN, ringcap's ofi sender with N posting threads pinned to the vCPUs in turn).
+# ofi-verbs-tN, ringcap's ofi sender with N posting threads pinned to the vCPUs in turn),
+# OFI_ENVS (libfabric settings to weigh in the same boot, each NAME=VALUE[,NAME=VALUE...], e.g.
+# "FI_OFI_RXM_BUFFER_SIZE=16384": also ofi-verbs-eN, ringcap over verbs;ofi_rxm with the Nth
+# setting in both processes' environment, and `ratio ofi-verbs-eN/ofi-verbs`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -37,7 +40,7 @@ echo "bench-ofi: go build ringcap (cgo) and cc ofifloor for the VM"
 CGO_ENABLED=1 go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
 cc -O2 -Wall -Wextra -Werror -pthread -o "$SHARE/bin/ofifloor" hack/capture/ofifloor/ofifloor.c -lfabric
 {
-  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG FLOOR_THREADS=$FLOOR_THREADS SENDER_THREADS='$SENDER_THREADS'"
+  echo "export RUNS=$RUNS DUR=${DUR:-6} MSG=${MSG:-65536} QPS=${QPS:-4} FLOOR_LENMSG=$FLOOR_LENMSG FLOOR_THREADS=$FLOOR_THREADS SENDER_THREADS='$SENDER_THREADS' OFI_ENVS='${OFI_ENVS:-}'"
   cat hack/capture/bench-ofi-vm-guest.sh
 } >"$SHARE/bench-ofi-vm-guest.sh"
 RINGCAP_VM_SHARE=$SHARE hack/vm/run.sh "$SHARE/bench-ofi-vm-guest.sh" | tee "$SHARE/bench.log"
@@ -79,6 +82,12 @@ if [ "$FLOOR_THREADS" = 1 ]; then
 fi
 for t in $SENDER_THREADS; do
   echo "ratio ofi-verbs-t$t/verbs=$(ratio "ofi-verbs-t$t" verbs) (ringcap over verbs;ofi_rxm with $t posting threads, pinned to the vCPUs in turn, against ringcap over raw verbs)"
+done
+i=0
+for e in ${OFI_ENVS:-}; do
+  echo "ratio ofi-verbs-e$i/ofi-verbs=$(ratio "ofi-verbs-e$i" ofi-verbs) (ringcap over verbs;ofi_rxm with $e against ringcap's defaults)"
+  echo "ratio ofi-verbs-e$i/verbs=$(ratio "ofi-verbs-e$i" verbs) (the same against ringcap over raw verbs)"
+  i=$((i + 1))
 done
 contenders=$(awk '{ print $2 }' "$SHARE/runs" | awk '!seen[$1]++')
 for c in $contenders; do
