@@ -99,7 +99,7 @@ func (r *ofiRig) send(ctx context.Context, cfg sender.Config, prov ofifabric.Con
 	return sender.Run(ctx, sender.Stream{
 		Connect: r.addr, Config: cfg, Fabric: wire.Fabric{Transport: wire.TransportOFI, Provider: prov.Provider}, Domain: prov.Domain,
 		Open: func(dev fabric.DeviceConfig, mode wire.Mode, n uint64) (fabric.SenderFabric, error) {
-			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: prov.Node, Mode: mode, LengthMessages: prov.LengthMessages}, n)
+			return ofifabric.NewSender(ofifabric.Config{Provider: dev.Provider, Domain: dev.Domain, Node: prov.Node, Mode: mode, LengthMessages: prov.LengthMessages, Log: cfg.Log}, n)
 		},
 	})
 }
@@ -234,6 +234,9 @@ func ofiObservationPosting(t *testing.T, mode wire.Mode, mr fabric.MRMode, qps i
 		ofifabric.Config{Node: prov.Node, LengthMessages: prov.LengthMessages})
 	if err != nil || !res.Complete || res.Bytes != total || res.QPs != qps || res.Mode != mode {
 		t.Fatalf("send: %+v %v", res, err)
+	}
+	if opened := "Opened the libfabric domain"; !strings.Contains(log.String(), opened) || !strings.Contains(log.String(), ofi.EnvInEffect()) {
+		t.Errorf("the sender's log does not say %q with the libfabric environment %q:\n%s", opened, ofi.EnvInEffect(), log.String())
 	}
 	if started := fmt.Sprintf("Started the endpoints' threads: each posts to and reads the completion queue of its endpoints\" threads=%d", len(postCPUs)); len(postCPUs) > 0 && !strings.Contains(log.String(), started) {
 		t.Errorf("the sender's log does not say %q:\n%s", started, log.String())

@@ -5,6 +5,7 @@ package ofifabric
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,9 +73,14 @@ func TestReceiverRegistersByTheSharedRuleAndClosesEverything(t *testing.T) {
 		ring.broken = c.broken
 		cfg := tcp
 		cfg.Mode = wire.ModeWrite
-		r, err := NewReceiver(cfg, ring, c.mode, func(string) {})
+		var line string
+		r, err := NewReceiver(cfg, ring, c.mode, func(l string) { line = l })
 		if err != nil {
 			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("regions=%d bytes=%d (%s) with libfabric provider \"tcp;ofi_rxm\" domain \"lo\"", c.regions, 4*8192, c.reason); !strings.Contains(line, want) ||
+			!strings.HasSuffix(line, ", environment "+ofi.EnvInEffect()) {
+			t.Errorf("registration line %q, want it to contain %q and end in the libfabric environment", line, want)
 		}
 		mode, regions, st := r.Registration()
 		if mode != c.want || len(regions) != c.regions || st.Regions != c.regions || st.Reason != c.reason || st.Bytes != 4*8192 {

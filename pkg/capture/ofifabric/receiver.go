@@ -49,8 +49,8 @@ func NewReceiver(cfg Config, ring fabric.Ring, mode fabric.MRMode, logf func(str
 		_ = d.Close()
 		return nil, err
 	}
-	line := fmt.Sprintf("Registered ring mode=%v regions=%d bytes=%d (%s) with libfabric provider %q domain %q mr_mode %v",
-		r.mode, len(r.mrs), r.bytes, r.reason, d.Info().Provider, d.Info().Domain, d.Info().MRMode)
+	line := fmt.Sprintf("Registered ring mode=%v regions=%d bytes=%d (%s) with libfabric provider %q domain %q mr_mode %v, environment %s",
+		r.mode, len(r.mrs), r.bytes, r.reason, d.Info().Provider, d.Info().Domain, d.Info().MRMode, ofi.EnvInEffect())
 	if logf == nil {
 		log.Print(line)
 	} else {

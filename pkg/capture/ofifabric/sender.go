@@ -49,8 +49,10 @@ func NewSender(cfg Config, n uint64) (*Sender, error) {
 		_ = unix.Munmap(buf)
 		return nil, fmt.Errorf("register the %d-byte send buffer: %w", n, err)
 	}
-	return &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr, lenMsg: lengthMessages(cfg, d.Info()),
-		log: cmp.Or(cfg.Log, slog.Default())}, nil
+	s := &Sender{d: d, prov: fabricOf(d), buf: buf, mr: mr, lenMsg: lengthMessages(cfg, d.Info()),
+		log: cmp.Or(cfg.Log, slog.Default())}
+	s.log.Info("Opened the libfabric domain", "provider", d.Info().Provider, "domain", d.Info().Domain, "environment", ofi.EnvInEffect())
+	return s, nil
 }
 
 // Open implements fabric.SenderFabric.

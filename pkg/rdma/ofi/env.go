@@ -1,7 +1,9 @@
 package ofi
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -52,4 +54,23 @@ func applyEnvDefaults() {
 			}
 		}
 	})
+}
+
+// EnvInEffect says how each of EnvDefaults is set for libfabric in this process (once
+// libfabric initialised, or about to): "NAME=VALUE ...", with "(the environment's; ringcap's
+// VALUE)" after a value the environment chose over ringcap's.
+func EnvInEffect() string { return envInEffect(os.LookupEnv) }
+
+func envInEffect(lookup func(string) (string, bool)) string {
+	parts := make([]string, 0, len(EnvDefaults))
+	for _, e := range EnvDefaults {
+		v, set := lookup(e.Name)
+		switch {
+		case !set || v == e.Value:
+			parts = append(parts, e.Name+"="+e.Value)
+		default:
+			parts = append(parts, fmt.Sprintf("%s=%s (the environment's; ringcap's %s)", e.Name, v, e.Value))
+		}
+	}
+	return strings.Join(parts, " ")
 }
