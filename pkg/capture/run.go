@@ -127,7 +127,7 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	defer func() { _ = fab.Close() }()
+	defer fabric.CloseLogged(log, "the receiver's fabric", fab)
 	_, _, mri := fab.Registration()
 	fb := fab.Fabric()
 	t.Update(func(s *statusdoc.Status) {

@@ -90,7 +90,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	// Stop the data path before committing the end: no DMA may touch a block
 	// after it is handed to readers.
-	_ = s.ep.Close()
+	fabric.CloseLogged(s.log, "the queue pairs of a sender's session", s.ep)
 	if err == nil || !complete {
 		var fill []Filled
 		if !complete {

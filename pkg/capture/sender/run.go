@@ -74,7 +74,7 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { _ = fab.Close() }()
+	defer fabric.CloseLogged(cfg.Log, "the sender's fabric", fab)
 	res, err := l.Stream(ctx, cfg, fab)
 	if res.QPs == 0 { // it failed before the stream: say what was agreed
 		res.QPs, res.Mode = cfg.QPs, cfg.Mode

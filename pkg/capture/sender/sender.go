@@ -97,7 +97,7 @@ func (l *Link) Stream(ctx context.Context, cfg Config, fab fabric.SenderFabric) 
 	if err != nil {
 		return Result{}, fmt.Errorf("create %d queue pairs: %w", cfg.QPs, err)
 	}
-	defer func() { _ = ep.Close() }()
+	defer fabric.CloseLogged(cfg.Log, "the sender's queue pairs", ep)
 	hello := wire.Hello{Mode: cfg.Mode, MsgBytes: uint32(cfg.MsgBytes), TotalBytes: cfg.Bytes, Fabric: fab.Fabric(), QPs: ep.Local(), Header: cfg.Header}
 	if err := k.Send(hello); err != nil {
 		return Result{}, fmt.Errorf("handshake with %s: %w", addr, err)

@@ -338,7 +338,7 @@ func (s *sendSession) finish(c *control, elapsed time.Duration, complete bool, s
 		}
 		return res, fmt.Errorf("send end of stream: %w", err)
 	}
-	res, err := s.awaitDone(c.events, res, complete, stopErr)
+	res, err := s.awaitDone(c, res, complete, stopErr)
 	// The receiver's last word on holds comes before its Done.
 	res.HeldBackSeconds = s.held.state(time.Now()).total.Seconds()
 	return res, err
