@@ -39,7 +39,7 @@ type EnvDefault struct {
 // ofi_rxm's own control messages go through the buffers, so 1 KiB suffices.
 var EnvDefaults = []EnvDefault{
 	{Name: "FI_UNIVERSE_SIZE", Value: "16", Why: "each endpoint talks to one peer; ofi_rxm's core CQ fits rxe"},
-	{Name: "FI_OFI_RXM_MSG_RX_SIZE", Value: "128", Why: "ofi_rxm's bounce buffers for one peer: 2 MiB an endpoint, not 64 MiB over tcp"},
+	{Name: "FI_OFI_RXM_MSG_RX_SIZE", Value: "128", Why: "the bounce buffers ofi_rxm posts for one peer: 128 an endpoint, not 4096 over tcp"},
 	{Name: "FI_OFI_RXM_BUFFER_SIZE", Value: "1024", Why: "ofi_rxm's pools of 1024 bounce buffers: about 1 MiB each, not 16.5 MiB"},
 }
 
