@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma/ofi"
 )
@@ -201,7 +200,7 @@ func TestOFIKilledReceiver(t *testing.T) {
 	recv := exec.CommandContext(ctx, self, "recv", "-k", k, "--transport", "ofi", "--ofi-provider", "tcp;ofi_rxm", "--ofi-domain", "lo",
 		"--listen", addr, "--metrics-addr", status, "--mode", "send", "--qps", "4", "--msg-bytes", "4096")
 	recv.Env = append(os.Environ(), runCLIEnv+"=1")
-	var recvOut logBuffer
+	var recvOut testio.Buffer
 	recv.Stdout, recv.Stderr = &recvOut, &recvOut
 	if err := recv.Start(); err != nil {
 		t.Fatal(err)
@@ -268,24 +267,6 @@ func TestOFIKilledReceiver(t *testing.T) {
 	if took > 25*time.Second {
 		t.Errorf("the sender took %v to end after its receiver was killed", took)
 	}
-}
-
-// logBuffer collects a child process's output while the test reads it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Bad transport flags fail before anything is opened, naming the flag.

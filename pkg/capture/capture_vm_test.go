@@ -7,7 +7,6 @@ package capture
 // Byte counts are small: TCG runs rxe at 0.1-0.5 Gb/s.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -55,28 +55,17 @@ func vmKey() string {
 // proc is a background ringcap process whose output is kept.
 type proc struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer
-	mu   sync.Mutex
+	out  testio.Buffer
 	done chan error
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
+func (p *proc) output() string { return p.out.String() }
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan error, 1)}
 	p.cmd = exec.Command(name, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s %v: %v", name, args, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/ofifabric"
@@ -190,24 +191,6 @@ func TestOFIEndpointThreads(t *testing.T) {
 	}
 }
 
-// logLines collects a logger's output from any goroutine.
-type logLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type ofiObs struct {
 	statusdoc.Status
 	statusdoc.MemoryRegistration
@@ -229,7 +212,7 @@ func ofiObservationPosting(t *testing.T, mode wire.Mode, mr fabric.MRMode, qps i
 	defer cancel()
 	reads := readObservations(t, ctx, h, 1, 11, 0)
 	r := runOFI(t, h, ReceiverConfig{Mode: mode, QPs: qps, MsgBytes: msg, StopObservations: 1, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}}, prov, mr)
-	var log logLines
+	var log testio.Buffer
 	res, err := r.send(ctx, sender.Config{Bytes: total, Source: sender.PatternSource{Seed: 11}, PostCPUs: postCPUs, Log: slog.New(slog.NewTextHandler(&log, nil))},
 		ofifabric.Config{Node: prov.Node, LengthMessages: prov.LengthMessages})
 	if err != nil || !res.Complete || res.Bytes != total || res.QPs != qps || res.Mode != mode {

@@ -487,7 +487,11 @@ func readWait(t *testing.T, h Hints) {
 				return
 			default:
 				if n, _ := a.cq.Read(got); n > 0 {
-					sent <- got[0]
+					select {
+					case sent <- got[0]:
+					case <-done:
+						return
+					}
 				}
 			}
 		}
