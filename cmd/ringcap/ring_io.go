@@ -39,13 +39,18 @@ func newRingWriteCmd() *cobra.Command {
 			"INSTRUMENT ringcap, SOURCE test_pattern, NBIT 8, NPOL 1, NDIM 1); ring write then sets\n" +
 			"  HDR_SIZE      the header ring's block size (the header's size in bytes)\n" +
 			"  OBS_OFFSET    0 (byte offset of the observation's first byte)\n" +
-			"  FILE_SIZE     the observation's data bytes (as dada_junkdb and dada_diskdb set it)\n" +
+			"  FILE_SIZE     the observation's data bytes, where known (as dada_junkdb and dada_diskdb set it)\n" +
 			"  UTC_START     now (YYYY-MM-DD-hh:mm:ss, UTC), unless the header has one\n" +
 			"  RINGCAP_SEED  with --seed: the pattern's seed (ringcap ring read --verify SEED)\n" +
 			"and last the --header settings. No TRANSFER_SIZE: PSRDADA's dada_dbib would then skip its closing\n" +
-			"handshake and dada_ibdb wait forever for the end of the data. See docs/headers.md.",
+			"handshake and dada_ibdb wait forever for the end of the data. See docs/headers.md.\n\n" +
+			"-f takes a regular file's bytes (its size when ring write starts, in FILE_SIZE; one that ends sooner\n" +
+			"fails the command), or reads any other input (a pipe, FIFO, /dev/stdin, - for standard input, a\n" +
+			"device) to its end as one observation, without FILE_SIZE. An empty input or a failed read fails the\n" +
+			"command.",
 		Example: "  ringcap ring write -k dada --seed 7 --bytes 100000000\n" +
-			"  ringcap ring write -k dada -f data.raw --header-file obs.hdr",
+			"  ringcap ring write -k dada -f data.raw --header-file obs.hdr\n" +
+			"  head -c 10000000 /dev/urandom | ringcap ring write -k dada -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -55,7 +60,7 @@ func newRingWriteCmd() *cobra.Command {
 			if o.observations < 1 {
 				return errors.New("--observations must be at least 1")
 			}
-			return runRingWrite(cmd.Context(), cmd.ErrOrStderr(), o)
+			return runRingWrite(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
 		},
 	}
 	fs := c.Flags()
@@ -63,7 +68,7 @@ func newRingWriteCmd() *cobra.Command {
 	fs.Uint64Var(&o.seed, "seed", 0, "write the test pattern with this seed (verify with ring read --verify SEED)")
 	o.bytes = 64 << 20
 	fs.Var((*byteSize)(&o.bytes), "bytes", "bytes per observation with --seed (e.g. 67108864 or 64M)")
-	fs.StringVarP(&o.file, "file", "f", "", "write this file's bytes as each observation")
+	fs.StringVarP(&o.file, "file", "f", "", "write this file's bytes as each observation (- or a pipe: read to its end, one observation)")
 	fs.IntVar(&o.observations, "observations", 1, "number of observations to write, holding the write lock")
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header to start from (else a minimal one)")
 	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable)")
@@ -72,7 +77,9 @@ func newRingWriteCmd() *cobra.Command {
 	return c
 }
 
-func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error) {
+// buildHeader builds an observation's header; fileSize < 0 (a stream's size is not known)
+// sets no FILE_SIZE.
+func buildHeader(o *ringWriteOpts, hdrSize int, fileSize int64) ([]byte, error) {
 	h := dada.NewHeader()
 	if o.headerFile != "" {
 		b, err := os.ReadFile(o.headerFile)
@@ -98,7 +105,9 @@ func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error)
 		sets = append(sets, [2]string{"RINGCAP_SEED", strconv.FormatUint(o.seed, 10)})
 	}
 	// What dada_junkdb and dada_diskdb set; not TRANSFER_SIZE (docs/headers.md).
-	sets = append(sets, [2]string{"FILE_SIZE", strconv.FormatUint(obsBytes, 10)})
+	if fileSize >= 0 {
+		sets = append(sets, [2]string{"FILE_SIZE", strconv.FormatInt(fileSize, 10)})
+	}
 	for _, kv := range o.headers {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -114,7 +123,18 @@ func buildHeader(o *ringWriteOpts, hdrSize int, obsBytes uint64) ([]byte, error)
 	return h.Bytes(hdrSize)
 }
 
-func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
+func runRingWrite(ctx context.Context, stdin io.Reader, errw io.Writer, o *ringWriteOpts) error {
+	var in *writeInput
+	if o.file != "" {
+		var err error
+		if in, err = openWriteInput(ctx, o.file, stdin); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		defer in.close()
+		if in.size < 0 && o.observations > 1 {
+			return fmt.Errorf("write: --observations %d: %s is not a regular file, so it can be read only once", o.observations, in.name)
+		}
+	}
 	h, err := dada.ConnectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
 	if err != nil {
 		return err
@@ -125,30 +145,14 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 		return err
 	}
 	defer func() { _ = w.CloseContext(ctx) }()
-	obsBytes := o.bytes
-	if o.file != "" {
-		st, err := os.Stat(o.file)
-		if err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-		obsBytes = uint64(st.Size())
+	fileSize := int64(o.bytes)
+	if in != nil {
+		fileSize = in.size
 	}
 	var total, blocks uint64
 	start := time.Now()
 	for obs := 0; obs < o.observations; obs++ {
-		hdr, err := buildHeader(o, h.Header.BufSize(), obsBytes)
-		if err != nil {
-			return err
-		}
-		if err := w.WriteHeaderContext(ctx, hdr); err != nil {
-			return err
-		}
-		var n, nb uint64
-		if o.file != "" {
-			n, nb, err = writeFile(ctx, w, o.file, obsBytes)
-		} else {
-			n, nb, err = writePattern(ctx, w, o.seed, obsBytes)
-		}
+		n, nb, err := writeObservation(ctx, w, o, in, obs, fileSize)
 		total += n
 		blocks += nb
 		if err != nil {
@@ -164,23 +168,33 @@ func runRingWrite(ctx context.Context, errw io.Writer, o *ringWriteOpts) error {
 	return nil
 }
 
+// writeObservation writes observation obs: its header (FILE_SIZE fileSize, none when -1),
+// then the pattern or the input.
+func writeObservation(ctx context.Context, w *dada.Writer, o *ringWriteOpts, in *writeInput, obs int, fileSize int64) (uint64, uint64, error) {
+	hdr, err := buildHeader(o, w.HDU().Header.BufSize(), fileSize)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := w.WriteHeaderContext(ctx, hdr); err != nil {
+		return 0, 0, err
+	}
+	if in == nil {
+		return writePattern(ctx, w, o.seed, o.bytes)
+	}
+	if obs > 0 {
+		if err := in.rewind(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return in.writeObservation(ctx, w)
+}
+
 // writePattern fills blocks in place with the pattern; the last block ends the observation.
 func writePattern(ctx context.Context, w *dada.Writer, seed, n uint64) (uint64, uint64, error) {
 	return writeBlocks(ctx, w, n, func(b []byte, off uint64) error {
 		pattern.Fill(b, seed, off)
 		return nil
 	})
-}
-
-// writeFile writes the first n bytes of the file at path (its size when the observation
-// began) as one observation.
-func writeFile(ctx context.Context, w *dada.Writer, path string, n uint64) (uint64, uint64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("write: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	return writeFrom(ctx, w, f, path, n)
 }
 
 // writeFrom writes n bytes of r (named name in errors) as one observation, read straight
@@ -190,9 +204,9 @@ func writeFrom(ctx context.Context, w *dada.Writer, r io.Reader, name string, n 
 	return writeBlocks(ctx, w, n, func(b []byte, off uint64) error {
 		if k, err := io.ReadFull(r, b); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return fmt.Errorf("read %s: it ended at byte %d, short of the %d bytes it had when the observation began", name, off+uint64(k), n)
+				return fmt.Errorf("read %s: it ended at byte %d, short of the %d bytes it had when ring write started", name, off+uint64(k), n)
 			}
-			return fmt.Errorf("read %s at byte %d: %w", name, off, err)
+			return readFailed(ctx, name, off+uint64(k), err)
 		}
 		return nil
 	})

@@ -111,7 +111,7 @@ func TestRingWriteFileThatEndsEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = writeFrom(context.Background(), w, bytes.NewReader(make([]byte, 5000)), "data.raw", 9000)
-	if err == nil || !strings.Contains(err.Error(), "read data.raw: it ended at byte 5000, short of the 9000 bytes") {
+	if err == nil || !strings.Contains(err.Error(), "read data.raw: it ended at byte 5000, short of the 9000 bytes it had when ring write started") {
 		t.Fatalf("short file: %v", err)
 	}
 }
