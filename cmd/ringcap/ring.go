@@ -134,25 +134,28 @@ func newRingInfoCmd() *cobra.Command {
 					return err
 				}
 				_, contig, reason := h.Data.Contiguous()
-				out := cmd.OutOrStdout()
+				out := &stickyWriter{w: cmd.OutOrStdout()}
 				if asJSON {
-					return json.NewEncoder(out).Encode(struct {
+					err := json.NewEncoder(out).Encode(struct {
 						Key              string        `json:"key"`
 						Contiguous       bool          `json:"contiguous"`
 						ContiguousReason string        `json:"contiguousReason"`
 						PageSize         int           `json:"pageSize"`
 						Snapshot         dada.Snapshot `json:"snapshot"`
 					}{key.String(), contig, reason, h.Data.PageSize(), snap})
+					if err != nil {
+						return fmt.Errorf("info: %w", err)
+					}
+					return nil
 				}
 				outf(out, "data ring %s: nbufs=%d bufsz=%d readers=%d total=%d bytes, page size %d, huge pages %v\n",
 					h.Data.Key(), h.Data.NBufs(), h.Data.BufSize(), h.Data.Readers(), h.Data.NBufs()*h.Data.BufSize(), h.Data.PageSize(), h.Data.HugePages())
 				outf(out, "contiguous: %v (%s)\n", contig, reason)
 				outf(out, "header ring %s: nbufs=%d bufsz=%d\n\n", h.Header.Key(), h.Header.NBufs(), h.Header.BufSize())
-				if err := snap.Data.WriteXferInfo(out); err != nil {
-					return err
-				}
+				_ = snap.Data.WriteXferInfo(out)
 				outln(out)
-				return snap.Header.WriteXferInfo(out)
+				_ = snap.Header.WriteXferInfo(out)
+				return out.check("info")
 			})
 		},
 	}
@@ -171,14 +174,12 @@ func newRingMonitorCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withRing(*key, dada.ConnectOptions{}, func(h *dada.HDU) error {
-				out := cmd.OutOrStdout()
+				out := &stickyWriter{w: cmd.OutOrStdout()}
 				snap, err := h.Snapshot()
 				if err != nil {
 					return err
 				}
-				if err := snap.WriteMonitorSummary(out); err != nil {
-					return err
-				}
+				_ = snap.WriteMonitorSummary(out)
 				outln(out, snap.MonitorHeading())
 				t := time.NewTicker(interval)
 				defer t.Stop()
@@ -194,8 +195,11 @@ func newRingMonitorCmd() *cobra.Command {
 						}
 					}
 					outln(out, snap.MonitorLine())
+					if err := out.check("monitor"); err != nil {
+						return err
+					}
 				}
-				return nil
+				return out.check("monitor")
 			})
 		},
 	}
@@ -208,10 +212,16 @@ func newRingMonitorCmd() *cobra.Command {
 func newRingHeaderCmd() *cobra.Command {
 	var key *dada.Key
 	var wait time.Duration
+	var unread bool
 	c := &cobra.Command{
 		Use:   "header",
-		Short: "Print the oldest header no reader has consumed yet (like dada_header; takes no locks)",
-		Args:  cobra.NoArgs,
+		Short: "Print the header of the observation the writer wrote last (takes no locks)",
+		Long: "Prints the header the writer wrote last: the current observation's, or the last one's once it has\n" +
+			"ended, whether or not readers have read it. It waits until the first header is written.\n" +
+			"With --unread it prints what dada_header prints instead: the oldest header some reader slot has\n" +
+			"not read yet (a slot nobody reads from keeps that at its first unread observation), waiting\n" +
+			"until one is pending.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withRing(*key, dada.ConnectOptions{}, func(h *dada.HDU) error {
 				ctx := cmd.Context()
@@ -220,17 +230,24 @@ func newRingHeaderCmd() *cobra.Command {
 					ctx, cancel = context.WithTimeout(ctx, wait)
 					defer cancel()
 				}
-				hdr, err := h.PeekHeader(ctx)
+				peek := h.LatestHeader
+				if unread {
+					peek = h.PeekHeader
+				}
+				hdr, err := peek(ctx)
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(hdr)
-				return err
+				if _, err = cmd.OutOrStdout().Write(hdr); err != nil {
+					return fmt.Errorf("write header: %w", err)
+				}
+				return nil
 			})
 		},
 	}
 	key = addKeyFlag(c.Flags())
-	c.Flags().DurationVar(&wait, "wait", 0, "give up when no header is pending after this long (0: wait until interrupted)")
+	c.Flags().DurationVar(&wait, "wait", 0, "give up when no header is there after this long (0: wait until interrupted)")
+	c.Flags().BoolVar(&unread, "unread", false, "print the oldest header a reader slot has not read yet (like dada_header)")
 	return c
 }
 
@@ -244,6 +261,31 @@ func withRing(key dada.Key, o dada.ConnectOptions, fn func(h *dada.HDU) error) e
 	return fn(h)
 }
 
-// outf and outln write command output; a failing terminal is not worth an error.
+// stickyWriter keeps the first write error, so that a command printing many lines checks
+// once whether its output went anywhere.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// check returns the first write error, saying which command's output failed.
+func (s *stickyWriter) check(cmd string) error {
+	if s.err != nil {
+		return fmt.Errorf("%s: write output: %w", cmd, s.err)
+	}
+	return nil
+}
+
+// outf and outln write command output; a failing terminal is not worth an error (commands
+// whose output is their result check it with a stickyWriter).
 func outf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
 func outln(w io.Writer, a ...any)               { _, _ = fmt.Fprintln(w, a...) }
