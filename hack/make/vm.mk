@@ -3,7 +3,12 @@
 RINGCAP_VM_DIR ?= /var/tmp/ringcap/vm
 export RINGCAP_VM_DIR
 
-.PHONY: vm-image test-vm bench-verbs vm-shell
+# RINGCAP_VM_KERNEL_SUITE (environment or make argument) boots another Debian suite's kernel
+# (hack/vm/kernel-paths.sh); default: the host's bookworm kernel (6.1).
+# VM_ATTACHMENT_SUITE: the suite test-vm-attachment boots.
+VM_ATTACHMENT_SUITE ?= trixie
+
+.PHONY: vm-image test-vm bench-verbs vm-shell test-vm-attachment
 
 ## vm-image: fetch the Debian kernel (apt-get download, never installed) and build the initramfs
 vm-image:
@@ -13,6 +18,12 @@ vm-image:
 ## test-vm: the vm-tagged tests of test/vm/packages.txt in one boot of the Soft-RoCE VM
 test-vm: vm-image
 	test/vm/run-tests.sh
+
+## test-vm-attachment: stream into a macvlan's RoCE GID (Attachment mode) in the VM booted with $(VM_ATTACHMENT_SUITE)'s kernel (bookworm's 6.1 rxe drops it)
+test-vm-attachment:
+	RINGCAP_VM_KERNEL_SUITE=$(VM_ATTACHMENT_SUITE) hack/vm/fetch-kernel.sh
+	RINGCAP_VM_KERNEL_SUITE=$(VM_ATTACHMENT_SUITE) hack/vm/build-initramfs.sh
+	RINGCAP_VM_KERNEL_SUITE=$(VM_ATTACHMENT_SUITE) test/vm/run-tests.sh --tags vmattachment --run '^TestVMAttachmentStream$$' ./pkg/capture
 
 ## bench-verbs: memory registration and RDMA WRITE, whole-ring vs per-block MRs (in the VM)
 bench-verbs: vm-image

@@ -5,15 +5,18 @@
 # (ldd), the librxe provider, the kernel modules rxe/veth/9p/virtio need (closure from
 # modules.dep), and hack/vm/guest-init.sh as /init.
 # Needs hack/vm/fetch-kernel.sh first. Skips the build when its inputs did not change.
+# The modules come from the fetched kernel package (compressed ones are unpacked: busybox's
+# modprobe loads plain .ko files); ones built into that kernel are skipped.
 #
-# Output: $RINGCAP_VM_DIR/initramfs.cpio.gz
+# Output: $RINGCAP_VM_DIR/initramfs.cpio.gz, or initramfs-SUITE.cpio.gz for the kernel of
+# RINGCAP_VM_KERNEL_SUITE (see hack/vm/kernel-paths.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . hack/env.sh
+. hack/vm/kernel-paths.sh
 HERE=$PWD/hack/vm
-VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
-KROOT=$VM_DIR/kernel
-OUT=$VM_DIR/initramfs.cpio.gz
+KROOT=$VM_KDIR
+OUT=$VM_INITRD
 [ -f "$KROOT/KVER" ] || { echo "build-initramfs: no kernel in $KROOT: run hack/vm/fetch-kernel.sh" >&2; exit 1; }
 KVER=$(cat "$KROOT/KVER")
 
@@ -86,10 +89,19 @@ ln -sf ../bin/busybox "$R/sbin/modprobe"
 MD=$KROOT/lib/modules/$KVER
 for m in $MODS; do
   line=$(grep -E "/$m\.ko(\.[a-z]+)?:" "$MD/modules.dep" || true)
-  [ -n "$line" ] || { echo "build-initramfs: module $m not in modules.dep" >&2; exit 1; }
+  if [ -z "$line" ]; then
+    grep -qE "/$m\.ko\$" "$MD/modules.builtin" && continue   # built in (virtio_pci on 6.12)
+    echo "build-initramfs: module $m neither in modules.dep nor built into $KVER" >&2; exit 1
+  fi
   echo "$line" | tr -d ':' | tr ' ' '\n'
 done | sort -u | while read -r p; do
-  [ -n "$p" ] && install -D -m 0644 "$MD/$p" "$R/lib/modules/$KVER/$p"
+  [ -n "$p" ] || continue
+  install -D -m 0644 "$MD/$p" "$R/lib/modules/$KVER/$p"
+  case "$p" in
+    *.ko.xz) xz -d "$R/lib/modules/$KVER/$p" ;;
+    *.ko.zst) zstd -q -d --rm "$R/lib/modules/$KVER/$p" ;;
+    *.ko.gz) gzip -d "$R/lib/modules/$KVER/$p" ;;
+  esac
 done
 cp "$MD"/modules.order "$MD"/modules.builtin "$MD"/modules.builtin.modinfo "$R/lib/modules/$KVER/"
 depmod -b "$R" "$KVER"

@@ -19,14 +19,15 @@
 #   RINGCAP_VM_ACCEL    auto (default: KVM only where it works, else TCG) | tcg | kvm
 #   RINGCAP_VM_MEM      MiB (2048)   RINGCAP_VM_SMP  vCPUs (2)   RINGCAP_VM_TIMEOUT  seconds (1800)
 #   RINGCAP_VM_APPEND   extra kernel arguments (ringcap.norxe skips the Soft-RoCE setup)
+#   RINGCAP_VM_KERNEL_SUITE  boot that Debian suite's kernel (hack/vm/kernel-paths.sh; default bookworm's 6.1)
 # Needs: hack/vm/fetch-kernel.sh and hack/vm/build-initramfs.sh (make vm-image).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/hack/env.sh"
-VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
-KVER=$(cat "$VM_DIR/kernel/KVER" 2>/dev/null) || { echo "run.sh: no kernel: run make vm-image" >&2; exit 1; }
-KERNEL=$VM_DIR/kernel/boot/vmlinuz-$KVER
-INITRD=$VM_DIR/initramfs.cpio.gz
+. "$ROOT/hack/vm/kernel-paths.sh"
+KVER=$(cat "$VM_KDIR/KVER" 2>/dev/null) || { echo "run.sh: no kernel in $VM_KDIR: run make vm-image" >&2; exit 1; }
+KERNEL=$VM_KDIR/boot/vmlinuz-$KVER
+INITRD=$VM_INITRD
 [ -f "$INITRD" ] || { echo "run.sh: no $INITRD: run make vm-image" >&2; exit 1; }
 
 SHARE=${RINGCAP_VM_SHARE:-}

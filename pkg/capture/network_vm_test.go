@@ -92,41 +92,62 @@ func TestVMListenOnRDMA(t *testing.T) {
 // Attachment mode: the pod's data-network interface is a macvlan upper device of the RDMA
 // netdev (what Debian's macvlan CNI plugin, alone or under Multus, creates), which has
 // RoCE GIDs of its own. The receiver listens on its address and uses its GID, not the
-// device plugin's GID 1 of veth1. No data is sent: Soft-RoCE on this 6.1 kernel does not
-// take RoCE packets addressed to a macvlan's GID (tried: the handshake to 198.18.0.40
-// succeeds, every send then ends in IBV_WC_RETRY_EXC_ERR), which RDMA NICs do.
+// device plugin's GID 1 of veth1. No data is sent here: Soft-RoCE does not take RoCE
+// packets addressed to a macvlan's GID (docs/network.md), which RDMA NICs do; the stream
+// is TestVMAttachmentStream (build tag vmattachment, make test-vm-attachment).
 func TestVMListenOnAttachment(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
-	const mv, mvIP = "mv40", "198.18.0.40"
+	addMacvlan(t, attachMV, attachIP)
+	recv, _, _ := startAttachmentRecv(t, bin, vmKey(), strconv.Itoa(vmPort()))
+	stopRecv(t, recv)
+}
+
+// The macvlan upper device of veth1 the Attachment-mode tests give the receiver.
+const attachMV, attachIP = "mv40", "198.18.0.40"
+
+// addMacvlan creates mv, a bridge-mode macvlan upper device of veth1 with ip/24, and
+// deletes it when t ends.
+func addMacvlan(t *testing.T, mv, ip string) {
+	t.Helper()
 	if out, err := run(t, time.Minute, "modprobe", "macvlan"); err != nil {
 		t.Fatalf("modprobe macvlan: %v\n%s", err, out)
 	}
-	for _, c := range [][]string{
-		{"link", "add", mv, "link", "veth1", "type", "macvlan", "mode", "bridge"},
-		{"addr", "add", mvIP + "/24", "dev", mv},
-		{"link", "set", mv, "up"},
-	} {
+	ipCmds(t,
+		[]string{"link", "add", mv, "link", vmtest.Netdev1, "type", "macvlan", "mode", "bridge"},
+		[]string{"addr", "add", ip + "/24", "dev", mv},
+		[]string{"link", "set", mv, "up"})
+	t.Cleanup(func() { _, _ = run(t, time.Minute, "/usr/sbin/ip", "link", "del", mv) })
+}
+
+// ipCmds runs iproute2's ip with each argument list, failing t at the first that fails.
+func ipCmds(t *testing.T, cmds ...[]string) {
+	t.Helper()
+	for _, c := range cmds {
 		if out, err := run(t, time.Minute, "/usr/sbin/ip", c...); err != nil {
 			t.Fatalf("ip %v: %v\n%s", c, err, out)
 		}
 	}
-	t.Cleanup(func() { _, _ = run(t, time.Minute, "/usr/sbin/ip", "link", "del", mv) })
-	gid := gidOf(t, mvIP, mv)
+}
 
-	key := vmKey()
+// startAttachmentRecv creates a ring under key and starts a receiver for one observation
+// with --listen-on attachment=obs/data, where the network-status annotation names
+// attachMV, and checks that it listens on attachIP:port with attachMV's own RoCE v2 GID.
+// It returns the receiver, its metrics address and that GID's index.
+func startAttachmentRecv(t *testing.T, bin, key, port string) (*proc, string, int) {
+	t.Helper()
+	gid := gidOf(t, attachIP, attachMV)
 	ringCreate(t, bin, key, 4, 256<<10)
-	port := strconv.Itoa(vmPort())
 	env := []string{"RINGCAP_RDMA_DEVICE=" + vmtest.Device1, "RINGCAP_RDMA_PORT=1", "RINGCAP_GID_INDEX=1",
-		`RINGCAP_NETWORK_STATUS=[{"name":"e2e","interface":"eth0","default":true},{"name":"obs/data","interface":"` + mv + `","ips":["` + mvIP + `"]}]`}
+		`RINGCAP_NETWORK_STATUS=[{"name":"e2e","interface":"eth0","default":true},{"name":"obs/data","interface":"` + attachMV + `","ips":["` + attachIP + `"]}]`}
 	recv, metrics := startRecvEnv(t, bin, key, env, "--listen", ":"+port, "--listen-on", "attachment=obs/data", "--allowed-senders", "listen-subnet")
 	ep := statusOf(t, metrics).Endpoint
-	if ep.Address != mvIP || ep.Netdev != mv || ep.GIDIndex == nil || *ep.GIDIndex != gid || ep.GID != mvIP ||
-		!strings.Contains(ep.AddressReason, "interface "+mv+" of attachment obs/data (from the pod's network-status annotation)") {
-		t.Fatalf("endpoint %+v, want %s on %s with its GID %d\n%s", ep, mvIP, mv, gid, recv.output())
+	if ep.Address != attachIP || ep.Netdev != attachMV || ep.GIDIndex == nil || *ep.GIDIndex != gid || ep.GID != attachIP ||
+		!strings.Contains(ep.AddressReason, "interface "+attachMV+" of attachment obs/data (from the pod's network-status annotation)") {
+		t.Fatalf("endpoint %+v, want %s on %s with its GID %d\n%s", ep, attachIP, attachMV, gid, recv.output())
 	}
 	t.Logf("attachment endpoint: %s GID %d %s on %s (%s; %s)", ep.Address, *ep.GIDIndex, ep.GID, ep.Netdev, ep.AddressReason, ep.GIDReason)
-	stopRecv(t, recv)
+	return recv, metrics, gid
 }
 
 // gidOf waits for rxe1 port 1 to have a RoCE v2 GID of ip on netdev and returns its index.

@@ -6,6 +6,7 @@
 #   test/vm/run-tests.sh ./pkg/rdma/verbs        # only these packages (import paths or ./dirs)
 #   test/vm/run-tests.sh --run 'TestGID' ./pkg/rdma/verbs
 #   test/vm/run-tests.sh --bench 'BenchmarkX' --benchtime 3x ./pkg/rdma/verbs   # make bench-verbs
+#   test/vm/run-tests.sh --tags vmattachment --run TestVMAttachmentStream ./pkg/capture   # more build tags
 #
 # On the host it builds, with cgo: `go test -c -tags vm` for each package and bin/ringcap
 # (when cmd/ringcap exists) into a fresh share directory; in the guest each test binary runs
@@ -18,13 +19,14 @@ cd "$ROOT"
 VM_DIR=${RINGCAP_VM_DIR:-$RINGCAP_CACHE/vm}
 MODULE=$(go list -m)
 
-RUN= BENCH= BENCHTIME= PKGS=()
+RUN= BENCH= BENCHTIME= TAGS=vm PKGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --run) RUN=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
     --benchtime) BENCHTIME=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --tags) TAGS=$TAGS,$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "run-tests.sh: unknown flag $1" >&2; exit 2 ;;
     *) PKGS+=("$1"); shift ;;
   esac
@@ -55,8 +57,8 @@ for p in "${PKGS[@]}"; do
   imp=$(go list -f '{{.ImportPath}}' "$p")
   rel=${dir#"$ROOT"/}
   name=$(echo "${imp#"$MODULE"/}" | tr '/.' '__')
-  echo "run-tests.sh: go test -c -tags vm $imp"
-  go test -c -tags vm -o "$SHARE/tests/$name.test" "$imp"
+  echo "run-tests.sh: go test -c -tags $TAGS $imp"
+  go test -c -tags "$TAGS" -o "$SHARE/tests/$name.test" "$imp"
   [ -x "$SHARE/tests/$name.test" ] || { echo "run-tests.sh: $imp has no tests" >&2; exit 1; }
   echo "$name $rel $imp" >> "$LIST"
 done
