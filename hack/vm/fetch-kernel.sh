@@ -47,24 +47,36 @@ if [ -f "$KDIR/KVER" ] && [ "$(cat "$KDIR/KVER")" = "$KVER" ] && [ -f "$KDIR/boo
   exit 0
 fi
 
+# From Linux 7.x Debian splits the image: linux-image-KVER depends on linux-binary-KVER
+# (vmlinuz), linux-modules-KVER and linux-base-KVER, which are unpacked with it.
+PKGS=("$PKG" $(apt-cache "${APT[@]}" depends "$PKG" 2>/dev/null |
+  awk -v v="$KVER" '$1 == "Depends:" && $2 ~ "^linux-(binary|modules|modules-extra|base)-" && substr($2, length($2) - length(v) + 1) == v {print $2}' | sort -u))
 cd "$VM_DIR/debs"
-if ! ls "${PKG}"_*.deb >/dev/null 2>&1; then
-  echo "fetch-kernel: apt-get download $PKG"
-  apt-get "${APT[@]}" download "$PKG"
-fi
-DEB=$(ls "${PKG}"_*.deb | head -n1)
 rm -rf "$KDIR.tmp"
 mkdir -p "$KDIR.tmp"
-dpkg-deb -x "$DEB" "$KDIR.tmp"
+for p in "${PKGS[@]}"; do
+  if ! ls "${p}"_*.deb >/dev/null 2>&1; then
+    echo "fetch-kernel: apt-get download $p"
+    apt-get "${APT[@]}" download "$p"
+  fi
+  dpkg-deb -x "$(ls "${p}"_*.deb | head -n1)" "$KDIR.tmp"
+done
 # trixie's packages ship the modules under /usr/lib/modules (merged /usr); bookworm's depmod
 # and build-initramfs.sh read lib/modules.
 if [ ! -d "$KDIR.tmp/lib/modules/$KVER" ] && [ -d "$KDIR.tmp/usr/lib/modules/$KVER" ]; then
   mkdir -p "$KDIR.tmp/lib/modules"
   mv "$KDIR.tmp/usr/lib/modules/$KVER" "$KDIR.tmp/lib/modules/$KVER"
 fi
+# 7.x keeps the image beside its modules (lib/modules/KVER/vmlinuz), 6.x in /boot.
+if [ ! -f "$KDIR.tmp/boot/vmlinuz-$KVER" ] && [ -f "$KDIR.tmp/lib/modules/$KVER/vmlinuz" ]; then
+  mkdir -p "$KDIR.tmp/boot"
+  ln "$KDIR.tmp/lib/modules/$KVER/vmlinuz" "$KDIR.tmp/boot/vmlinuz-$KVER"
+fi
+[ -f "$KDIR.tmp/boot/vmlinuz-$KVER" ] || { echo "fetch-kernel: no vmlinuz of $KVER in ${PKGS[*]}" >&2; exit 1; }
 depmod -b "$KDIR.tmp" "$KVER"
 missing=0
-for m in rdma_rxe ib_core ib_uverbs rdma_ucm veth macvlan 9p 9pnet_virtio virtio_pci crc32_generic; do
+# (crc32_generic, which 6.1's rxe needs, is optional: see build-initramfs.sh.)
+for m in rdma_rxe ib_core ib_uverbs rdma_ucm veth macvlan 9p 9pnet_virtio virtio_pci; do
   if [ -z "$(find "$KDIR.tmp/lib/modules/$KVER" -name "$m.ko*" -print -quit)" ] &&
      ! grep -q "/$m\.ko\$" "$KDIR.tmp/lib/modules/$KVER/modules.builtin"; then
     echo "fetch-kernel: module $m missing from $PKG" >&2
