@@ -6,7 +6,7 @@ export RINGCAP_VM_DIR
 # RINGCAP_VM_KERNEL_SUITE (environment or make argument) boots another Debian suite's kernel
 # (hack/vm/kernel-paths.sh); default: the host's bookworm kernel (6.1).
 # VM_ATTACHMENT_SUITE: the suite test-vm-attachment boots.
-VM_ATTACHMENT_SUITE ?= trixie
+VM_ATTACHMENT_SUITE ?= trixie-backports
 # The drop trace TestVMAttachmentStream logs: enabled at boot, and symbolised on 6.1 too.
 VM_ATTACHMENT_APPEND = trace_event=skb:kfree_skb no_hash_pointers
 
