@@ -21,7 +21,7 @@ vm-image:
 test-vm: vm-image
 	test/vm/run-tests.sh
 
-## test-vm-attachment: stream into a macvlan's RoCE GID (Attachment mode) in the VM booted with $(VM_ATTACHMENT_SUITE)'s kernel (VM_ATTACHMENT_SUITE= : bookworm's 6.1); fails while rxe drops RoCE packets arriving on a macvlan (docs/network.md)
+## test-vm-attachment: stream into a macvlan's RoCE GID (Attachment mode) in the VM on VM_ATTACHMENT_SUITE's kernel (default trixie-backports; empty: bookworm's 6.1); fails while rxe drops that traffic (docs/network.md); not in test-all
 test-vm-attachment:
 	RINGCAP_VM_KERNEL_SUITE=$(VM_ATTACHMENT_SUITE) hack/vm/fetch-kernel.sh
 	RINGCAP_VM_KERNEL_SUITE=$(VM_ATTACHMENT_SUITE) hack/vm/build-initramfs.sh
