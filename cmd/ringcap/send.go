@@ -16,8 +16,10 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
+	"github.com/ringcap/ringcap/pkg/dada"
 )
 
 func init() { register(newSendCmd) }
@@ -93,26 +95,40 @@ func newSendCmd() *cobra.Command {
 	return c
 }
 
-// senderHeader reads the --header-file and --header keywords, in that order.
-func senderHeader(file string, kvs []string) ([]wire.HeaderField, error) {
-	var out []wire.HeaderField
+// senderHeader reads the --header-file and --header keywords, in that order,
+// checked as the receiver checks them (headerrules.CheckSetting). The keywords
+// the receiver sets (HDR_SIZE, OBS_OFFSET, RINGCAP_*), which a PSRDADA header
+// file usually has, are left out of the file's and returned in dropped; in
+// --header they are an error.
+func senderHeader(file string, kvs []string) (out []wire.HeaderField, dropped []string, err error) {
 	if file != "" {
-		hd, err := headerTemplate(file, nil)
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("read header file: %w", err)
+		}
+		hd, err := dada.ParseHeader(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("header file %s: %w", file, err)
 		}
 		for _, f := range hd.Fields() {
+			if headerrules.IsReceiverKey(f[0]) {
+				dropped = append(dropped, f[0])
+				continue
+			}
+			if err := headerrules.CheckSetting(f[0], f[1]); err != nil {
+				return nil, nil, fmt.Errorf("header file %s: %w", file, err)
+			}
 			out = append(out, wire.HeaderField{Key: f[0], Value: f[1]})
 		}
 	}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
-		}
-		out = append(out, wire.HeaderField{Key: k, Value: v})
+	settings, err := headerSettings(kvs)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	for _, kv := range settings {
+		out = append(out, wire.HeaderField{Key: kv[0], Value: kv[1]})
+	}
+	return out, dropped, nil
 }
 
 func runSend(cmd *cobra.Command, o *sendOpts) error {
@@ -136,9 +152,12 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, cmp.Or(o.qps, wire.MaxQPs)); err != nil { // auto is resolved once the device and the queue pairs are known
 		return err
 	}
-	hdr, err := senderHeader(o.headerFile, o.headers)
+	hdr, dropped, err := senderHeader(o.headerFile, o.headers)
 	if err != nil {
 		return err
+	}
+	if len(dropped) > 0 {
+		log.Info("Not sending the header file's keywords the receiver sets", "file", o.headerFile, "keys", strings.Join(dropped, ","))
 	}
 	cfg := sender.Config{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}
