@@ -112,7 +112,7 @@ func newRecvCmd() *cobra.Command {
 	o.dev.add(c)
 	o.fabric.add(c, os.Getenv)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
-	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; a sender's --header keywords override these)")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; one printable ASCII word each, not HDR_SIZE, OBS_OFFSET, RINGCAP_* or TRANSFER_SIZE; a sender's --header keywords override these)")
 	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style; the default old style suits every PSRDADA reader)")
 	fs.Var((*byteSize)(&o.stopBytes), "stop-bytes", "exit after the observation in which this many bytes (e.g. 10G) were received in total")
 	fs.DurationVar(&o.stopDur, "stop-duration", 0, "exit after this long (an observation in progress is finished first)")
