@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
@@ -100,7 +102,8 @@ func TestObservationHeadersRefusals(t *testing.T) {
 func TestSenderHeaderKeywords(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2,
+	var rxLog testio.Buffer
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2, Log: slog.New(slog.NewTextHandler(&rxLog, nil)),
 		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -130,6 +133,9 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	// A keyword the receiver sets is refused, not dropped: the sender is told which.
 	if _, err := send([]wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "HDR_SIZE", Value: "1"}}); err == nil || !strings.Contains(err.Error(), "keyword HDR_SIZE: set by the receiver") {
 		t.Fatalf("a sender's HDR_SIZE: %v, want the receiver's refusal naming it", err)
+	}
+	if l := rxLog.String(); !strings.Contains(l, "Rejected sender") || !strings.Contains(l, "keyword HDR_SIZE: set by the receiver") {
+		t.Errorf("the receiver's log does not say it refused the sender's HDR_SIZE:\n%s", l)
 	}
 	sent := []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "UTC_START", Value: "2026-11-25-01:02:03"}}
 	if res, err := send(sent); err != nil || !res.Complete {
