@@ -230,7 +230,7 @@ type RingHeaderSpec struct {
 	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
 }
 
-// HeaderValue is one header value: a single line.
+// HeaderValue is one header value: one printable ASCII word (ring.header.values says more).
 // +kubebuilder:validation:MaxLength=256
 type HeaderValue string
 
