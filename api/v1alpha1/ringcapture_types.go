@@ -114,6 +114,7 @@ type RingCaptureSpec struct {
 // +kubebuilder:validation:XValidation:rule="!self.hugePages || self.blockBytes % 2097152 == 0",message="ring.blockBytes must be a multiple of 2 MiB (2097152) when ring.hugePages is true",fieldPath=".blockBytes"
 // +kubebuilder:validation:XValidation:rule="self.blocks * self.blockBytes <= 68719476736",message="ring.blocks * ring.blockBytes must not exceed 64 GiB",fieldPath=".blocks"
 // +kubebuilder:validation:XValidation:rule="!has(self.header) || !has(self.header.template) || size(self.header.template) < self.headerBlockBytes",message="ring.header.template must be shorter than ring.headerBlockBytes",fieldPath=".header.template"
+// +kubebuilder:validation:XValidation:rule="!has(self.header) || !has(self.header.values) || self.header.values.map(k, (size(k) > 12 ? size(k) : 12) + size(self.header.values[k]) + 2).sum() + 120 <= self.headerBlockBytes",message="ring.header.values do not fit ring.headerBlockBytes: each value takes a line of at least 12 (or the key's length) + 2 bytes more than the value, and the receiver's own keywords 120 bytes; raise ring.headerBlockBytes or shorten the values",fieldPath=".header.values"
 type RingSpec struct {
 	// key is the SysV key of the data ring in hex, as dada_db -k ("dada", "0xdada" or
 	// "0XDADA"); the header ring uses key+1. Not 0, at most 0x7fffffff. It is a string:
@@ -199,15 +200,28 @@ type RingSpec struct {
 // +kubebuilder:validation:XValidation:rule="!(has(self.template) && has(self.configMapRef))",message="ring.header: set at most one of template and configMapRef"
 type RingHeaderSpec struct {
 	// values are header keys and values (for example TELESCOPE: Parkes); they override
-	// the same keys of the template.
+	// the same keys of the template. Each value is one printable ASCII word (PSRDADA
+	// readers take the first word after the key: write Jane_Doe, not "Jane Doe");
+	// HDR_SIZE, OBS_OFFSET and RINGCAP_* are the receiver's, TRANSFER_SIZE is refused
+	// (PSRDADA's dada_dbib would skip its closing handshake), and UTC_START is
+	// YYYY-MM-DD-hh:mm:ss (UTC). The values' lines and the receiver's own keywords
+	// must fit ring.headerBlockBytes.
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Z][A-Z0-9_]{0,31}$'))",message="ring.header.values keys must be upper-case PSRDADA header keys (A-Z, 0-9, _; at most 32 characters)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].contains('\\n'))",message="ring.header.values values must be single lines"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^[!-~]+$'))",message="ring.header.values values must each be one printable ASCII word: not empty, no blanks or line breaks, no characters beyond ASCII (PSRDADA readers take the first word after the key; write Jane_Doe, not \"Jane Doe\")"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'HDR_SIZE' && k != 'OBS_OFFSET' && !k.startsWith('RINGCAP_'))",message="ring.header.values must not set HDR_SIZE, OBS_OFFSET or RINGCAP_* keys: the receiver sets them in every observation's header"
+	// +kubebuilder:validation:XValidation:rule="!('TRANSFER_SIZE' in self)",message="ring.header.values must not set TRANSFER_SIZE: PSRDADA's dada_dbib, finding it, skips its closing handshake and dada_ibdb waits forever"
+	// +kubebuilder:validation:XValidation:rule="!('UTC_START' in self) || self['UTC_START'].matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])-([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$')",message="ring.header.values UTC_START must be YYYY-MM-DD-hh:mm:ss (UTC), for example 2026-11-28-13:45:00"
 	// +optional
 	Values map[string]HeaderValue `json:"values,omitempty"`
 
-	// template is an ASCII PSRDADA header, one "KEY VALUE" per line.
+	// template is an ASCII PSRDADA header, one "KEY VALUE" per line. Keys the
+	// receiver sets (HDR_SIZE, OBS_OFFSET, RINGCAP_*) are replaced; TRANSFER_SIZE is
+	// refused. The operator checks the template (this one or the ConfigMap's) before it
+	// starts the receiver and reports a bad one in the HeaderValid condition.
 	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[\\t\\n\\r -~]*$')",message="ring.header.template must be ASCII text (printable characters, tabs and line breaks)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|\\n)TRANSFER_SIZE[ \\t]')",message="ring.header.template must not set TRANSFER_SIZE: PSRDADA's dada_dbib, finding it, skips its closing handshake and dada_ibdb waits forever"
 	// +optional
 	Template string `json:"template,omitempty"`
 
@@ -216,7 +230,7 @@ type RingHeaderSpec struct {
 	ConfigMapRef *ConfigMapKeyReference `json:"configMapRef,omitempty"`
 }
 
-// HeaderValue is one header value: a single line.
+// HeaderValue is one header value: one printable ASCII word (ring.header.values says more).
 // +kubebuilder:validation:MaxLength=256
 type HeaderValue string
 
@@ -236,6 +250,21 @@ type ConfigMapKeyReference struct {
 	// +optional
 	Key string `json:"key,omitempty"`
 }
+
+// The header check: before it creates the capture pod the operator reads the header
+// template (inline or from its ConfigMap) and checks it with ring.header.values as the
+// receiver would at start. A header that cannot work keeps the pod from being created.
+const (
+	// ConditionHeaderValid: the observation header (template, ConfigMap and values)
+	// can be built and fits ring.headerBlockBytes. False with HeaderInvalid or
+	// HeaderConfigMapNotFound: no pod is created (Ready is False with the same reason
+	// and message) until the header is fixed.
+	ConditionHeaderValid = "HeaderValid"
+
+	ReasonHeaderValid             = "HeaderValid"
+	ReasonHeaderInvalid           = "HeaderInvalid"
+	ReasonHeaderConfigMapNotFound = "HeaderConfigMapNotFound"
+)
 
 // TransferMode is how the sender moves data: two-sided SEND/RECV or one-sided RDMA WRITE.
 // +kubebuilder:validation:Enum=Send;Write
@@ -573,7 +602,7 @@ type RingCaptureStatus struct {
 	Phase RingCapturePhase `json:"phase,omitempty"`
 
 	// conditions: Scheduled, RingReady, ReceiverReady, Receiving, Ready, Failed,
-	// ReadersBehind, ChangePending and ExternallyReachable.
+	// ReadersBehind, ChangePending, ExternallyReachable and HeaderValid.
 	// +listType=map
 	// +listMapKey=type
 	// +patchStrategy=merge

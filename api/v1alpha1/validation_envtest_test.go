@@ -23,6 +23,7 @@ import (
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 )
 
 var env *testenv.Env
@@ -154,7 +155,7 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 		{"header key lower case", `{ring: {header: {values: {telescope: Parkes}}}}`,
 			[]string{"spec.ring.header.values", "upper-case PSRDADA header keys"}, nil},
 		{"header value with newline", `{ring: {header: {values: {SOURCE: "a\nb"}}}}`,
-			[]string{"spec.ring.header.values", "single lines"}, nil},
+			[]string{"spec.ring.header.values", "one printable ASCII word"}, nil},
 		{"template longer than header block", `{ring: {header: {template: "` + strings.Repeat("X", 5000) + `"}}}`,
 			[]string{"spec.ring.header.template", "shorter than ring.headerBlockBytes"}, nil},
 		{"unknown pull policy", `{images: {pullPolicy: Sometimes}}`, []string{"spec.images.pullPolicy", "Unsupported value"}, nil},
@@ -484,3 +485,79 @@ func TestWideColumns(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ring.header.values the receiver would refuse at start, or misuse, are refused at
+// apply time with the reason; the CEL rules agree with the receiver's own
+// (headerrules.CheckSetting) on every value, and a header too large for
+// ring.headerBlockBytes is refused by the CEL estimate.
+func TestHeaderValuesRules(t *testing.T) {
+	long := strings.Repeat("x", 200)
+	twenty := func() string {
+		var kv []string
+		for i := range 20 {
+			kv = append(kv, fmt.Sprintf("KEY_%02d: %s", i, long))
+		}
+		return "{" + strings.Join(kv, ", ") + "}"
+	}()
+	tests := []struct {
+		name, key, value string
+		want             string // "" when admitted
+	}{
+		{"a word", "OBSERVER", "Jane_Doe", ""},
+		{"a space", "OBSERVER", "Jane Doe", "one printable ASCII word"},
+		{"empty", "OBSERVER", "", "one printable ASCII word"},
+		{"non-ASCII", "OBSERVER", "Jürgen", "one printable ASCII word"},
+		{"a tab", "OBSERVER", "a\tb", "one printable ASCII word"},
+		{"HDR_SIZE", "HDR_SIZE", "8192", "must not set HDR_SIZE, OBS_OFFSET or RINGCAP_*"},
+		{"OBS_OFFSET", "OBS_OFFSET", "0", "must not set HDR_SIZE, OBS_OFFSET or RINGCAP_*"},
+		{"RINGCAP_OBSERVATION", "RINGCAP_OBSERVATION", "0", "must not set HDR_SIZE, OBS_OFFSET or RINGCAP_*"},
+		{"RINGCAP_SEED", "RINGCAP_SEED", "7", "must not set HDR_SIZE, OBS_OFFSET or RINGCAP_*"},
+		{"TRANSFER_SIZE", "TRANSFER_SIZE", "1048576", "must not set TRANSFER_SIZE"},
+		{"UTC_START", "UTC_START", "2026-11-28-13:45:00", ""},
+		{"UTC_START yesterday", "UTC_START", "yesterday", "UTC_START must be YYYY-MM-DD-hh:mm:ss"},
+		{"UTC_START ISO", "UTC_START", "2026-11-28T13:45:00", "UTC_START must be YYYY-MM-DD-hh:mm:ss"},
+		{"UTC_START month 13", "UTC_START", "2026-13-28-13:45:00", "UTC_START must be YYYY-MM-DD-hh:mm:ss"},
+	}
+	ctx := context.Background()
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			goErr := headerrules.CheckSetting(tc.key, tc.value)
+			if (goErr == nil) != (tc.want == "") {
+				t.Errorf("headerrules.CheckSetting(%s, %q) = %v: the receiver and the API disagree", tc.key, tc.value, goErr)
+			}
+			spec := fmt.Sprintf(`{ring: {header: {values: {%s: "%s"}}}, readers: [{name: r}]}`, tc.key, tc.value)
+			expectAdmission(ctx, t, fmt.Sprintf("header-value-%d", i), spec, tc.want)
+		})
+	}
+	t.Run("twenty values of 200 characters", func(t *testing.T) {
+		expectAdmission(ctx, t, "header-too-large", `{ring: {header: {values: `+twenty+`}}, readers: [{name: r}]}`,
+			"ring.header.values do not fit ring.headerBlockBytes")
+		expectAdmission(ctx, t, "header-fits", `{ring: {headerBlockBytes: 8192, header: {values: `+twenty+`}}, readers: [{name: r}]}`, "")
+	})
+	t.Run("template", func(t *testing.T) {
+		expectAdmission(ctx, t, "template-transfer-size", `{ring: {header: {template: "HDR_VERSION 1.0\nTRANSFER_SIZE 1048576\n"}}, readers: [{name: r}]}`,
+			"ring.header.template must not set TRANSFER_SIZE")
+		expectAdmission(ctx, t, "template-non-ascii", `{ring: {header: {template: "OBSERVER Jürgen\n"}}, readers: [{name: r}]}`,
+			"ring.header.template must be ASCII text")
+		expectAdmission(ctx, t, "template-psrdada", `{ring: {header: {template: "HDR_VERSION 1.0\nHDR_SIZE 4096\nOBS_OFFSET 0\n# TRANSFER_SIZE 1\nSOURCE J0437-4715\n"}}, readers: [{name: r}]}`, "")
+	})
+}
+
+// expectAdmission creates a RingCapture from specYAML and checks that the API
+// server refuses it with a message holding want, or admits it (want "").
+func expectAdmission(ctx context.Context, t *testing.T, name, specYAML, want string) {
+	t.Helper()
+	obj := object(t, name, specYAML)
+	err := env.Client.Create(ctx, obj)
+	if err == nil {
+		_ = env.Client.Delete(ctx, obj)
+	}
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("spec %.200s rejected: %v", specYAML, err)
+	case want != "" && err == nil:
+		t.Errorf("spec %.200s admitted, want a refusal saying %q", specYAML, want)
+	case want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want)):
+		t.Errorf("spec %.200s: %v, want an Invalid error saying %q", specYAML, err, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
+	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -111,7 +112,7 @@ func newRecvCmd() *cobra.Command {
 	o.dev.add(c)
 	o.fabric.add(c, os.Getenv)
 	fs.StringVar(&o.headerFile, "header-file", "", "ASCII header template for every observation")
-	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; a sender's --header keywords override these)")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable; one printable ASCII word each, not HDR_SIZE, OBS_OFFSET, RINGCAP_* or TRANSFER_SIZE; a sender's --header keywords override these)")
 	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style; the default old style suits every PSRDADA reader)")
 	fs.Var((*byteSize)(&o.stopBytes), "stop-bytes", "exit after the observation in which this many bytes (e.g. 10G) were received in total")
 	fs.DurationVar(&o.stopDur, "stop-duration", 0, "exit after this long (an observation in progress is finished first)")
@@ -155,32 +156,42 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 }
 
 // headerTemplate reads the header file (or starts a minimal header) and
-// applies --header KEY=VALUE settings.
+// applies --header KEY=VALUE settings, refusing what the receiver would
+// refuse or misuse later (headerrules): a receiver that cannot build its
+// headers fails at start, not at its first sender.
 func headerTemplate(file string, kvs []string) (*dada.Header, error) {
-	h := dada.NewHeader()
+	settings, err := headerSettings(kvs)
+	if err != nil {
+		return nil, err
+	}
+	var text []byte
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
+		if text, err = os.ReadFile(file); err != nil {
 			return nil, fmt.Errorf("read header file: %w", err)
 		}
-		if h, err = dada.ParseHeader(b); err != nil {
+		if err := headerrules.CheckTemplate(text); err != nil {
 			return nil, fmt.Errorf("header file %s: %w", file, err)
 		}
-	} else {
-		for _, kv := range [][2]string{{"HDR_VERSION", "1.0"}, {"INSTRUMENT", "ringcap"}} {
-			if err := h.Set(kv[0], kv[1]); err != nil {
-				return nil, err
-			}
-		}
 	}
+	h, err := headerrules.Template(text, settings)
+	if err != nil {
+		return nil, fmt.Errorf("--header: %w", err)
+	}
+	return h, nil
+}
+
+// headerSettings splits --header KEY=VALUE settings and checks each.
+func headerSettings(kvs []string) ([][2]string, error) {
+	var out [][2]string
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
 		}
-		if err := h.Set(k, v); err != nil {
+		if err := headerrules.CheckSetting(k, v); err != nil {
 			return nil, fmt.Errorf("--header %q: %w", kv, err)
 		}
+		out = append(out, [2]string{k, v})
 	}
-	return h, nil
+	return out, nil
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
+	"github.com/ringcap/ringcap/pkg/dada"
 )
 
 func init() { register(newSendCmd) }
@@ -87,32 +89,46 @@ func newSendCmd() *cobra.Command {
 	fs.StringVar(&o.pinCPU, "pin-cpu", "auto", "CPUs for the threads that post work requests: auto (on a software RDMA device such as rxe, which needs each queue pair's doorbells rung from one CPU to keep its packets in order: one thread pinned where it starts, or with several threads the first CPUs the process may use; free otherwise), none (one unpinned thread), or CPU numbers, one per thread (e.g. 0,1)")
 	fs.IntVar(&o.threads, "post-threads", 0, "threads that post work requests, each pinned to its own CPU and posting its own queue pairs (queue pair q from thread q mod N) (0: auto, one per CPU the process may use, up to --qps, on a software RDMA device such as rxe, where the posting CPU also carries the packets' receive and acknowledgement paths, also as a libfabric domain (--ofi-domain rxe0); 1 otherwise). With --transport ofi each thread also reads its endpoints' completion queues, which is what progresses libfabric's ofi_rxm")
 	fs.StringVar(&o.headerFile, "header-file", "", "PSRDADA ASCII header whose keywords go into this observation's header (SOURCE, UTC_START, FREQ, ...)")
-	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* stay the receiver's; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
+	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* are the receiver's (an error here, left out of --header-file), TRANSFER_SIZE is refused; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
 	o.dev.add(c)
 	o.fabric.add(c, os.Getenv)
 	return c
 }
 
-// senderHeader reads the --header-file and --header keywords, in that order.
-func senderHeader(file string, kvs []string) ([]wire.HeaderField, error) {
-	var out []wire.HeaderField
+// senderHeader reads the --header-file and --header keywords, in that order,
+// checked as the receiver checks them (headerrules.CheckSetting). The keywords
+// the receiver sets (HDR_SIZE, OBS_OFFSET, RINGCAP_*), which a PSRDADA header
+// file usually has, are left out of the file's and returned in dropped; in
+// --header they are an error.
+func senderHeader(file string, kvs []string) (out []wire.HeaderField, dropped []string, err error) {
 	if file != "" {
-		hd, err := headerTemplate(file, nil)
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("read header file: %w", err)
+		}
+		hd, err := dada.ParseHeader(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("header file %s: %w", file, err)
 		}
 		for _, f := range hd.Fields() {
+			if headerrules.IsReceiverKey(f[0]) {
+				dropped = append(dropped, f[0])
+				continue
+			}
+			if err := headerrules.CheckSetting(f[0], f[1]); err != nil {
+				return nil, nil, fmt.Errorf("header file %s: %w", file, err)
+			}
 			out = append(out, wire.HeaderField{Key: f[0], Value: f[1]})
 		}
 	}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--header %q: want KEY=VALUE", kv)
-		}
-		out = append(out, wire.HeaderField{Key: k, Value: v})
+	settings, err := headerSettings(kvs)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	for _, kv := range settings {
+		out = append(out, wire.HeaderField{Key: kv[0], Value: kv[1]})
+	}
+	return out, dropped, nil
 }
 
 func runSend(cmd *cobra.Command, o *sendOpts) error {
@@ -136,9 +152,12 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, cmp.Or(o.qps, wire.MaxQPs)); err != nil { // auto is resolved once the device and the queue pairs are known
 		return err
 	}
-	hdr, err := senderHeader(o.headerFile, o.headers)
+	hdr, dropped, err := senderHeader(o.headerFile, o.headers)
 	if err != nil {
 		return err
+	}
+	if len(dropped) > 0 {
+		log.Info("Not sending the header file's keywords the receiver sets", "file", o.headerFile, "keys", strings.Join(dropped, ","))
 	}
 	cfg := sender.Config{Header: hdr, Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, TxDepth: o.txDepth, PostList: o.postList, AckTimeout: o.ackTimeout, Bytes: o.bytes,
 		Duration: o.duration, RateBytesPerSecond: o.rateGbps * 1e9 / 8, BusyPoll: o.busyPoll, Log: log}

@@ -108,6 +108,7 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	pod, err := r.reconcilePod(ctx, rc)
 	podProblem, problemReason := "", ""
 	var cp *claimProblem
+	var hp *headerProblem // header_check.go
 	switch {
 	case errors.Is(err, ErrPodConflict):
 		podProblem = err.Error() // shown in the status, checked again after conflictRecheck
@@ -116,6 +117,8 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	case errors.As(err, &cp):
 		podProblem, problemReason = cp.msg, cp.reason
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, cp.reason, "CreateClaimTemplate", "%s", cp.msg)
+	case errors.As(err, &hp):
+		podProblem, problemReason = hp.msg, hp.reason
 	case err != nil:
 		return ctrl.Result{}, err
 	}
@@ -126,6 +129,7 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
 	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, ProblemReason: problemReason,
 		Claim: claim, Now: metav1.NewTime(r.now())})
+	setHeaderValid(&status, rc, pod, hp, metav1.NewTime(r.now())) // header_check.go
 	prev := rc.Status.DeepCopy()
 	written, err := r.updateStatus(ctx, rc, status)
 	if err != nil {
@@ -191,6 +195,9 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 }
 
 func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.RingCapture) (*corev1.Pod, error) {
+	if err := r.admitHeader(ctx, rc); err != nil { // header_check.go
+		return nil, err
+	}
 	if err := r.ensureClaimTemplate(ctx, rc); err != nil {
 		return nil, err
 	}

@@ -6,17 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
-
-// Keywords the receiver sets in every observation's header. A value for one
-// of them from the template or the sender is replaced: the ring and the
-// receiver know them, nobody else does.
-var ringOwnedKeys = map[string]bool{
-	"HDR_SIZE": true, "OBS_OFFSET": true,
-	"RINGCAP_MODE": true, "RINGCAP_QPS": true, "RINGCAP_OBSERVATION": true, "RINGCAP_UTC_START_SOURCE": true,
-}
 
 // Where UTC_START came from (RINGCAP_UTC_START_SOURCE).
 const (
@@ -38,7 +31,9 @@ func (e *HeaderError) Error() string { return e.Msg }
 // ObservationHeaders builds each observation's header. Precedence, lowest
 // first: the receiver's template (--header-file, then --header), then the
 // sender's keywords (ringcap send --header-file, then --header), then the
-// keywords the receiver owns (HDR_SIZE, OBS_OFFSET, RINGCAP_*). UTC_START is
+// keywords the receiver owns (HDR_SIZE, OBS_OFFSET, RINGCAP_*). A sender
+// that sends one of those, TRANSFER_SIZE, or a keyword headerrules.CheckSetting
+// refuses otherwise, is refused with the reason. UTC_START is
 // the sender's when it sends one; else, for the first observation only, the
 // template's; else when the first byte landed (the receiver writes the header
 // then, before the observation's first block).
@@ -66,16 +61,13 @@ func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Tim
 		return nil, &HeaderError{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), wire.MaxHeaderFields)}
 	}
 	for _, f := range sender {
-		if ringOwnedKeys[f.Key] {
-			continue
+		if err := headerrules.CheckSetting(f.Key, f.Value); err != nil {
+			return nil, &HeaderError{fmt.Sprintf("sender's header keywords: %v", err)}
 		}
 		if err := hd.Set(f.Key, f.Value); err != nil {
 			return nil, &HeaderError{fmt.Sprintf("sender's header keyword %s=%q: %v", f.Key, f.Value, err)}
 		}
 		if f.Key == "UTC_START" {
-			if _, err := time.Parse(dada.UTCStartLayout, f.Value); err != nil {
-				return nil, &HeaderError{fmt.Sprintf("sender's UTC_START %q: want YYYY-MM-DD-hh:mm:ss (UTC)", f.Value)}
-			}
 			source = UTCStartSender
 		}
 	}
@@ -98,6 +90,23 @@ func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Tim
 		return nil, err
 	}
 	return hd, nil
+}
+
+// Check checks the template at the receiver's start: a template
+// headerrules.CheckTemplate refuses, or whose header with the receiver's
+// keywords cannot fit the header block, would fail at the first sender.
+func (b ObservationHeaders) Check() error {
+	hd, err := dada.ParseHeader(b.Template)
+	if err != nil {
+		return fmt.Errorf("header template: %w", err)
+	}
+	if err := headerrules.CheckTemplate(b.Template); err != nil {
+		return fmt.Errorf("header template: %w", err)
+	}
+	if err := headerrules.CheckFits(hd, b.Size); err != nil {
+		return fmt.Errorf("header template: %w", err)
+	}
+	return nil
 }
 
 // statusHeader picks StatusHeaderKeys out of hd.

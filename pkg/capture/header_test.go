@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
@@ -39,8 +41,6 @@ func TestObservationHeadersPrecedence(t *testing.T) {
 			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
 		{"the sender's UTC_START wins", 0, []wire.HeaderField{{Key: "UTC_START", Value: "2026-11-25-09:59:58"}},
 			map[string]string{"UTC_START": "2026-11-25-09:59:58", "RINGCAP_UTC_START_SOURCE": "sender"}},
-		{"ring-owned keywords stay the receiver's", 2, []wire.HeaderField{{Key: "HDR_SIZE", Value: "16384"}, {Key: "OBS_OFFSET", Value: "77"}, {Key: "RINGCAP_OBSERVATION", Value: "9"}, {Key: "RINGCAP_UTC_START_SOURCE", Value: "sender"}},
-			map[string]string{"HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "2", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
 	}
 	for _, c := range cases {
 		hd, err := b.Build(c.n, c.sender, now)
@@ -70,10 +70,15 @@ func TestObservationHeadersRefusals(t *testing.T) {
 		want   string
 	}{
 		{"a key with a space", []wire.HeaderField{{Key: "BAD KEY", Value: "1"}}, `BAD KEY`},
-		{"a value of two words", []wire.HeaderField{{Key: "SOURCE", Value: "two words"}}, `SOURCE="two words"`},
+		{"a value of two words", []wire.HeaderField{{Key: "SOURCE", Value: "two words"}}, `SOURCE, value "two words"`},
 		{"a malformed UTC_START", []wire.HeaderField{{Key: "UTC_START", Value: "yesterday"}}, `UTC_START "yesterday"`},
 		{"a header that no longer fits", many, "more than the 4096-byte header block"},
 		{"too many keywords", make([]wire.HeaderField, wire.MaxHeaderFields+1), "at most 256"},
+		{"HDR_SIZE", []wire.HeaderField{{Key: "HDR_SIZE", Value: "16384"}}, "keyword HDR_SIZE: set by the receiver"},
+		{"OBS_OFFSET", []wire.HeaderField{{Key: "OBS_OFFSET", Value: "77"}}, "keyword OBS_OFFSET: set by the receiver"},
+		{"a RINGCAP_ keyword", []wire.HeaderField{{Key: "RINGCAP_OBSERVATION", Value: "9"}}, "keyword RINGCAP_OBSERVATION: set by the receiver"},
+		{"TRANSFER_SIZE", []wire.HeaderField{{Key: "TRANSFER_SIZE", Value: "1048576"}}, "keyword TRANSFER_SIZE: forbidden"},
+		{"an empty value", []wire.HeaderField{{Key: "OBSERVER", Value: ""}}, `OBSERVER, value ""`},
 	}
 	for _, c := range cases {
 		_, err := b.Build(0, c.sender, time.Now())
@@ -97,7 +102,8 @@ func TestObservationHeadersRefusals(t *testing.T) {
 func TestSenderHeaderKeywords(t *testing.T) {
 	const nbufs, bufsz, msg = 4, 8192, 2048
 	h := testRing(t, nbufs, bufsz)
-	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2,
+	var rxLog testio.Buffer
+	hs := startReceiver(t, h, ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: msg, StopObservations: 2, Log: slog.New(slog.NewTextHandler(&rxLog, nil)),
 		Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\n"), Size: 4096}}, wire.MRWholeRing)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -124,7 +130,14 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	if _, err := send(many); err == nil || !strings.Contains(err.Error(), "more than the 4096-byte header block") {
 		t.Fatalf("an oversize header: %v, want the receiver's refusal", err)
 	}
-	sent := []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "UTC_START", Value: "2026-11-25-01:02:03"}, {Key: "HDR_SIZE", Value: "1"}}
+	// A keyword the receiver sets is refused, not dropped: the sender is told which.
+	if _, err := send([]wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "HDR_SIZE", Value: "1"}}); err == nil || !strings.Contains(err.Error(), "keyword HDR_SIZE: set by the receiver") {
+		t.Fatalf("a sender's HDR_SIZE: %v, want the receiver's refusal naming it", err)
+	}
+	if l := rxLog.String(); !strings.Contains(l, "Rejected sender") || !strings.Contains(l, "keyword HDR_SIZE: set by the receiver") {
+		t.Errorf("the receiver's log does not say it refused the sender's HDR_SIZE:\n%s", l)
+	}
+	sent := []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "UTC_START", Value: "2026-11-25-01:02:03"}}
 	if res, err := send(sent); err != nil || !res.Complete {
 		t.Fatalf("observation 1: %+v %v", res, err)
 	}

@@ -108,7 +108,7 @@ func (c ReceiverConfig) Validate() error {
 	case c.Header.Size < 1:
 		return errors.New("no header block size")
 	}
-	return nil
+	return c.Header.Check()
 }
 
 // Receiver accepts senders one at a time and writes each stream into the

@@ -107,6 +107,12 @@ func Run(ctx context.Context, c Capture) (err error) {
 // serve chooses the endpoint, opens the fabric, becomes the writer and
 // serves senders on the ring h.
 func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Logger) error {
+	// A template that cannot make a header fails now, not at the first sender.
+	hdrs := c.Receiver.Header
+	hdrs.Size = h.Header.BufSize()
+	if err := hdrs.Check(); err != nil {
+		return fmt.Errorf("ring %s: %w", h.Key(), err)
+	}
 	getenv := c.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
