@@ -28,10 +28,40 @@ func runAccepted(st ringcapv1.RingCaptureStatus) bool {
 }
 
 // podLost says whether the run old describes lost its pod: it accepted data and its
-// pod is gone or being deleted (by a user, an eviction or the node lifecycle
-// controller: the operator deletes only pods whose run ended or never accepted data).
+// pod is gone, being deleted (by a user, an eviction or the node lifecycle
+// controller: the operator deletes only pods whose run ended or never accepted data)
+// or ended by a disruption (the kubelet's node-pressure eviction, preemption).
 func podLost(old ringcapv1.RingCaptureStatus, pod *corev1.Pod) bool {
-	return runAccepted(old) && (pod == nil || pod.DeletionTimestamp != nil)
+	return runAccepted(old) && (pod == nil || pod.DeletionTimestamp != nil || disrupted(pod))
+}
+
+// disrupted says whether pod ended because Kubernetes stopped it (an eviction by the
+// kubelet, preemption, the taint manager), not because its containers ended.
+func disrupted(pod *corev1.Pod) bool {
+	if pod == nil || pod.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	c := podCondition(pod, corev1.DisruptionTarget)
+	return (c != nil && c.Status == corev1.ConditionTrue) || pod.Status.Reason == "Evicted"
+}
+
+// replacing is pod as the status sees it once its run is recorded as interrupted: on
+// its way out (a disrupted pod that ended is deleted by the next reconcile), so that
+// its end is not judged as the new run's failure.
+func replacing(pod *corev1.Pod, now metav1.Time) *corev1.Pod {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return pod
+	}
+	p := pod.DeepCopy()
+	p.DeletionTimestamp = &now
+	return p
+}
+
+// replaceDisrupted says whether pod ended by a disruption and the status holds no run
+// of it worth keeping (the interrupted run is recorded, or it never accepted data): the
+// pod goes, and a new one starts.
+func replaceDisrupted(st ringcapv1.RingCaptureStatus, pod *corev1.Pod) bool {
+	return disrupted(pod) && pod.DeletionTimestamp == nil && !isTerminal(st.Phase) && !runAccepted(st)
 }
 
 // lossCause says how pod was lost, from what Kubernetes left on it: the
@@ -45,7 +75,7 @@ func lossCause(name string, pod *corev1.Pod) string {
 		return fmt.Sprintf("capture pod %s was evicted (%s%s)", pod.Name, c.Reason, msgSuffix(c.Message))
 	}
 	if pod.Status.Reason != "" {
-		return fmt.Sprintf("capture pod %s is being deleted (%s%s)", pod.Name, pod.Status.Reason, msgSuffix(pod.Status.Message))
+		return fmt.Sprintf("capture pod %s was lost (%s%s)", pod.Name, pod.Status.Reason, msgSuffix(pod.Status.Message))
 	}
 	return fmt.Sprintf("capture pod %s was deleted", pod.Name)
 }

@@ -227,6 +227,31 @@ func TestPodDeletedMidRunRestarts(t *testing.T) {
 	}
 }
 
+// The kubelet's node-pressure eviction ends the pod (Failed, reason Evicted, a
+// DisruptionTarget condition) rather than deleting it: with interruptionPolicy Restart
+// the run is recorded as interrupted, not failed, and the operator deletes the evicted
+// pod to start another.
+func TestKubeletEvictionRestarts(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t, "pressure")
+	newCapture(t, ns, "obs", nil)
+	pod := receivingPod(t, ns, "obs")
+	updatePodStatus(t, pod, func(p *corev1.Pod) {
+		p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "TerminationByKubelet", Message: "The node was low on resource: memory."})
+	})
+	next := waitNewPod(t, pod)
+	rc := getCapture(t, ns, "obs")
+	if rc.Status.Phase == ringcapv1.PhaseFailed || rc.Status.Restarts != 1 || rc.Status.LastRun == nil ||
+		!strings.Contains(rc.Status.LastRun.Message, "evicted (TerminationByKubelet") {
+		t.Errorf("after the eviction: phase %s restarts %d lastRun %+v; want a restart with the interrupted run", rc.Status.Phase, rc.Status.Restarts, rc.Status.LastRun)
+	}
+	if next.Annotations[controller.AnnotationGeneration] != pod.Annotations[controller.AnnotationGeneration] {
+		t.Errorf("the new pod runs generation %s, want the same spec's %s", next.Annotations[controller.AnnotationGeneration], pod.Annotations[controller.AnnotationGeneration])
+	}
+}
+
 // waitNewPod waits for the capture pod that replaces old.
 func waitNewPod(t *testing.T, old *corev1.Pod) *corev1.Pod {
 	t.Helper()

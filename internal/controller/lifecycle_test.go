@@ -35,6 +35,12 @@ func evicted(p *corev1.Pod) {
 		Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"})
 }
 
+func kubeletEvicted(p *corev1.Pod) {
+	p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: "TerminationByKubelet", Message: "The node was low on resource: memory."})
+}
+
 // A run that loses its pod after it accepted data is interrupted: recorded and
 // restarted, or failed, as spec.interruptionPolicy says. A pod lost before any data
 // is simply replaced.
@@ -56,6 +62,11 @@ func TestComputeStatusPodLost(t *testing.T) {
 			restarts: 1, lastRun: "capture pod c-capture was deleted while Receiving, after receiving 8.00 MiB in 2 observations; a new pod starts (restart 1)"},
 		{name: "evicted (kubectl drain)", old: receivingStatus, pod: testPod(chain(running, evicted)),
 			phase: ringcapv1.PhasePending, restarts: 1, lastRun: "capture pod c-capture was evicted (EvictionByEvictionAPI: Eviction API: evicting) while Receiving"},
+		{name: "evicted by the kubelet (node pressure): restarted, not failed", old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
+			phase: ringcapv1.PhasePending, conds: map[string]string{"Scheduled": "False/PodDeleting", "Failed": "False/NotFailed"},
+			restarts: 1, lastRun: "capture pod c-capture was evicted (TerminationByKubelet: The node was low on resource: memory.) while Receiving"},
+		{name: "evicted by the kubelet, policy Fail", policy: ringcapv1.InterruptionFail, old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
+			phase: ringcapv1.PhaseFailed, bytes: 8 << 20, conds: map[string]string{"Failed": "True/RunInterrupted"}},
 		{name: "gone before the operator saw its deletion", old: receivingStatus,
 			phase: ringcapv1.PhasePending, conds: map[string]string{"Scheduled": "False/PodNotCreated"},
 			restarts: 1, lastRun: "capture pod c-capture is gone (deleted) while Receiving"},
@@ -102,7 +113,7 @@ func TestComputeStatusPodLost(t *testing.T) {
 				t.Errorf("lastRun %+v, want the interrupted run of generation 3: Receiving, RunInterrupted, 8 MiB, 2 observations, ended %s", st.LastRun, later)
 			}
 			if tc.policy == ringcapv1.InterruptionFail {
-				if c := findCond(st, ringcapv1.ConditionFailed); !strings.Contains(c.Message, "was deleted while Receiving, after receiving 8.00 MiB in 2 observations") {
+				if c := findCond(st, ringcapv1.ConditionFailed); !strings.Contains(c.Message, "while Receiving, after receiving 8.00 MiB in 2 observations") {
 					t.Errorf("Failed message %q does not say what was lost", c.Message)
 				}
 			}
@@ -262,5 +273,28 @@ func TestReachability(t *testing.T) {
 			checkCondition(t, st.Conditions, ringcapv1.ConditionReady, tc.ready)
 			checkCondition(t, st.Conditions, ringcapv1.ConditionReceiverReady, tc.receiver)
 		})
+	}
+}
+
+// Which pods that ended by a disruption the operator deletes to start another: those
+// whose run the status no longer holds (recorded as interrupted, or without data).
+func TestReplaceDisrupted(t *testing.T) {
+	pending := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhasePending, Restarts: 1}
+	for _, tc := range []struct {
+		name string
+		st   ringcapv1.RingCaptureStatus
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"evicted, its run recorded", pending, testPod(chain(running, kubeletEvicted)), true},
+		{"evicted before any data", ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseListening}, testPod(chain(running, kubeletEvicted)), true},
+		{"evicted, its run not recorded yet", ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseReceiving, BytesReceived: 1}, testPod(chain(running, kubeletEvicted)), false},
+		{"evicted, the capture failed (policy Fail): kept for its logs", ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseFailed}, testPod(chain(running, kubeletEvicted)), false},
+		{"failed by its own containers", pending, testPod(chain(running, terminated("receiver", 1, ""), func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })), false},
+		{"running", pending, testPod(running), false},
+	} {
+		if got := replaceDisrupted(tc.st, tc.pod); got != tc.want {
+			t.Errorf("%s: replaceDisrupted = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,6 +179,10 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation && runRecorded(rc.Status, pod) {
 			return r.replacePod(ctx, rc, pod)
 		}
+		if replaceDisrupted(rc.Status, pod) {
+			return r.deleteOutdated(ctx, rc, pod, fmt.Sprintf("Pod %s ended by a disruption (%s); a new pod starts",
+				pod.Name, strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message)))
+		}
 		// A pod of an older generation that has accepted no data has nothing to lose:
 		// the change applies at once.
 		if unstartedPod(rc, pod) && r.receiverIdle(ctx, rc, pod) {
@@ -277,9 +282,9 @@ func (r *RingCaptureReconciler) receiverIdle(ctx context.Context, rc *ringcapv1.
 	return err == nil && idle(rs)
 }
 
-// deleteOutdated deletes pod, built from an older spec, with note as the event, and
-// returns it as being deleted: the next reconcile (on the pod's deletion) creates its
-// successor.
+// deleteOutdated deletes pod (built from an older spec, or ended by a disruption) with
+// note as the event, and returns it as being deleted: the next reconcile (on the pod's
+// deletion) creates its successor.
 func (r *RingCaptureReconciler) deleteOutdated(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod, note string) (*corev1.Pod, error) {
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("delete outdated pod %s: %w", pod.Name, err)

@@ -65,6 +65,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	lost := podLost(old, in.Pod)
 	if lost && interruptionPolicy(rc) == ringcapv1.InterruptionRestart {
 		old, lost = restartedRun(old, in.Pod, in.Now), false
+		in.Pod = replacing(in.Pod, in.Now)
 	}
 	st := *old.DeepCopy()
 	st.ObservedGeneration = rc.Generation
