@@ -22,6 +22,14 @@ import (
 // Issue 51 items 3, 4 and 5: a capture's status through the lifecycles the happy path
 // does not plan for.
 
+// drainReader makes the capture's one reader read every observation of ring key to
+// /dev/null, waiting up to 10 minutes for the ring and each header (the sample's reader
+// reads ring dada once).
+func drainReader(u *unstructured.Unstructured, key string) {
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+		"name": "drain", "args": []any{"ring", "read", "-k", key, "--wait", "600s", "-o", "/dev/null"}}}, "spec", "readers")
+}
+
 // stepRefusedPod is item 4: a pod the API server refuses (its PriorityClass does not
 // exist) leaves a status with the API server's message, and the capture starts by
 // itself once the PriorityClass exists.
@@ -29,6 +37,7 @@ func stepRefusedPod(t *testing.T) {
 	ctx := context.Background()
 	const class = "ringcap-e2e-late"
 	newCapture(t, "refused", "5ef", func(u *unstructured.Unstructured) {
+		drainReader(u, "5ef")
 		_ = unstructured.SetNestedField(u.Object, class, "spec", "priorityClassName")
 	})
 	u := waitCapture(t, "refused", 2*time.Minute, "PodRefused", func(u *unstructured.Unstructured) bool {
@@ -56,6 +65,7 @@ func stepRefusedPod(t *testing.T) {
 func stepEditUnstarted(t *testing.T) {
 	ctx := context.Background()
 	newCapture(t, "typo", "7e0", func(u *unstructured.Unstructured) {
+		drainReader(u, "7e0")
 		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"ringcap.io/rocev2": "typo"}, "spec", "nodeSelector")
 	})
 	waitCapture(t, "typo", 2*time.Minute, "Unschedulable", func(u *unstructured.Unstructured) bool {
@@ -82,14 +92,15 @@ func stepEditUnstarted(t *testing.T) {
 // capture fails and its pod is stopped, which releases the RDMA unit.
 func stepStartDeadline(t *testing.T) {
 	newCapture(t, "nopull", "9u1", func(u *unstructured.Unstructured) {
+		drainReader(u, "9u1")
 		_ = unstructured.SetNestedField(u.Object, "registry.invalid/ringcap:typo", "spec", "images", "receiver")
-		_ = unstructured.SetNestedField(u.Object, int64(45), "spec", "startDeadlineSeconds")
+		_ = unstructured.SetNestedField(u.Object, int64(90), "spec", "startDeadlineSeconds")
 	})
-	u := waitCapture(t, "nopull", 2*time.Minute, "the pull error reported", func(u *unstructured.Unstructured) bool {
+	u := waitCapture(t, "nopull", 90*time.Second, "the pull error reported", func(u *unstructured.Unstructured) bool {
 		_, reason, _ := condition(u, "Ready")
-		return reason == "ContainerWaiting" || str(u, "status", "phase") == "Failed"
+		return reason == "ContainerWaiting"
 	})
-	if _, reason, msg := condition(u, "Ready"); reason == "ContainerWaiting" && !strings.Contains(msg, "registry.invalid/ringcap:typo") {
+	if _, _, msg := condition(u, "Ready"); !strings.Contains(msg, "registry.invalid/ringcap:typo") {
 		t.Errorf("Ready message %q does not name the image", msg)
 	}
 	u = waitCapture(t, "nopull", 3*time.Minute, "Failed", func(u *unstructured.Unstructured) bool { return str(u, "status", "phase") == "Failed" })
@@ -109,8 +120,7 @@ func streamingCapture(t *testing.T, name, key, policy string) string {
 	newCapture(t, name, key, func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedMap(u.Object, map[string]any{"after": "Never"}, "spec", "receiver", "stop")
 		_ = unstructured.SetNestedField(u.Object, policy, "spec", "interruptionPolicy")
-		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
-			"name": "drain", "args": []any{"ring", "read", "-k", key, "--wait", "600s", "-o", "/dev/null"}}}, "spec", "readers")
+		drainReader(u, key)
 	})
 	u := waitCapture(t, name, 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
@@ -181,6 +191,7 @@ func stepPodEvicted(t *testing.T) {
 func stepNodeNotReady(t *testing.T) {
 	ctx := context.Background()
 	newCapture(t, "nodegone", "a0d", func(u *unstructured.Unstructured) {
+		drainReader(u, "a0d")
 		_ = unstructured.SetNestedMap(u.Object, map[string]any{"after": "Never"}, "spec", "receiver", "stop")
 	})
 	waitCapture(t, "nodegone", 3*time.Minute, "Ready", func(u *unstructured.Unstructured) bool {
