@@ -91,8 +91,8 @@ func stepEditUnstarted(t *testing.T) {
 // named in the status with the pull error, and past spec.startDeadlineSeconds the
 // capture fails and its pod is stopped, which releases the RDMA unit.
 func stepStartDeadline(t *testing.T) {
-	newCapture(t, "nopull", "9u1", func(u *unstructured.Unstructured) {
-		drainReader(u, "9u1")
+	newCapture(t, "nopull", "901", func(u *unstructured.Unstructured) {
+		drainReader(u, "901")
 		_ = unstructured.SetNestedField(u.Object, "registry.invalid/ringcap:typo", "spec", "images", "receiver")
 		_ = unstructured.SetNestedField(u.Object, int64(90), "spec", "startDeadlineSeconds")
 	})
