@@ -298,3 +298,14 @@ func TestReplaceDisrupted(t *testing.T) {
 		}
 	}
 }
+
+// status.restarts counts the capture's restarts: a new run (a spec change) keeps it.
+func TestRestartsSurviveANewRun(t *testing.T) {
+	rc := defaulted("c")
+	rc.Generation = 4
+	rc.Status = ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseSucceeded, Restarts: 2, Running: &ringcapv1.RunningStatus{Generation: 3}}
+	st := ComputeStatus(rc, Observed{Pod: testPodOf(4, nil, nil), Now: t0})
+	if st.Restarts != 2 || st.LastRun == nil || st.LastRun.Phase != ringcapv1.PhaseSucceeded {
+		t.Errorf("new run: restarts %d lastRun %+v; want 2 and the finished run", st.Restarts, st.LastRun)
+	}
+}
