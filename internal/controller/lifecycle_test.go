@@ -51,6 +51,7 @@ func TestComputeStatusPodLost(t *testing.T) {
 		policy   ringcapv1.InterruptionPolicy
 		old      func(t *testing.T) ringcapv1.RingCaptureStatus
 		pod      *corev1.Pod
+		recv     *statusdoc.Status // the last /status read the operator kept
 		phase    ringcapv1.RingCapturePhase
 		conds    map[string]string
 		bytes    int64
@@ -63,6 +64,7 @@ func TestComputeStatusPodLost(t *testing.T) {
 		{name: "evicted (kubectl drain)", old: receivingStatus, pod: testPod(chain(running, evicted)),
 			phase: ringcapv1.PhasePending, restarts: 1, lastRun: "capture pod c-capture was evicted (EvictionByEvictionAPI: Eviction API: evicting) while Receiving"},
 		{name: "evicted by the kubelet (node pressure): restarted, not failed", old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
+			recv: recvStatus(statusdoc.StateReceiving, 8<<20),
 			phase: ringcapv1.PhasePending, conds: map[string]string{"Scheduled": "False/PodDeleting", "Failed": "False/NotFailed"},
 			restarts: 1, lastRun: "capture pod c-capture was evicted (TerminationByKubelet: The node was low on resource: memory.) while Receiving"},
 		{name: "evicted by the kubelet, policy Fail", policy: ringcapv1.InterruptionFail, old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
@@ -92,7 +94,7 @@ func TestComputeStatusPodLost(t *testing.T) {
 			rc := defaulted("c")
 			rc.Generation, rc.Spec.InterruptionPolicy = 3, tc.policy
 			rc.Status = tc.old(t)
-			st := ComputeStatus(rc, Observed{Pod: tc.pod, Now: later})
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, Now: later})
 			if st.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
 			}

@@ -114,10 +114,11 @@ func judgeRun(in Observed) (verdict, *statusdoc.Status) {
 		}
 	}
 	rs := in.Receiver
-	if rs == nil && (in.Pod == nil || in.Pod.DeletionTimestamp == nil) {
-		// The receiver's final numbers, once it exited (not those of a pod being
-		// deleted: its run is over, and recorded as such).
-		rs = terminationSummary(in.Pod)
+	switch {
+	case in.Pod != nil && in.Pod.DeletionTimestamp != nil:
+		rs = nil // a pod on its way out: its run is over, and recorded as such
+	case rs == nil:
+		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
 	}
 	if rs != nil && !v.failed && rs.State == statusdoc.StateFailed {
 		v.failed, v.failReason, v.failMsg = true, ringcapv1.ReasonReceiverFailed, "receiver failed: "+rs.Message
