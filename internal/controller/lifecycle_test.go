@@ -64,7 +64,7 @@ func TestComputeStatusPodLost(t *testing.T) {
 		{name: "evicted (kubectl drain)", old: receivingStatus, pod: testPod(chain(running, evicted)),
 			phase: ringcapv1.PhasePending, restarts: 1, lastRun: "capture pod c-capture was evicted (EvictionByEvictionAPI: Eviction API: evicting) while Receiving"},
 		{name: "evicted by the kubelet (node pressure): restarted, not failed", old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
-			recv: recvStatus(statusdoc.StateReceiving, 8<<20),
+			recv:  recvStatus(statusdoc.StateReceiving, 8<<20),
 			phase: ringcapv1.PhasePending, conds: map[string]string{"Scheduled": "False/PodDeleting", "Failed": "False/NotFailed"},
 			restarts: 1, lastRun: "capture pod c-capture was evicted (TerminationByKubelet: The node was low on resource: memory.) while Receiving"},
 		{name: "evicted by the kubelet, policy Fail", policy: ringcapv1.InterruptionFail, old: receivingStatus, pod: testPod(chain(running, kubeletEvicted)),
