@@ -7,9 +7,13 @@ const (
 	ReasonPodNotCreated   = "PodNotCreated"
 	ReasonPodNameConflict = "PodNameConflict"
 	ReasonPodDeleting     = "PodDeleting"
-	ReasonPodPending      = "PodPending"
-	ReasonUnschedulable   = "Unschedulable"
-	ReasonScheduled       = "Scheduled"
+	// ReasonPodRefused: the API server refused to create the capture pod (admission:
+	// a missing PriorityClass, Pod Security, a ResourceQuota; or validation); the
+	// message is the API server's. The operator tries again with back-off.
+	ReasonPodRefused    = "PodRefused"
+	ReasonPodPending    = "PodPending"
+	ReasonUnschedulable = "Unschedulable"
+	ReasonScheduled     = "Scheduled"
 	// The receiver's device through a DRA claim (receiver.deviceClassName or
 	// receiver.resourceClaimTemplateName).
 	ReasonClaimTemplateConflict = "ClaimTemplateConflict"
@@ -42,14 +46,27 @@ const (
 	ReasonReceiverFailed = "ReceiverFailed"
 	ReasonReaderFailed   = "ReaderFailed"
 	ReasonPodFailed      = "PodFailed"
+	// ReasonStartDeadlineExceeded: the receiver did not listen within
+	// spec.startDeadlineSeconds of the pod's scheduling.
+	ReasonStartDeadlineExceeded = "StartDeadlineExceeded"
+	// ReasonRunInterrupted: the pod was deleted, evicted or lost with its node after
+	// it accepted data (Failed with interruptionPolicy Fail; also status.lastRun's
+	// reason and a Warning event).
+	ReasonRunInterrupted = "RunInterrupted"
 	ReasonNotFailed      = "NotFailed"
 
 	// Ready (besides the Scheduled reasons while the pod is not scheduled).
 	ReasonReceiverReady    = "ReceiverReady"
 	ReasonContainerWaiting = "ContainerWaiting"
-	ReasonReadersDraining  = "ReadersDraining"
-	ReasonSucceeded        = "Succeeded"
-	ReasonFailed           = "Failed" // also Receiving while the capture has failed
+	// ReasonNodeNotReady: the pod's node stopped reporting (the node lifecycle
+	// controller marked the pod not ready); the receiver's last numbers may be stale.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonReceiverUnreachable (ReceiverReady Unknown, and Ready): /status has not
+	// answered for several poll intervals; the numbers shown are the last it gave.
+	ReasonReceiverUnreachable = "ReceiverUnreachable"
+	ReasonReadersDraining     = "ReadersDraining"
+	ReasonSucceeded           = "Succeeded"
+	ReasonFailed              = "Failed" // also Receiving while the capture has failed
 
 	// ChangePending.
 	ReasonSpecChangePending = "SpecChangePending"

@@ -35,8 +35,8 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.observation.source`,priority=1,description="SOURCE of the current (or last) observation's header"
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.running.transport`,priority=1,description="The transport the receiver runs: Verbs or OFI (status.running.transport; the provider is status.running.ofiProvider)"
 // +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.ring",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || (has(oldSelf.status.phase) && oldSelf.status.phase in ['Succeeded', 'Failed']) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod runs (until the capture is Succeeded or Failed)",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || !has(oldSelf.status.phase) || oldSelf.status.phase in ['Succeeded', 'Failed'] || !(oldSelf.status.phase == 'Receiving' || (has(oldSelf.status.bytesReceived) && oldSelf.status.bytesReceived > 0) || (has(oldSelf.status.observations) && oldSelf.status.observations > 0)) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod holds data (it has received data and the capture is not Succeeded or Failed); a pod that has received nothing is replaced at once by a spec change",fieldPath=".spec.ring",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || !has(oldSelf.status.phase) || oldSelf.status.phase in ['Succeeded', 'Failed'] || !(oldSelf.status.phase == 'Receiving' || (has(oldSelf.status.bytesReceived) && oldSelf.status.bytesReceived > 0) || (has(oldSelf.status.observations) && oldSelf.status.observations > 0)) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod holds data (it has received data and the capture is not Succeeded or Failed); a pod that has received nothing is replaced at once by a spec change",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
 type RingCapture struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -107,7 +107,43 @@ type RingCaptureSpec struct {
 	// +kubebuilder:default={mode: Pod}
 	// +optional
 	Network NetworkSpec `json:"network,omitempty"`
+
+	// startDeadlineSeconds is how long the capture pod may take, from its scheduling
+	// on a node (when it takes the node's RDMA unit) until its receiver listens: image
+	// pulls, container start, ring creation. After that the capture fails with reason
+	// StartDeadlineExceeded and its pod is stopped, which releases the unit. Waiting
+	// for a node does not count (an unscheduled pod holds no unit).
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	StartDeadlineSeconds *int32 `json:"startDeadlineSeconds,omitempty"`
+
+	// interruptionPolicy is what the operator does when a run is interrupted: its pod
+	// deleted (kubectl delete pod), evicted (kubectl drain, a node's taint) or lost
+	// with its node after the receiver accepted data. Restart (the default) records
+	// the interrupted run in status.lastRun, counts it in status.restarts and starts a
+	// new pod of the same spec; Fail fails the capture with reason RunInterrupted
+	// (a new pod starts only when the spec changes). A pod lost before it received
+	// data is replaced in either case: nothing was lost.
+	// +kubebuilder:default=Restart
+	// +optional
+	InterruptionPolicy InterruptionPolicy `json:"interruptionPolicy,omitempty"`
 }
+
+// InterruptionPolicy is what happens to a capture whose pod is lost mid-run.
+// +kubebuilder:validation:Enum=Restart;Fail
+type InterruptionPolicy string
+
+const (
+	// InterruptionRestart records the interrupted run and starts a new pod.
+	InterruptionRestart InterruptionPolicy = "Restart"
+	// InterruptionFail fails the capture.
+	InterruptionFail InterruptionPolicy = "Fail"
+)
+
+// DefaultStartDeadlineSeconds is spec.startDeadlineSeconds when it is not set.
+const DefaultStartDeadlineSeconds = 600
 
 // RingSpec is the geometry of a PSRDADA ring (as dada_db's flags) and its header.
 //
@@ -675,9 +711,16 @@ type RingCaptureStatus struct {
 	// +optional
 	Running *RunningStatus `json:"running,omitempty"`
 
-	// lastRun summarises the previous run, recorded when a spec change started a new one.
+	// lastRun summarises the previous run, recorded when a spec change started a new one
+	// or when the run was interrupted (its pod deleted, evicted or lost with its node:
+	// reason RunInterrupted) and a new pod started.
 	// +optional
 	LastRun *RunSummary `json:"lastRun,omitempty"`
+
+	// restarts is how many times the operator started a new pod after a run was
+	// interrupted (spec.interruptionPolicy Restart); the last one is in lastRun.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
 }
 
 // ObservationHeaderStatus holds the main keywords of an observation's PSRDADA header.
@@ -774,13 +817,16 @@ type RunSummary struct {
 	// generation is the RingCapture generation the run was built from.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
-	// phase is how the run ended: Succeeded or Failed.
+	// phase is how the run ended: Succeeded or Failed; for an interrupted run (reason
+	// RunInterrupted), the phase it was in when its pod was lost.
 	// +optional
 	Phase RingCapturePhase `json:"phase,omitempty"`
-	// reason is the Failed condition's reason when the run failed.
+	// reason is the Failed condition's reason when the run failed, RunInterrupted when
+	// its pod was lost mid-run.
 	// +optional
 	Reason string `json:"reason,omitempty"`
-	// message says how the run ended (the failing container's message when it failed).
+	// message says how the run ended (the failing container's message when it failed;
+	// why and how its pod was lost when it was interrupted).
 	// +optional
 	Message string `json:"message,omitempty"`
 	// bytesReceived is the number of bytes the run wrote into the ring.

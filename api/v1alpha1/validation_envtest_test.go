@@ -332,8 +332,9 @@ func TestSamplesAccepted(t *testing.T) {
 	}
 }
 
-// Ring geometry and the transfer mode cannot change while the capture pod runs; other
-// fields can, and everything can once the capture finished.
+// Ring geometry and the transfer mode cannot change while the capture pod holds data
+// (it received some, and the capture has not finished); other fields can, and
+// everything can before the pod accepted data and once the capture finished.
 func TestImmutableWhilePodRuns(t *testing.T) {
 	ctx := context.Background()
 	obj := object(t, "immutable", `{readers: [{name: a}]}`)
@@ -341,13 +342,13 @@ func TestImmutableWhilePodRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(obj)
-	setPhase := func(phase ringcapv1.RingCapturePhase) {
+	setPhaseBytes := func(phase ringcapv1.RingCapturePhase, bytes int64) {
 		t.Helper()
 		var rc ringcapv1.RingCapture
 		if err := env.Client.Get(ctx, key, &rc); err != nil {
 			t.Fatal(err)
 		}
-		rc.Status.Pod, rc.Status.Phase = "immutable-capture", phase
+		rc.Status.Pod, rc.Status.Phase, rc.Status.BytesReceived = "immutable-capture", phase, bytes
 		if err := env.Client.Status().Update(ctx, &rc); err != nil {
 			t.Fatalf("status update to %s: %v", phase, err)
 		}
@@ -360,14 +361,34 @@ func TestImmutableWhilePodRuns(t *testing.T) {
 		mod(&rc)
 		return env.Client.Update(ctx, &rc)
 	}
+	setPhase := func(phase ringcapv1.RingCapturePhase) { t.Helper(); setPhaseBytes(phase, 0) }
 	// Before a pod exists: geometry may change.
 	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 6 }); err != nil {
 		t.Fatalf("change geometry before the pod exists: %v", err)
 	}
-	setPhase(ringcapv1.PhaseReceiving)
+	// A pod that has accepted no data (unschedulable, starting, listening for its first
+	// sender) is replaced at once by a change: geometry and mode may change.
+	for _, phase := range []ringcapv1.RingCapturePhase{ringcapv1.PhasePending, ringcapv1.PhaseScheduled, ringcapv1.PhaseListening} {
+		setPhase(phase)
+		if err := update(func(rc *ringcapv1.RingCapture) {
+			rc.Spec.Ring.Blocks++
+			rc.Spec.Receiver.Mode = ringcapv1.TransferModeWrite
+		}); err != nil {
+			t.Errorf("change geometry and mode while %s without data: %v", phase, err)
+		}
+		if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Receiver.Mode = ringcapv1.TransferModeSend }); err != nil {
+			t.Errorf("change mode back while %s without data: %v", phase, err)
+		}
+	}
 	// The error names the immutable field as its path (not <nil>): "spec.ring: Forbidden: ...".
-	ringImmutable := "spec.ring: Forbidden: spec.ring is immutable while the capture pod runs"
-	modeImmutable := "spec.receiver.mode: Forbidden: spec.receiver.mode is immutable while the capture pod runs"
+	ringImmutable := "spec.ring: Forbidden: spec.ring is immutable while the capture pod holds data"
+	modeImmutable := "spec.receiver.mode: Forbidden: spec.receiver.mode is immutable while the capture pod holds data"
+	// Listening between observations: the pod holds data.
+	setPhaseBytes(ringcapv1.PhaseListening, 1<<20)
+	if err := update(func(rc *ringcapv1.RingCapture) { rc.Spec.Ring.Blocks = 8 }); err == nil || !strings.Contains(err.Error(), ringImmutable) {
+		t.Errorf("changing geometry while Listening after 1 MiB: want %q, got %v", ringImmutable, err)
+	}
+	setPhase(ringcapv1.PhaseReceiving)
 	for _, tc := range []struct {
 		name string
 		mod  func(rc *ringcapv1.RingCapture)

@@ -158,15 +158,15 @@ func TestReceiverStatusPolledFastWhileStarting(t *testing.T) {
 		t.Fatalf("a listening receiver was read again after %v (%d reads), want every %v", startupPollInterval, f.calls, statusPollInterval)
 	}
 	listening := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseListening}
-	if d := r.requeueAfter(pod, listening); d != statusPollInterval {
+	if d := r.requeueAfter(rc, pod, listening); d != statusPollInterval {
 		t.Errorf("requeue of a listening capture after %v, want %v", d, statusPollInterval)
 	}
 	scheduled := ringcapv1.RingCaptureStatus{Phase: ringcapv1.PhaseScheduled}
-	if d := r.requeueAfter(pod, scheduled); d != startupPollInterval {
+	if d := r.requeueAfter(rc, pod, scheduled); d != startupPollInterval {
 		t.Errorf("requeue of a capture whose receiver is starting after %v, want %v", d, startupPollInterval)
 	}
 	now = now.Add(startupPollFor) // a receiver that never starts is not read fast forever
-	if d := r.requeueAfter(pod, scheduled); d != statusPollInterval {
+	if d := r.requeueAfter(rc, pod, scheduled); d != statusPollInterval {
 		t.Errorf("requeue %v after the pod started, want %v", startupPollFor, statusPollInterval)
 	}
 }

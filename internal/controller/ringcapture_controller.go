@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ type RingCaptureReconciler struct {
 type poll struct {
 	podUID types.UID
 	at     time.Time
+	okAt   time.Time // the last read that worked (zero: none yet)
 	status *statusdoc.Status
 	err    string
 }
@@ -119,6 +121,8 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, cp.reason, "CreateClaimTemplate", "%s", cp.msg)
 	case errors.As(err, &hp):
 		podProblem, problemReason = hp.msg, hp.reason
+	case asRefusal(err) != "":
+		podProblem, problemReason = asRefusal(err), ringcapv1.ReasonPodRefused // PodCreateFailed was recorded
 	case err != nil:
 		return ctrl.Result{}, err
 	}
@@ -128,7 +132,8 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	recv, recvErr := r.receiverStatus(ctx, req.NamespacedName, rc, pod)
 	status := ComputeStatus(rc, Observed{Pod: pod, Receiver: recv, ReceiverError: recvErr, PodProblem: podProblem, ProblemReason: problemReason,
-		Claim: claim, Now: metav1.NewTime(r.now())})
+		Claim: claim, ReceiverReadAt: metav1.NewTime(r.lastRead(req.NamespacedName, pod)), StaleAfter: staleReads * r.pollInterval(),
+		Now: metav1.NewTime(r.now())})
 	setHeaderValid(&status, rc, pod, hp, metav1.NewTime(r.now())) // header_check.go
 	prev := rc.Status.DeepCopy()
 	written, err := r.updateStatus(ctx, rc, status)
@@ -150,11 +155,16 @@ func (r *RingCaptureReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	if podProblem != "" {
+	switch {
+	case problemReason == ringcapv1.ReasonPodRefused || problemReason == ringcapv1.ReasonClaimTemplateRefused:
+		// What fixes a refusal is not watched (a PriorityClass, a quota, the namespace's
+		// labels): try again, less often the longer it lasts.
+		return ctrl.Result{RequeueAfter: refusalRetry(status, r.now())}, nil
+	case podProblem != "":
 		// The other pod's changes are not watched (it is not ours): look again later.
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(pod, status)}, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(rc, pod, status)}, nil
 }
 
 // reconcilePod returns the capture pod, creating it when the capture should run and
@@ -173,6 +183,15 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 		if podFinished(pod) && pod.DeletionTimestamp == nil && podGeneration(pod) != rc.Generation && runRecorded(rc.Status, pod) {
 			return r.replacePod(ctx, rc, pod)
 		}
+		if replaceDisrupted(rc.Status, pod) {
+			return r.deleteOutdated(ctx, rc, pod, fmt.Sprintf("Pod %s ended by a disruption (%s); a new pod starts",
+				pod.Name, strings.TrimSpace(pod.Status.Reason+" "+pod.Status.Message)))
+		}
+		// A pod of an older generation that has accepted no data has nothing to lose:
+		// the change applies at once.
+		if unstartedPod(rc, pod) && r.receiverIdle(ctx, rc, pod) {
+			return r.replaceUnstarted(ctx, rc, pod)
+		}
 		return pod, nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get pod %s: %w", key, err)
@@ -189,6 +208,11 @@ func (r *RingCaptureReconciler) reconcilePod(ctx context.Context, rc *ringcapv1.
 	}
 	// A capture that finished with this spec is not run again.
 	if isTerminal(rc.Status.Phase) && lastGeneration(rc.Status) == rc.Generation {
+		return nil, nil
+	}
+	// A run that accepted data lost its pod: the status records the interrupted run
+	// first (and says whether it restarts); the next reconcile acts on it.
+	if runAccepted(rc.Status) {
 		return nil, nil
 	}
 	return r.createPod(ctx, rc)
@@ -220,6 +244,9 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 	}
 	if err != nil {
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodCreateFailed, "CreatePod", "Create pod %s: %v", pod.Name, err)
+		if isRefusal(err) {
+			return nil, &podRefusal{msg: fmt.Sprintf("the API server refused capture pod %s: %v", pod.Name, err)}
+		}
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	podsCreatedTotal.Inc()
@@ -233,12 +260,43 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 // pod's deletion) creates its successor, and the status then starts a new run with the
 // finished one in status.lastRun.
 func (r *RingCaptureReconciler) replacePod(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*corev1.Pod, error) {
+	return r.deleteOutdated(ctx, rc, pod, fmt.Sprintf("The run of generation %d ended (%s, received %s); spec generation %d runs in a new pod",
+		podGeneration(pod), rc.Status.Phase, HumanBytes(rc.Status.BytesReceived), rc.Generation))
+}
+
+// replaceUnstarted deletes a pod of an older generation that has accepted no data, so
+// that a spec change (a nodeSelector typo fixed, a smaller ring) applies at once.
+func (r *RingCaptureReconciler) replaceUnstarted(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod) (*corev1.Pod, error) {
+	state := string(rc.Status.Phase)
+	if c := apimeta.FindStatusCondition(rc.Status.Conditions, ringcapv1.ConditionReady); c != nil && c.Reason != "" {
+		state += ", " + c.Reason
+	}
+	return r.deleteOutdated(ctx, rc, pod, fmt.Sprintf("Pod %s of generation %d had received no data (%s); spec generation %d runs in a new pod at once",
+		pod.Name, podGeneration(pod), state, rc.Generation))
+}
+
+// receiverIdle says whether pod's receiver has accepted no data: it does not run, or
+// its /status, read now, says so (a receiver that does not answer may have data).
+func (r *RingCaptureReconciler) receiverIdle(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod) bool {
+	if !receiverRunning(pod) {
+		return true
+	}
+	port := containerPort(pod, "metrics")
+	if port == 0 {
+		port = rc.Spec.Receiver.MetricsPort
+	}
+	rs, err := r.Fetcher.Fetch(ctx, pod, port)
+	return err == nil && idle(rs)
+}
+
+// deleteOutdated deletes pod (built from an older spec, or ended by a disruption) with
+// note as the event, and returns it as being deleted: the next reconcile (on the pod's
+// deletion) creates its successor.
+func (r *RingCaptureReconciler) deleteOutdated(ctx context.Context, rc *ringcapv1.RingCapture, pod *corev1.Pod, note string) (*corev1.Pod, error) {
 	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("delete outdated pod %s: %w", pod.Name, err)
 	}
-	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ringcapv1.ReasonPodReplaced, "DeletePod",
-		"The run of generation %d ended (%s, received %s); spec generation %d runs in a new pod",
-		podGeneration(pod), rc.Status.Phase, HumanBytes(rc.Status.BytesReceived), rc.Generation)
+	r.Recorder.Eventf(rc, pod, corev1.EventTypeNormal, ringcapv1.ReasonPodReplaced, "DeletePod", "%s", note)
 	r.forget(types.NamespacedName{Namespace: rc.Namespace, Name: rc.Name})
 	gone := pod.DeepCopy()
 	now := metav1.NewTime(r.now())
@@ -319,12 +377,12 @@ func (r *RingCaptureReconciler) receiverStatus(ctx context.Context, key types.Na
 		port = rc.Spec.Receiver.MetricsPort
 	}
 	st, err := r.Fetcher.Fetch(ctx, pod, port)
-	np := poll{podUID: pod.UID, at: now, status: st}
+	np := poll{podUID: pod.UID, at: now, okAt: now, status: st}
 	if err != nil {
 		statusPollsTotal.WithLabelValues("error").Inc()
-		np.err = err.Error()
+		np.err, np.okAt = err.Error(), time.Time{}
 		if ok && p.podUID == pod.UID {
-			np.status = p.status // keep the last good numbers
+			np.status, np.okAt = p.status, p.okAt // keep the last good numbers
 		}
 		log.FromContext(ctx).V(1).Info("Receiver status not available", "pod", pod.Name, "error", err.Error())
 	} else {
@@ -366,6 +424,9 @@ func (r *RingCaptureReconciler) recordTransitions(rc *ringcapv1.RingCapture, pre
 	if c := changed(ringcapv1.ConditionChangePending); c != nil && c.Status == metav1.ConditionTrue {
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeNormal, ringcapv1.ReasonSpecChangePending, "Update", "%s", c.Message)
 	}
+	if msg := interrupted(prev, next); msg != "" {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonRunInterrupted, "Receive", "Run interrupted: %s", msg)
+	}
 	if next.Phase == prev.Phase {
 		return
 	}
@@ -405,13 +466,42 @@ func (r *RingCaptureReconciler) updateStatus(ctx context.Context, rc *ringcapv1.
 	return true, nil
 }
 
-// requeueAfter polls running receivers; everything else is driven by watch events.
-func (r *RingCaptureReconciler) requeueAfter(pod *corev1.Pod, st ringcapv1.RingCaptureStatus) time.Duration {
-	if pod == nil || pod.DeletionTimestamp != nil || isTerminal(st.Phase) || pod.Status.Phase != corev1.PodRunning {
+// requeueAfter polls running receivers and looks again at a starting pod's deadline;
+// everything else is driven by watch events.
+func (r *RingCaptureReconciler) requeueAfter(rc *ringcapv1.RingCapture, pod *corev1.Pod, st ringcapv1.RingCaptureStatus) time.Duration {
+	if pod == nil || pod.DeletionTimestamp != nil || isTerminal(st.Phase) {
 		return 0
 	}
-	starting := st.Phase == ringcapv1.PhasePending || st.Phase == ringcapv1.PhaseScheduled
-	return r.pollEvery(pod, starting, r.now())
+	var every time.Duration
+	if pod.Status.Phase == corev1.PodRunning {
+		starting := st.Phase == ringcapv1.PhasePending || st.Phase == ringcapv1.PhaseScheduled
+		every = r.pollEvery(pod, starting, r.now())
+	}
+	if left, ok := startDeadlineLeft(rc, pod, st, r.now()); ok && (every == 0 || left < every) {
+		return left + deadlineSlack
+	}
+	return every
+}
+
+// deadlineSlack is how long after a start deadline its reconcile runs, so that it
+// sees the deadline passed.
+const deadlineSlack = 100 * time.Millisecond
+
+// staleReads is how many poll intervals /status may fail before the receiver counts
+// as unreachable.
+const staleReads = 3
+
+// lastRead is when pod's receiver last answered /status (zero when it never did).
+func (r *RingCaptureReconciler) lastRead(key types.NamespacedName, pod *corev1.Pod) time.Time {
+	if pod == nil {
+		return time.Time{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.polls[key]; ok && p.podUID == pod.UID {
+		return p.okAt
+	}
+	return time.Time{}
 }
 
 // receiverStarted reports whether a receiver's /status said it is past its start-up.

@@ -171,6 +171,7 @@ func newRunStatus(old ringcapv1.RingCaptureStatus) ringcapv1.RingCaptureStatus {
 		Phase:              ringcapv1.PhasePending,
 		Conditions:         old.Conditions,
 		LastRun:            old.LastRun,
+		Restarts:           old.Restarts, // the capture's count, not the run's
 	}
 	if s := runSummary(old); s != nil {
 		st.LastRun = s

@@ -172,9 +172,11 @@ func TestReaderFailureStopsPod(t *testing.T) {
 	}
 }
 
-// A spec change while the pod runs is held: the pod keeps running what it was built
-// with, the status says so, and when the run ends it is recorded (Succeeded, event)
-// before a new pod applies the change; the finished run moves to status.lastRun.
+// A spec change while the pod holds data (here: listening after a first observation)
+// is held: the pod keeps running what it was built with, the status says so, and when
+// the run ends it is recorded (Succeeded, event) before a new pod applies the change;
+// the finished run moves to status.lastRun. (A pod without data is replaced at once:
+// TestEditReplacesUnstartedPod.)
 func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 	startOperator(t)
 	ns := newNamespace(t, "pending")
@@ -183,10 +185,12 @@ func TestSpecChangeWhileRunningIsPending(t *testing.T) {
 	})
 	pod := waitPod(t, ns, "edit")
 	bindPod(t, pod, "node-a")
-	receivers.Set(ns, pod.Name, receiverStatus("Listening", 0))
+	between := receiverStatus("Listening", 1<<20)
+	between.Observations = 1
+	receivers.Set(ns, pod.Name, between)
 	pod = runPod(t, pod, "10.88.0.21")
-	rc := waitCapture(t, ns, "edit", "Listening", func(rc *ringcapv1.RingCapture) bool {
-		return rc.Status.Phase == ringcapv1.PhaseListening && rc.Status.Running != nil
+	rc := waitCapture(t, ns, "edit", "Listening after an observation", func(rc *ringcapv1.RingCapture) bool {
+		return rc.Status.Phase == ringcapv1.PhaseListening && rc.Status.Running != nil && rc.Status.BytesReceived == 1<<20
 	})
 	if rc.Status.Running.QueuePairs != 4 || rc.Status.Running.Generation != rc.Generation {
 		t.Errorf("running %+v, want 4 queue pairs of generation %d", rc.Status.Running, rc.Generation)

@@ -29,6 +29,11 @@ type Observed struct {
 	ProblemReason string
 	// Claim is what was read about a pending pod's device claim.
 	Claim ClaimObservation
+	// ReceiverReadAt is when the receiver's /status last answered (zero: never).
+	ReceiverReadAt metav1.Time
+	// StaleAfter is how long /status may fail before the receiver counts as
+	// unreachable, whatever its last answer said (0: never).
+	StaleAfter time.Duration
 	// Now is the time of the observation.
 	Now metav1.Time
 }
@@ -49,11 +54,18 @@ type verdict struct {
 // function of its inputs; conditions keep their lastTransitionTime when their status
 // does not change. The status describes the run of the observed pod (status.running is
 // read from the pod, not from spec); a pod of another generation than status.running
-// starts a new run, and the finished one moves to status.lastRun.
+// starts a new run, and the finished one moves to status.lastRun. A run that loses its
+// pod after it accepted data is interrupted: recorded in status.lastRun and restarted,
+// or failed, as spec.interruptionPolicy says.
 func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCaptureStatus {
 	old := rc.Status
 	if isNewRun(old, in.Pod) {
 		old = newRunStatus(old)
+	}
+	lost := podLost(old, in.Pod)
+	if lost && interruptionPolicy(rc) == ringcapv1.InterruptionRestart {
+		old, lost = restartedRun(old, in.Pod, in.Now), false
+		in.Pod = replacing(in.Pod, in.Now)
 	}
 	st := *old.DeepCopy()
 	st.ObservedGeneration = rc.Generation
@@ -65,6 +77,11 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	}
 
 	v, rs := judgeRun(in)
+	if lost {
+		failInterrupted(&v, old, in.Pod)
+	}
+	judgeStartDeadline(rc, &v, rs, in)
+	judgeReachability(&v, in)
 	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
@@ -97,7 +114,10 @@ func judgeRun(in Observed) (verdict, *statusdoc.Status) {
 		}
 	}
 	rs := in.Receiver
-	if rs == nil {
+	switch {
+	case in.Pod != nil && in.Pod.DeletionTimestamp != nil:
+		rs = nil // a pod on its way out: its run is over, and recorded as such
+	case rs == nil:
 		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
 	}
 	if rs != nil && !v.failed && rs.State == statusdoc.StateFailed {
@@ -217,6 +237,8 @@ func ringReadyCondition(v verdict, rs *statusdoc.Status, in Observed) metav1.Con
 func receiverReadyCondition(v verdict, rs *statusdoc.Status, in Observed, ep *ringcapv1.EndpointStatus, listening bool) metav1.Condition {
 	const t, f = ringcapv1.ConditionReceiverReady, metav1.ConditionFalse
 	switch {
+	case listening && receiverStale(in):
+		return condition(t, metav1.ConditionUnknown, ringcapv1.ReasonReceiverUnreachable, staleMessage(in))
 	case listening:
 		return condition(t, metav1.ConditionTrue, rs.State, endpointMessage(ep)+staleSuffix(in))
 	case v.failed:
@@ -377,7 +399,7 @@ func judgeContainers(pod *corev1.Pod, v *verdict) {
 		waiting := w != nil && w.Reason != "" && w.Reason != "ContainerCreating"
 		if cs.Name == ringcapv1.ReceiverContainerName {
 			if waiting {
-				v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("receiver container: %s: %s", w.Reason, w.Message)
+				v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("receiver container (image %s): %s: %s", containerImage(pod, cs), w.Reason, w.Message)
 			}
 			continue
 		}
@@ -386,7 +408,7 @@ func judgeContainers(pod *corev1.Pod, v *verdict) {
 			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))
 		}
 		if waiting && v.notReadyReason == "" {
-			v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("reader %s: %s: %s", cs.Name, w.Reason, w.Message)
+			v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("reader %s (image %s): %s: %s", cs.Name, containerImage(pod, cs), w.Reason, w.Message)
 		}
 	}
 }
@@ -538,6 +560,17 @@ func containerMessage(m string) string {
 		m = m[i+1:]
 	}
 	return "..." + m
+}
+
+// containerImage is the image a container runs or waits for: the pod spec's (the
+// status may carry a resolved name, or none before the pull).
+func containerImage(pod *corev1.Pod, cs corev1.ContainerStatus) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == cs.Name {
+			return c.Image
+		}
+	}
+	return cs.Image
 }
 
 // containerPort returns the port of the named container port of the capture pod.

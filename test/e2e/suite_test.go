@@ -25,6 +25,12 @@ func TestRingcap(t *testing.T) {
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
 		{"12-ofi-verbs-capture-verified", stepOFICapture},
+		{"13-refused-pod-recovers", stepRefusedPod},
+		{"14-edit-replaces-unstarted-pod", stepEditUnstarted},
+		{"15-start-deadline-frees-unit", stepStartDeadline},
+		{"16-pod-deleted-mid-run-restarts", stepPodDeleted},
+		{"17-pod-evicted-mid-run-fails", stepPodEvicted},
+		{"18-node-not-ready", stepNodeNotReady},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {
