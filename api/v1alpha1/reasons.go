@@ -41,15 +41,21 @@ const (
 	// Failed.
 	ReasonReceiverFailed = "ReceiverFailed"
 	ReasonReaderFailed   = "ReaderFailed"
-	ReasonPodFailed      = "PodFailed"
-	ReasonNotFailed      = "NotFailed"
+	// ReasonReaderExited: a reader with restartPolicy FailCapture exited (code 0) while
+	// the capture runs, leaving its ring slot empty.
+	ReasonReaderExited = "ReaderExited"
+	ReasonPodFailed    = "PodFailed"
+	ReasonNotFailed    = "NotFailed"
 
 	// Ready (besides the Scheduled reasons while the pod is not scheduled).
 	ReasonReceiverReady    = "ReceiverReady"
 	ReasonContainerWaiting = "ContainerWaiting"
 	ReasonReadersDraining  = "ReadersDraining"
-	ReasonSucceeded        = "Succeeded"
-	ReasonFailed           = "Failed" // also Receiving while the capture has failed
+	// ReasonReaderSlotEmpty: a reader with restartPolicy Restart exited while the capture
+	// runs and has not been restarted yet; its ring slot is empty.
+	ReasonReaderSlotEmpty = "ReaderSlotEmpty"
+	ReasonSucceeded       = "Succeeded"
+	ReasonFailed          = "Failed" // also Receiving while the capture has failed
 
 	// ChangePending.
 	ReasonSpecChangePending = "SpecChangePending"

@@ -65,6 +65,8 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	}
 
 	v, rs := judgeRun(in)
+	st.EmptyReaderSlots = EmptyReaderSlots(in.Pod, rs, in.Now)
+	judgeReaders(rc, st.EmptyReaderSlots, &v) // readers.go
 	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
