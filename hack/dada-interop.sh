@@ -13,8 +13,9 @@
 #   5. a fresh dada_dbdisk -s per observation, each observation a ringcap session with its
 #      own UTC_START, in both header styles: every file is named after and carries its own
 #      observation's header, and dada_header shows the header of the last one;
-#   6. a ringcap reader killed mid-observation (SIGPIPE): the next `ringcap ring read` resumes
-#      it at the right byte, and then dada_dbdisk -s reads the next observation on that slot.
+#   6. a ringcap reader that leaves mid-observation (its output pipe closed): the next
+#      `ringcap ring read` resumes it at the right byte, and then dada_dbdisk -s reads the next
+#      observation on that slot.
 #
 #   hack/dada-interop.sh /path/to/psrdada-checkout
 set -euo pipefail
@@ -147,7 +148,7 @@ echo "== 6: a reader leaves mid-observation, ringcap resumes it, dada_dbdisk rea
 "$R" ring create -k "$KEY" -b 65536 -n 4 2>/dev/null
 "$R" ring write -k "$KEY" --seed 11 --bytes 300000 --header FILE_SIZE=100000000 2>/dev/null &
 writer=$!
-# The first reader dies of SIGPIPE when head has its 100000 bytes, inside the observation.
+# The first reader fails (EPIPE) and closes once head has its 100000 bytes, inside the observation.
 ("$R" ring read -k "$KEY" -s -o /dev/stdout 2>/dev/null | head -c 100000 >/dev/null) || true
 timeout 60 "$R" ring read -k "$KEY" -s -o "$work/rest" 2>"$work/r6.log" || fail "resuming reader: $(cat "$work/r6.log")"
 off=$(sed -n 's/.*resuming the observation in progress at byte \([0-9]*\).*/\1/p' "$work/r6.log")
