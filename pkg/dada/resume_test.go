@@ -285,3 +285,43 @@ func TestResumeRefusesAnUncertainSlot(t *testing.T) {
 		t.Fatalf("the refused slot was not given back: %+v", snap.Data)
 	}
 }
+
+// A reader killed after it read a header and before the observation's first data block
+// leaves the header to the slot's next reader (its FULL, taken with SEM_UNDO, comes back
+// and it was not cleared): that reader reads the observation from its start, header and
+// all, instead of waiting for the next header while the writer waits for the slot.
+func TestReaderKilledBeforeDataLeavesTheHeader(t *testing.T) {
+	const bs, seed = 4096, 79
+	h := createTestRing(t, Config{NBufs: 4, BufSize: bs})
+	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
+	defer cancel()
+	w, err := h.LockWrite(ctx, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := startChild(t, "reader-header-hang", h.Key())
+	werr := make(chan error, 1)
+	go func() { werr <- errors.Join(writeStream(ctx, w, seed, 0, 10*bs+3), w.Close()) }()
+	if got := rd.ready(t); got["slot"] != "0" {
+		t.Fatalf("reader holds %v, want slot 0", got)
+	}
+	rd.kill(t)
+	r, err := connect(t, h.Key()).LockRead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	if res, ok := r.Resumed(); ok {
+		t.Fatalf("Resumed() = %+v after a reader that read no data", res)
+	}
+	if off, n := readRest(ctx, t, r, seed); off != 0 || n != 10*bs+3 {
+		t.Fatalf("read OBS_OFFSET %d and %d bytes, want the whole observation (0, %d)", off, n, 10*bs+3)
+	}
+	if err := <-werr; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if err := r.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	checkSlotAtRest(t, h, 0)
+}
