@@ -61,7 +61,7 @@ func stepReaderRestartResumes(t *testing.T) {
 	newCapture(t, "resumer", "0c3", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
 			"name": "verify", "restartPolicy": "Restart", "command": []any{"/bin/sh", "-c"},
-			"args": []any{`ringcap ring read -k 0c3 --wait 60s --verify 1 & echo $! >/tmp/reader.pid; wait $!`}}}, "spec", "readers")
+			"args": []any{`ringcap ring read -k 0c3 --wait 60s --verify 1 & p=$!; echo $p >/tmp/reader.pid; trap 'kill $p' TERM; wait $p`}}}, "spec", "readers")
 		_ = unstructured.SetNestedMap(u.Object, map[string]any{"after": "Never"}, "spec", "receiver", "stop")
 	})
 	u := waitCapture(t, "resumer", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
