@@ -12,7 +12,10 @@
 #      sessions (old-style headers);
 #   5. a fresh dada_dbdisk -s per observation, each observation a ringcap session with its
 #      own UTC_START, in both header styles: every file is named after and carries its own
-#      observation's header, and dada_header shows the header of the last one.
+#      observation's header, and dada_header shows the header of the last one;
+#   6. a ringcap reader that leaves mid-observation (its output pipe closed): the next
+#      `ringcap ring read` resumes it at the right byte, and then dada_dbdisk -s reads the next
+#      observation on that slot.
 #
 #   hack/dada-interop.sh /path/to/psrdada-checkout
 set -euo pipefail
@@ -139,3 +142,24 @@ for style in "" --new-style-header; do
   timeout 10 "$B/dada_header" -k "$KEY" 2>/dev/null | grep -Eq "^OBSNAME +OBS4\$" || fail "dada_header shows a stale header ($style)"
   echo "3 observations, each with its own header${style:+ ($style)}; dada_header current"
 done
+
+echo "== 6: a reader leaves mid-observation, ringcap resumes it, dada_dbdisk reads on"
+"$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+"$R" ring create -k "$KEY" -b 65536 -n 4 2>/dev/null
+"$R" ring write -k "$KEY" --seed 11 --bytes 300000 --header FILE_SIZE=100000000 2>/dev/null &
+writer=$!
+# The first reader fails (EPIPE) and closes once head has its 100000 bytes, inside the observation.
+("$R" ring read -k "$KEY" -s -o /dev/stdout 2>/dev/null | head -c 100000 >/dev/null) || true
+timeout 60 "$R" ring read -k "$KEY" -s -o "$work/rest" 2>"$work/r6.log" || fail "resuming reader: $(cat "$work/r6.log")"
+off=$(sed -n 's/.*resuming the observation in progress at byte \([0-9]*\).*/\1/p' "$work/r6.log")
+[ -n "$off" ] || fail "the second reader did not resume: $(cat "$work/r6.log")"
+cmp -s <(tail -c +$((off + 1)) "$work/expected.300000") "$work/rest" || fail "the resumed reader's bytes from $off differ"
+wait "$writer" || fail "the writer did not finish the observation"
+mkdir "$work/d6"
+timeout 60 "$B/dada_dbdisk" -k "$KEY" -D "$work/d6" -s >"$work/d6.log" 2>&1 &
+dbdisk=$!
+sleep 0.3
+"$R" ring write -k "$KEY" --seed 11 --bytes 300000 --header FILE_SIZE=100000000 2>/dev/null
+wait "$dbdisk" || fail "dada_dbdisk -s after a resumed slot: $(cat "$work/d6.log")"
+[ "$(check_files "$work/d6" 300000)" = 1 ] || fail "dada_dbdisk -s after a resumed slot wrote the wrong file"
+echo "resumed at byte $off; dada_dbdisk -s read the next observation on the slot"

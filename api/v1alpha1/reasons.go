@@ -45,7 +45,6 @@ const (
 	// Failed.
 	ReasonReceiverFailed = "ReceiverFailed"
 	ReasonReaderFailed   = "ReaderFailed"
-	ReasonPodFailed      = "PodFailed"
 	// ReasonStartDeadlineExceeded: the receiver did not listen within
 	// spec.startDeadlineSeconds of the pod's scheduling.
 	ReasonStartDeadlineExceeded = "StartDeadlineExceeded"
@@ -53,7 +52,11 @@ const (
 	// it accepted data (Failed with interruptionPolicy Fail; also status.lastRun's
 	// reason and a Warning event).
 	ReasonRunInterrupted = "RunInterrupted"
-	ReasonNotFailed      = "NotFailed"
+	// ReasonReaderExited: a reader with restartPolicy FailCapture exited (code 0) while
+	// the capture runs, leaving its ring slot empty.
+	ReasonReaderExited = "ReaderExited"
+	ReasonPodFailed    = "PodFailed"
+	ReasonNotFailed    = "NotFailed"
 
 	// Ready (besides the Scheduled reasons while the pod is not scheduled).
 	ReasonReceiverReady    = "ReceiverReady"
@@ -65,8 +68,11 @@ const (
 	// answered for several poll intervals; the numbers shown are the last it gave.
 	ReasonReceiverUnreachable = "ReceiverUnreachable"
 	ReasonReadersDraining     = "ReadersDraining"
-	ReasonSucceeded           = "Succeeded"
-	ReasonFailed              = "Failed" // also Receiving while the capture has failed
+	// ReasonReaderSlotEmpty: a reader with restartPolicy Restart exited while the capture
+	// runs and has not been restarted yet; its ring slot is empty.
+	ReasonReaderSlotEmpty = "ReaderSlotEmpty"
+	ReasonSucceeded       = "Succeeded"
+	ReasonFailed          = "Failed" // also Receiving while the capture has failed
 
 	// ChangePending.
 	ReasonSpecChangePending = "SpecChangePending"

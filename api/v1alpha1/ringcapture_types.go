@@ -562,6 +562,45 @@ type ReaderContainer struct {
 	// resources are the container's resources.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// restartPolicy says what happens when the reader exits while the capture runs (its
+	// ring slot is then empty and holds the receiver back). FailCapture (the default)
+	// fails the capture, naming the reader, its exit code and when; its pod is stopped
+	// and the RDMA unit released. Restart runs the reader as a restartable sidecar: the
+	// kubelet restarts it whatever its exit code, and a ringcap reader resumes the
+	// observation in progress where the last one left it (a PSRDADA reader waits for
+	// the next header, as in PSRDADA). A reader that exits because the capture
+	// finished is normal under either policy.
+	// +kubebuilder:validation:Enum=FailCapture;Restart
+	// +kubebuilder:default=FailCapture
+	// +optional
+	RestartPolicy ReaderRestartPolicy `json:"restartPolicy,omitempty"`
+}
+
+// ReaderRestartPolicy is what happens when a reader exits while its capture runs.
+type ReaderRestartPolicy string
+
+const (
+	// ReaderFailCapture fails the capture when the reader exits while it runs.
+	ReaderFailCapture ReaderRestartPolicy = "FailCapture"
+	// ReaderRestart restarts the reader (a sidecar container with restartPolicy Always).
+	ReaderRestart ReaderRestartPolicy = "Restart"
+)
+
+// EmptyReaderSlot is a reader container that exited while the capture runs.
+type EmptyReaderSlot struct {
+	// reader is the reader container's name.
+	// +required
+	Reader string `json:"reader"`
+	// exitCode is the reader's exit code.
+	// +required
+	ExitCode int32 `json:"exitCode"`
+	// finishedAt is when it exited.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// restarts is how often it has been restarted (restartPolicy Restart).
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
 }
 
 // ImagesSpec overrides the images the operator uses.
@@ -721,6 +760,13 @@ type RingCaptureStatus struct {
 	// interrupted (spec.interruptionPolicy Restart); the last one is in lastRun.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
+	// emptyReaderSlots lists the readers that exited while the capture runs (not because
+	// it finished): their ring slots are empty and hold the receiver back until a reader
+	// takes them again.
+	// +listType=map
+	// +listMapKey=reader
+	// +optional
+	EmptyReaderSlots []EmptyReaderSlot `json:"emptyReaderSlots,omitempty"`
 }
 
 // ObservationHeaderStatus holds the main keywords of an observation's PSRDADA header.

@@ -287,7 +287,9 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 	defer func() { _ = h.Close() }()
 	var out *os.File
 	if o.out != "" {
-		if out, err = os.Create(o.out); err != nil {
+		// Write-only: os.Create opens O_RDWR, which makes a pipe (-o /dev/stdout) its own
+		// reader, so a consumer that leaves never ends the write (no EPIPE).
+		if out, err = os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
 		defer func() {
@@ -301,6 +303,13 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 		return err
 	}
 	defer func() { _ = r.Close() }()
+	if res, ok := r.Resumed(); ok {
+		how := "closed"
+		if res.Killed {
+			how = "was killed"
+		}
+		outf(errw, "read: resuming the observation in progress at byte %d: slot %d's reader %s there\n", res.Offset, res.Slot, how)
+	}
 	var st readStats
 	defer func() {
 		outf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)

@@ -241,7 +241,8 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		volumes = append(volumes, vol)
 		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
 	}
-	containers := append([]corev1.Container{receiver}, readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull)...)
+	readers, sidecars := splitReaders(readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull), spec.Readers)
+	containers := append([]corev1.Container{receiver}, readers...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      PodName(rc.Name),
@@ -260,6 +261,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			AutomountServiceAccountToken:  ptr(false),
 			EnableServiceLinks:            ptr(false),
 			TerminationGracePeriodSeconds: ptr(int64(30)),
+			InitContainers:                sidecars,
 			Containers:                    containers,
 			Volumes:                       volumes,
 			NodeSelector:                  copyMap(spec.NodeSelector),
@@ -376,7 +378,7 @@ func externalReaderSlots(pod *corev1.Pod, slots int) int {
 	if pod == nil || !pod.Spec.HostIPC {
 		return 0
 	}
-	readers := 0
+	readers := sidecarReaders(pod)
 	for _, c := range pod.Spec.Containers {
 		if c.Name != ringcapv1.ReceiverContainerName {
 			readers++

@@ -82,6 +82,8 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	}
 	judgeStartDeadline(rc, &v, rs, in)
 	judgeReachability(&v, in)
+	st.EmptyReaderSlots = EmptyReaderSlots(in.Pod, rs, in.Now)
+	judgeReaders(rc, st.EmptyReaderSlots, &v) // readers.go
 	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 

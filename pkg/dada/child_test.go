@@ -98,6 +98,18 @@ func runChildRole(role string) int {
 			return 2
 		}
 		fmt.Printf("READY seq=%d slot=%d\n", b.Seq, r.Slot())
+	case "reader-header-hang":
+		// Read the next header and hang before its data.
+		r, err := h.LockRead(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		if _, err := r.ReadHeader(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		fmt.Printf("READY slot=%d\n", r.Slot())
 	case "writer":
 		// Write RINGCAP_TEST_OBS observations of RINGCAP_TEST_BYTES pattern bytes, then exit.
 		w, err := h.LockWrite(ctx, WriterOptions{})

@@ -2,10 +2,8 @@ package dada
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
@@ -84,91 +82,6 @@ func TestWriterKilledMidTransfer(t *testing.T) {
 		t.Errorf("reader slot not released: r_state=%s READ=%d", StateName(s.rState(0)), semv(t, h.Data.connSem, semRead))
 	}
 	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A reader killed while holding a block: its slot comes back (SEM_UNDO on READ and
-// READER_CONN), r_states stays READING, and a new reader resumes at the block the dead one
-// held, with FULL one short (the contract's off-by-one).
-func TestReaderKilledMidBlock(t *testing.T) {
-	const bs, seed = 64 << 10, 78
-	h := createTestRing(t, Config{NBufs: 4, BufSize: bs})
-	ctx := context.Background()
-	w, err := h.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
-		t.Fatal(err)
-	}
-	put := func(seq int, n int) {
-		b, err := w.OpenBlock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pattern.Fill(b.Data, seed, uint64(seq*bs))
-		if err := w.MarkFilled(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 3; i++ {
-		put(i, bs)
-	}
-	rd := startChild(t, "reader-hang", h.Key(), "RINGCAP_TEST_BLOCKS=1")
-	if got := rd.ready(t); got["seq"] != "1" || got["slot"] != "0" {
-		t.Fatalf("reader holds %v, want seq 1 slot 0", got)
-	}
-	if v := semv(t, h.Data.connSem, semRead); v != 0 {
-		t.Fatalf("READ = %d while the reader lives", v)
-	}
-	rd.kill(t)
-	s := h.Data.sync
-	ds := h.Data.dataSem[0]
-	if v := semv(t, h.Data.connSem, semRead); v != 1 {
-		t.Errorf("READ = %d after the reader died, want 1 (SEM_UNDO)", v)
-	}
-	if v := semv(t, ds, semReaderConn); v != 1 {
-		t.Errorf("READER_CONN = %d after the reader died, want 1 (SEM_UNDO)", v)
-	}
-	if s.rState(0) != stateReading || s.rBufs(0) != 1 {
-		t.Errorf("after the crash: r_state=%s r_bufs=%d, want READING 1", StateName(s.rState(0)), s.rBufs(0))
-	}
-	if full, clr := semv(t, ds, semFull), semv(t, ds, semClear); full != 1 || clr != 1 {
-		t.Errorf("FULL=%d CLEAR=%d, want 1 1 (two unread blocks, one FULL)", full, clr)
-	}
-	r, err := connect(t, h.Key()).LockRead(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Close() }()
-	if r.data.state != stateReading {
-		t.Fatalf("new reader state %s, want READING (resumes)", StateName(r.data.state))
-	}
-	b, err := r.NextBlock(ctx)
-	if err != nil || b.Seq != 1 {
-		t.Fatalf("resumed reader's first block = %d, %v; want the block the dead reader held (1)", b.Seq, err)
-	}
-	if _, ok := pattern.Verify(b.Data, seed, bs); !ok {
-		t.Fatal("block 1 corrupted")
-	}
-	if err := r.MarkCleared(); err != nil {
-		t.Fatal(err)
-	}
-	// Block 2 is full but FULL is one short: the reader sees it only when block 3 is posted.
-	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = r.NextBlock(cctx)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("NextBlock with FULL one short = %v, want DeadlineExceeded", err)
-	}
-	put(3, 100) // EOD
-	b, err = r.NextBlock(ctx)
-	if err != nil || b.Seq != 2 || b.EOD {
-		t.Fatalf("next block = %d eod=%v, %v; want 2", b.Seq, b.EOD, err)
-	}
-	if err := r.MarkCleared(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,10 @@
 // (ConnectOptions.Contiguous) so the whole ring can be used, and registered for RDMA, as one
 // region, and Create can back data blocks with huge pages (Config.HugePages).
 //
+// Also beyond PSRDADA, a reader that leaves its slot in the middle of an observation (closed
+// or killed) does not wedge the ring: the slot's next Reader resumes the observation, its
+// header with OBS_OFFSET at the byte where it resumes (Reader.Resumed, resume.go).
+//
 // Rings hold 1..MaxReaders (8) readers; dada_db allows 1..5.
 //
 // Platforms: rings need Linux SysV IPC; the system calls are in sysv_linux.go (//go:build

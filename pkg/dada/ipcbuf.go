@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // This file holds the per-process side of one ring (PSRDADA's ipcbuf_t) for a writer and a
@@ -310,6 +311,18 @@ type rbuf struct {
 	state     int32
 	xfer      uint64
 	startByte uint64
+	// left is the slot's state (r_states) when lockRead took it: DISCON after a reader
+	// that closed, any other state after one that was killed.
+	left int32
+	// owed counts blocks whose FULL a reader that left took without clearing them: the
+	// next getNextRead takes none for them.
+	owed int
+	// undoFull: the open block's FULL was taken with SEM_UNDO, so that a reader killed
+	// while holding it gives it back; markCleared settles the adjustment.
+	undoFull bool
+	// beforeSOD, if set, runs when a full block has been taken and before the reader
+	// consumes the start of data it begins (Reader.settleHeader).
+	beforeSOD func() error
 }
 
 func (q *rbuf) setState(st int32) {
@@ -318,8 +331,8 @@ func (q *rbuf) setState(st int32) {
 }
 
 // lockRead takes a reader slot: the READ lock, then the first free READER_CONN of the slots
-// ordered by r_bufs (both with SEM_UNDO).
-func (q *rbuf) lockRead(ctx context.Context) error {
+// ordered by r_bufs (both with SEM_UNDO), trying slot prefer (if >= 0) first.
+func (q *rbuf) lockRead(ctx context.Context, prefer int) error {
 	r, s := q.r, q.r.sync
 	if err := r.semOp(ctx, r.connSem, semRead, -1, semUndo); err != nil {
 		return fmt.Errorf("lock ring %s for reading: %w", r.key, err)
@@ -334,6 +347,9 @@ func (q *rbuf) lockRead(ctx context.Context) error {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
+	if prefer >= 0 && prefer < len(order) {
+		order = append([]int{prefer}, slices.DeleteFunc(order, func(i int) bool { return i == prefer })...)
+	}
 	q.iread = -1
 	for _, i := range order {
 		if err := r.semOp(context.Background(), r.dataSem[i], semReaderConn, -1, ipcNoWait|semUndo); err == nil {
@@ -345,19 +361,26 @@ func (q *rbuf) lockRead(ctx context.Context) error {
 		_ = r.semOp(context.Background(), r.connSem, semRead, 1, semUndo)
 		return fmt.Errorf("lock ring %s for reading: no free reader slot", r.key)
 	}
-	if s.rState(q.iread) == stateDiscon {
-		q.setState(stateReader)
-	} else {
-		// A reader replacing a crashed one resumes its transfer.
+	q.left = s.rState(q.iread)
+	if q.left == stateReading {
+		// A reader replacing a killed one resumes its transfer.
 		q.setState(stateReading)
+	} else {
+		// A slot left between transfers (closed, or killed waiting for or after an end
+		// of data) waits for the next start of data.
+		q.setState(stateReader)
 	}
 	q.xfer = s.rXfer(q.iread) % Xfers
 	return nil
 }
 
-func (q *rbuf) unlockRead() error {
+func (q *rbuf) unlockRead() error { return q.unlockReadAs(stateDiscon) }
+
+// unlockReadAs releases the slot leaving r_states at st: DISCON, or the state a killed
+// reader would leave.
+func (q *rbuf) unlockReadAs(st int32) error {
 	r := q.r
-	r.sync.setRState(q.iread, stateDiscon)
+	r.sync.setRState(q.iread, st)
 	q.state = stateViewer
 	err1 := r.semOp(context.Background(), r.dataSem[q.iread], semReaderConn, 1, semUndo)
 	err2 := r.semOp(context.Background(), r.connSem, semRead, 1, semUndo)
@@ -383,14 +406,27 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 		return 0, 0, nil, false, false, nil
 	}
 	sem := r.dataSem[q.iread]
-	if err := r.semOp(ctx, sem, semFull, -1, 0); err != nil {
-		return 0, 0, nil, false, false, fmt.Errorf("wait for a full block of ring %s: %w", r.key, err)
+	if q.owed > 0 {
+		q.owed--
+		q.undoFull = false
+	} else {
+		if err := r.semOp(ctx, sem, semFull, -1, semUndo); err != nil {
+			return 0, 0, nil, false, false, fmt.Errorf("wait for a full block of ring %s: %w", r.key, err)
+		}
+		q.undoFull = true
 	}
 	if q.state == stateReader {
+		if q.beforeSOD != nil {
+			if err := q.beforeSOD(); err != nil {
+				return 0, 0, nil, false, false, fmt.Errorf("start of data on ring %s: %w", r.key, err)
+			}
+		}
 		q.xfer = s.rXfer(q.iread) % Xfers
-		q.setState(stateReading)
 		s.setRBufs(q.iread, s.sBuf(q.xfer))
 		q.startByte = s.sByte(q.xfer)
+		// READING after r_bufs: a reader killed in between is found at the start of
+		// the transfer, not before it (see resume.go).
+		q.setState(stateReading)
 		if err := r.semOp(context.Background(), sem, semSODAck, 1, 0); err != nil {
 			return 0, 0, nil, false, false, fmt.Errorf("acknowledge start of data on ring %s: %w", r.key, err)
 		}
@@ -411,7 +447,7 @@ func (q *rbuf) getNextRead(ctx context.Context) (idx int, seq uint64, data []byt
 func (q *rbuf) markCleared() error {
 	r, s := q.r, q.r.sync
 	sem := r.dataSem[q.iread]
-	if err := r.semOp(context.Background(), sem, semClear, 1, 0); err != nil {
+	if err := q.clear(sem); err != nil {
 		return fmt.Errorf("clear block of ring %s: %w", r.key, err)
 	}
 	q.startByte = 0
@@ -427,6 +463,45 @@ func (q *rbuf) markCleared() error {
 		return nil
 	}
 	s.setRBufs(q.iread, cur+1)
+	return nil
+}
+
+// clear posts CLEAR for the open block. When its FULL was taken with SEM_UNDO, the same
+// atomic semop settles that adjustment (FULL +1 with SEM_UNDO, then FULL -1 without: the
+// value is unchanged), so a reader killed at any point either still holds the block
+// (given back by the kernel) or has cleared it, never half of each.
+func (q *rbuf) clear(sem int) error {
+	if !q.undoFull {
+		return q.r.semOp(context.Background(), sem, semClear, 1, 0)
+	}
+	q.undoFull = false
+	return semOps(sem, []sembuf{{num: semClear, op: 1}, {num: semFull, op: 1, flg: semUndo}, {num: semFull, op: -1}})
+}
+
+// keep leaves the open block held (FULL taken, not cleared) for the slot's next reader: it
+// settles the SEM_UNDO adjustment of its FULL, so that this process's exit does not give
+// the FULL back as well.
+func (q *rbuf) keep() error {
+	if !q.undoFull {
+		return nil
+	}
+	q.undoFull = false
+	if err := semOps(q.r.dataSem[q.iread], []sembuf{{num: semFull, op: 1, flg: semUndo}, {num: semFull, op: -1}}); err != nil {
+		return fmt.Errorf("leave block %d of ring %s to the next reader: %w", q.r.sync.rBufs(q.iread), q.r.key, err)
+	}
+	return nil
+}
+
+// unread gives the open block back untaken (FULL +1 with SEM_UNDO, which also settles the
+// adjustment of its SEM_UNDO take): the slot's next reader reads it as if this one never had.
+func (q *rbuf) unread() error {
+	if !q.undoFull {
+		return nil
+	}
+	q.undoFull = false
+	if err := q.r.semOp(context.Background(), q.r.dataSem[q.iread], semFull, 1, semUndo); err != nil {
+		return fmt.Errorf("give block %d of ring %s back: %w", q.r.sync.rBufs(q.iread), q.r.key, err)
+	}
 	return nil
 }
 

@@ -24,6 +24,10 @@ type Reader struct {
 	hdr  rbuf
 	data rbuf
 
+	resume  *Resume // the observation in progress LockRead took over, if any
+	pending []byte  // its header, until ReadHeader returns it
+	hdrHeld bool    // the header block ReadHeader returned is not cleared yet
+
 	mu       sync.Mutex
 	open     bool      // a block from NextBlock is not yet cleared
 	blk      ReadBlock // streaming Read: current block ...
@@ -33,19 +37,28 @@ type Reader struct {
 }
 
 // LockRead takes a reader slot on the header ring and then on the data ring, waiting while
-// all slots are taken. The slot is released if the process dies (SEM_UNDO).
+// all slots are taken. The slot is released if the process dies (SEM_UNDO). When the slot's
+// previous reader left it in the middle of an observation (closed or killed), the reader
+// resumes that observation: see Resumed; where that cannot be done safely LockRead fails
+// with ErrCannotResume.
 func (h *HDU) LockRead(ctx context.Context) (*Reader, error) {
 	if !h.enter() {
 		return nil, ErrClosed
 	}
 	defer h.exit()
 	r := &Reader{h: h, hdr: rbuf{r: h.Header}, data: rbuf{r: h.Data}}
-	if err := r.hdr.lockRead(ctx); err != nil {
+	r.data.beforeSOD = r.settleHeader
+	if err := r.hdr.lockRead(ctx, -1); err != nil {
 		return nil, err
 	}
-	if err := r.data.lockRead(ctx); err != nil {
+	// The same slot on both rings, where it is free: a reader that left a slot left both.
+	if err := r.data.lockRead(ctx, r.hdr.iread); err != nil {
 		_ = r.hdr.unlockRead()
 		return nil, err
+	}
+	if err := r.takeOver(); err != nil {
+		err = fmt.Errorf("lock ring %s for reading: %w", h.key, err)
+		return nil, errors.Join(err, r.data.unlockRead(), r.hdr.unlockRead())
 	}
 	h.addHandle(r)
 	return r, nil
@@ -54,7 +67,8 @@ func (h *HDU) LockRead(ctx context.Context) (*Reader, error) {
 // Slot returns the reader slot (0..Readers-1) held on the data ring.
 func (r *Reader) Slot() int { return r.data.iread }
 
-// ReadHeader waits for the next header and returns it, trimmed at the first NUL. It copes
+// ReadHeader waits for the next header and returns it, trimmed at the first NUL (after a
+// LockRead that resumed an observation: that observation's header, see Resumed). It copes
 // with both header styles: after a new-style header (end-of-data on the header ring) the
 // header ring is reset for the next one.
 func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
@@ -62,6 +76,13 @@ func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer r.leave()
+	if hdr := r.pending; hdr != nil {
+		r.pending = nil
+		return bytes.Clone(hdr), nil
+	}
+	if err := r.settleHeader(); err != nil { // a header read before without its data
+		return nil, fmt.Errorf("read header: %w", err)
+	}
 	r.hdr.reset()
 	for {
 		_, _, data, _, ok, err := r.hdr.getNextRead(ctx)
@@ -72,19 +93,37 @@ func (r *Reader) ReadHeader(ctx context.Context) ([]byte, error) {
 			r.hdr.reset()
 			continue
 		}
+		if len(data) == 0 { // an empty end-of-data block on the header ring
+			if err := r.hdr.markCleared(); err != nil {
+				return nil, fmt.Errorf("read header: %w", err)
+			}
+			r.hdr.reset()
+			continue
+		}
 		out := bytes.Clone(data)
 		if i := bytes.IndexByte(out, 0); i >= 0 {
 			out = out[:i]
 		}
-		if err := r.hdr.markCleared(); err != nil {
-			return nil, fmt.Errorf("read header: %w", err)
-		}
-		r.hdr.reset()
-		if len(out) == 0 && len(data) == 0 {
-			continue // an empty end-of-data block on the header ring
-		}
+		// The header block is cleared when the observation's first data block arrives
+		// (settleHeader), so that a reader that leaves before that leaves the header to
+		// the slot's next reader instead of an observation without one.
+		r.hdrHeld = true
 		return out, nil
 	}
+}
+
+// settleHeader clears the header block ReadHeader returned, once its observation's data
+// begin (or another header is read).
+func (r *Reader) settleHeader() error {
+	if !r.hdrHeld {
+		return nil
+	}
+	r.hdrHeld = false
+	if err := r.hdr.markCleared(); err != nil {
+		return err
+	}
+	r.hdr.reset()
+	return nil
 }
 
 // NextBlock waits for the next full data block (ipcbuf_get_next_read). It returns io.EOF at
@@ -189,8 +228,9 @@ func (r *Reader) Reset() error {
 	return nil
 }
 
-// Close clears a block still open and releases the reader slots (data ring, then header
-// ring). Idempotent.
+// Close releases the reader slots (data ring, then header ring). A block still open (from
+// NextBlock, or one Read consumed part of) is left to the slot's next reader, which
+// resumes the observation with it (see Resumed). Idempotent.
 func (r *Reader) Close() error {
 	if !r.h.enter() { // the HDU was closed, which released this reader
 		r.mu.Lock()
@@ -201,7 +241,7 @@ func (r *Reader) Close() error {
 	return r.release()
 }
 
-// release clears an open block and gives the reader slots back (also used by HDU.Close).
+// release gives the reader slots back, leaving an open block held (also used by HDU.Close).
 func (r *Reader) release() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,9 +252,20 @@ func (r *Reader) release() error {
 	r.closed = true
 	var errs []error
 	if r.open {
-		errs = append(errs, r.markCleared())
+		// Left held, not cleared: the next reader on the slot reads this block again
+		// (it resumes the observation here), so nothing the caller may not have
+		// finished with is lost.
+		r.open = false
+		errs = append(errs, r.data.keep())
 	}
-	errs = append(errs, r.data.unlockRead(), r.hdr.unlockRead())
+	if r.hdrHeld {
+		// The header of an observation whose data this reader never began: given back,
+		// the slot left as a killed reader leaves it, so its next reader reads it again.
+		r.hdrHeld = false
+		errs = append(errs, r.hdr.unread(), r.data.unlockRead(), r.hdr.unlockReadAs(r.hdr.state))
+	} else {
+		errs = append(errs, r.data.unlockRead(), r.hdr.unlockRead())
+	}
 	r.closeErr = errors.Join(errs...)
 	return r.closeErr
 }

@@ -3,6 +3,7 @@
 package dada
 
 import (
+	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -104,6 +105,25 @@ func semNow(id int, num uint16, op int16, flg int16) error {
 		return e
 	}
 	return nil
+}
+
+// semOps performs several operations on one set in one atomic semop, none of which may
+// wait (IPC_NOWAIT is added to each): a reader clears a block and settles its SEM_UNDO
+// adjustment in one step, so that no death between the two leaves them apart.
+func semOps(id int, ops []sembuf) error {
+	for i := range ops {
+		ops[i].flg |= ipcNoWait
+	}
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_SEMTIMEDOP, uintptr(id), uintptr(unsafe.Pointer(&ops[0])), uintptr(len(ops)), 0, 0, 0)
+		switch {
+		case errors.Is(e, unix.EINTR):
+			continue
+		case e != 0:
+			return semErr(e)
+		}
+		return nil
+	}
 }
 
 // mmapReserve reserves n bytes of address space (PROT_NONE, not backed) and returns its

@@ -18,6 +18,7 @@ func shmLockMem(int) error                     { return ErrNotSupported }
 func semGet(int32, int, int) (int, error)      { return -1, ErrNotSupported }
 func semRemove(int) error                      { return ErrNotSupported }
 func semValue(int, int) (int, error)           { return 0, ErrNotSupported }
+func semOps(int, []sembuf) error               { return ErrNotSupported }
 func mmapReserve(uintptr) (uintptr, error)     { return 0, ErrNotSupported }
 func munmap(uintptr, uintptr) error            { return ErrNotSupported }
 

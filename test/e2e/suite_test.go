@@ -16,6 +16,8 @@ func TestRingcap(t *testing.T) {
 		{"3-stream-verified", stepStream},
 		{"4-invalid-rejected", stepInvalid},
 		{"4a-failed-reader-stops-pod", stepFailedReader},
+		{"4c-reader-exit-0-fails-capture", stepReaderExitZero},
+		{"4d-killed-reader-restarts-and-resumes", stepReaderRestartResumes},
 		{"4b-edit-running-capture", stepEditRunning},
 		{"5-kubelet-and-operator-restart", stepRestarts},
 		{"6-delete-leaves-nothing", stepDelete},
