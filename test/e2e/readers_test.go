@@ -33,7 +33,7 @@ func stepReaderExitZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	u = waitCapture(t, "oncereader", 3*time.Minute, "Failed with ReaderExited", func(u *unstructured.Unstructured) bool {
+	u = waitCapture(t, "oncereader", 3*time.Minute, "Failed", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Failed"
 	})
 	st, reason, msg := condition(u, "Failed")
@@ -100,7 +100,7 @@ func stepReaderRestartResumes(t *testing.T) {
 	if !strings.Contains(rlog, "resuming the observation in progress at byte") || !strings.Contains(rlog, "was killed") {
 		t.Errorf("the restarted reader did not resume the observation of the killed one:\n%s", rlog)
 	}
-	if strings.Contains(rlog, "mismatch") {
+	if strings.Contains(rlog, "read: mismatch in") {
 		t.Errorf("the resumed reader found bytes that do not match the pattern:\n%s", rlog)
 	}
 	u = waitCapture(t, "resumer", 2*time.Minute, "Ready again, no empty reader slot", func(u *unstructured.Unstructured) bool {
