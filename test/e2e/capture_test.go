@@ -85,8 +85,20 @@ func captureSummary(u *unstructured.Unstructured) string {
 	return b.String()
 }
 
-// waitCapture waits until the RingCapture satisfies ok, failing at once if it reached Failed.
+// waitCapture waits until the RingCapture satisfies ok, failing at once if it reached
+// Failed (unless what is "Failed": see waitFailedCapture for other waits on a failed capture).
 func waitCapture(t *testing.T, name string, limit time.Duration, what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	return waitCaptureState(t, name, limit, what, what == "Failed", ok)
+}
+
+// waitFailedCapture waits until a RingCapture that is expected to fail satisfies ok.
+func waitFailedCapture(t *testing.T, name string, limit time.Duration, what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	return waitCaptureState(t, name, limit, what, true, ok)
+}
+
+func waitCaptureState(t *testing.T, name string, limit time.Duration, what string, failedOK bool, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
 	t.Helper()
 	var last *unstructured.Unstructured
 	waitFor(t, limit, "RingCapture "+name+" "+what, func(ctx context.Context) (bool, string, error) {
@@ -95,7 +107,7 @@ func waitCapture(t *testing.T, name string, limit time.Duration, what string, ok
 			return retry(err)
 		}
 		last = u
-		if str(u, "status", "phase") == "Failed" && what != "Failed" {
+		if str(u, "status", "phase") == "Failed" && !failedOK {
 			return false, "", fmt.Errorf("capture failed: %s", captureSummary(u))
 		}
 		return ok(u), captureSummary(u), nil

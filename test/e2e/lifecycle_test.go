@@ -177,7 +177,7 @@ func stepPodEvicted(t *testing.T) {
 	if _, reason, msg := condition(u, "Failed"); reason != "RunInterrupted" || !strings.Contains(msg, "evicted") {
 		t.Errorf("Failed %s: %q, want RunInterrupted saying the pod was evicted", reason, msg)
 	}
-	waitCapture(t, "evicted", 2*time.Minute, "the evicted pod gone", func(u *unstructured.Unstructured) bool { return str(u, "status", "pod") == "" })
+	waitFailedCapture(t, "evicted", 2*time.Minute, "the evicted pod gone", func(u *unstructured.Unstructured) bool { return str(u, "status", "pod") == "" })
 	if pods := capturePods(t, "evicted"); len(pods) != 0 {
 		t.Errorf("pods %v after a failed interruption, want none", podNames(pods))
 	}

@@ -33,7 +33,7 @@ func stepReaderExitZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	u = waitCapture(t, "oncereader", 3*time.Minute, "Failed", func(u *unstructured.Unstructured) bool {
+	u = waitFailedCapture(t, "oncereader", 3*time.Minute, "Failed with ReaderExited", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Failed"
 	})
 	st, reason, msg := condition(u, "Failed")
