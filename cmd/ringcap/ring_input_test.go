@@ -36,11 +36,7 @@ type cliResult struct {
 // startRead starts `ring read -k k args...` and returns once it holds its reader slot.
 func startRead(t *testing.T, ctx context.Context, k string, args ...string) <-chan cliResult {
 	t.Helper()
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	free := 0
 	if s, err := h.Snapshot(); err == nil {
 		free = s.Data.SemRead
@@ -183,11 +179,7 @@ func TestRingWriteEmptyInputFails(t *testing.T) {
 
 func snapshot(t *testing.T, k string) dada.Snapshot {
 	t.Helper()
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	s, err := h.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -201,11 +193,7 @@ func snapshot(t *testing.T, k string) dada.Snapshot {
 func TestRingWriteFileTruncatedWhileRead(t *testing.T) {
 	const bs = 4096
 	k := createRing(t, "-b", fmt.Sprint(bs), "-n", "4")
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	dir := t.TempDir()
 	in := randomBytes(10*bs, 3)
 	if err := os.WriteFile(dir+"/in", in, 0o644); err != nil {
@@ -241,11 +229,7 @@ func TestRingWriteFileTruncatedWhileRead(t *testing.T) {
 func TestRingWriteStreamReadFails(t *testing.T) {
 	const bs = 4096
 	k := createRing(t, "-b", fmt.Sprint(bs), "-n", "8")
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	w, err := h.LockWrite(context.Background(), dada.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -274,11 +258,7 @@ func TestRingWriteStreamReadFails(t *testing.T) {
 func TestRingWriteInterruptedWaitingForItsInput(t *testing.T) {
 	const bs = 4096
 	k := createRing(t, "-b", fmt.Sprint(bs), "-n", "4")
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	path := filepath.Join(t.TempDir(), "fifo")
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
@@ -337,11 +317,7 @@ func TestRingWriteFileObservations(t *testing.T) {
 	if !strings.Contains(werrs, fmt.Sprintf("write: bytes=%d blocks=9 observations=3 ", 3*len(in))) {
 		t.Errorf("writer: %s", werrs)
 	}
-	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = h.Close() }()
+	h := connectRing(t, k)
 	// The reader has read the third observation when its slot is at the fourth.
 	waitFor(t, func(s dada.Snapshot) bool { return s.Data.Readers[0].RXfer == 3 }, h)
 	cancel()
@@ -352,4 +328,15 @@ func TestRingWriteFileObservations(t *testing.T) {
 	if out, err := os.ReadFile(dir + "/out"); err != nil || !bytes.Equal(out, bytes.Repeat(in, 3)) {
 		t.Fatalf("the reader got %d bytes (%v), want the file 3 times", len(out), err)
 	}
+}
+
+// connectRing attaches to ring k for the rest of the test.
+func connectRing(t *testing.T, k string) *dada.HDU {
+	t.Helper()
+	h, err := dada.Connect(mustKey(k), dada.ConnectOptions{})
+	if err != nil {
+		t.Fatalf("connect to ring %s: %v", k, err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
