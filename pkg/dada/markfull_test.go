@@ -43,12 +43,18 @@ func closeWriter(w *Writer) {
 // headerWriter locks h for writing until the test ends and writes one header.
 func headerWriter(t *testing.T, h *HDU) *Writer {
 	t.Helper()
+	return headerWriterOf(t, h, "HDR_SIZE 4096\n")
+}
+
+// headerWriterOf locks h for writing until the test ends and writes the header hdr.
+func headerWriterOf(t *testing.T, h *HDU, hdr string) *Writer {
+	t.Helper()
 	w, err := h.LockWrite(context.Background(), WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { closeWriter(w) })
-	if err := w.WriteHeader([]byte("HDR_SIZE 4096\n")); err != nil {
+	if err := w.WriteHeader([]byte(hdr)); err != nil {
 		t.Fatal(err)
 	}
 	return w

@@ -181,14 +181,7 @@ func TestReaderKilledMidBlockResumes(t *testing.T) {
 	h := createTestRing(t, Config{NBufs: 4, BufSize: bs})
 	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
 	defer cancel()
-	w, err := h.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	if err := w.WriteHeader([]byte("HDR_SIZE 4096\nSOURCE J0437-4715\nOBS_OFFSET 0\n")); err != nil {
-		t.Fatal(err)
-	}
+	w := headerWriterOf(t, h, "HDR_SIZE 4096\nSOURCE J0437-4715\nOBS_OFFSET 0\n")
 	put := func(seq int, n int) {
 		b, err := w.OpenBlock(ctx)
 		if err != nil {
@@ -244,14 +237,7 @@ func TestResumeRefusesAnUncertainSlot(t *testing.T) {
 	h := createTestRing(t, Config{NBufs: 4, BufSize: bs})
 	ctx, cancel := context.WithTimeout(context.Background(), resumeWait)
 	defer cancel()
-	w, err := h.LockWrite(ctx, WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	if err := w.WriteHeader([]byte("HDR_SIZE 4096\nOBS_OFFSET 0\n")); err != nil {
-		t.Fatal(err)
-	}
+	w := headerWriterOf(t, h, "HDR_SIZE 4096\nOBS_OFFSET 0\n")
 	if _, err := w.Write(make([]byte, 3*bs)); err != nil {
 		t.Fatal(err)
 	}
