@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -17,6 +18,19 @@ var commands []func() *cobra.Command
 
 // register adds a top-level subcommand; each command file calls it from init.
 func register(c func() *cobra.Command) { commands = append(commands, c) }
+
+// ownDefault keeps pflag from appending "(default X)" to the help of a flag whose
+// usage says its default itself (from the environment, or a sentinel meaning
+// automatic): its shown default becomes the type's zero.
+func ownDefault(fs *pflag.FlagSet, name string) {
+	f := fs.Lookup(name)
+	switch f.Value.Type() {
+	case "string":
+		f.DefValue = ""
+	default:
+		f.DefValue = "0"
+	}
+}
 
 func newRootCmd(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{

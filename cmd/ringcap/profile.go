@@ -16,7 +16,7 @@ type cpuProfile struct {
 }
 
 func (p *cpuProfile) add(root *cobra.Command) {
-	root.PersistentFlags().StringVar(&p.path, "cpuprofile", "", "write a Go CPU profile of the command to this file (read it with `go tool pprof`)")
+	root.PersistentFlags().StringVar(&p.path, "cpuprofile", "", "write a Go CPU profile of the command to `file` (read it with go tool pprof)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return p.start() }
 }
 

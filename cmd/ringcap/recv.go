@@ -62,6 +62,7 @@ func (d *devFlags) add(c *cobra.Command) {
 	fs.StringVar(&d.device, "device", "", "RDMA device (default: $"+endpoint.EnvDevice+", else the device whose RoCE v2 GID carries the address in use)")
 	fs.IntVar(&d.port, "ib-port", 0, "device port (default: $"+endpoint.EnvPort+", else the first active port)")
 	fs.IntVar(&d.gidIndex, "gid-index", -1, "GID index (default: $"+endpoint.EnvGIDIndex+", else automatic: RoCE v2, IPv4-mapped preferred)")
+	ownDefault(fs, "gid-index")
 }
 
 // request is what the flags ask for.

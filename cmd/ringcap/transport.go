@@ -34,7 +34,8 @@ type transportFlags struct {
 
 func (f *transportFlags) add(c *cobra.Command, getenv func(string) string) {
 	fs := c.Flags()
-	fs.StringVar(&f.transport, "transport", cmp.Or(getenv(EnvTransport), "verbs"), "fabric: verbs (RC queue pairs over libibverbs) or ofi (reliable-datagram endpoints over libfabric) (default from $"+EnvTransport+")")
+	fs.StringVar(&f.transport, "transport", cmp.Or(getenv(EnvTransport), "verbs"), "fabric: verbs (RC queue pairs over libibverbs) or ofi (reliable-datagram endpoints over libfabric) (default: $"+EnvTransport+", else verbs)")
+	ownDefault(fs, "transport")
 	f.envProvider, f.envDomain = getenv(EnvOFIProvider), getenv(EnvOFIDomain)
 	fs.StringVar(&f.provider, "ofi-provider", "", "with --transport ofi: the libfabric provider, e.g. efa, verbs;ofi_rxm, tcp;ofi_rxm, shm (default: $"+EnvOFIProvider+", else the first fi_getinfo offers; a sender takes the receiver's)")
 	fs.StringVar(&f.domain, "ofi-domain", "", "with --transport ofi: the libfabric domain, e.g. lo (tcp on loopback), rxe0, rdmap0s6-rdm (default: $"+EnvOFIDomain+", else the provider's first)")
