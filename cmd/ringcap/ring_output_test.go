@@ -33,8 +33,12 @@ func TestRingHeaderShowsTheLatestObservation(t *testing.T) {
 			if c.reading {
 				read = startRead(t, ctx, k, "-o", os.DevNull)
 			}
-			if _, _, err := ringcap(context.Background(), "ring", "header", "-k", k, "--wait", "50ms"); err == nil || !strings.Contains(err.Error(), "wait for a header") {
-				t.Errorf("ring header before any observation: %v", err)
+			for _, unread := range [][]string{nil, {"--unread"}} {
+				args := append([]string{"ring", "header", "-k", k, "--wait", "50ms"}, unread...)
+				// The error names the ring by the key the user gave, not its header ring's.
+				if _, _, err := ringcap(context.Background(), args...); err == nil || !strings.Contains(err.Error(), "wait for a header on ring "+k+":") {
+					t.Errorf("ring header %v before any observation: %v", unread, err)
+				}
 			}
 			for _, obs := range []string{"OBS1", "OBS2"} {
 				mustRun(t, "ring", "write", "-k", k, "--seed", "1", "--bytes", "1000", "--header", "OBSNAME="+obs)

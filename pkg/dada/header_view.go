@@ -20,7 +20,7 @@ func (h *HDU) LatestHeader(ctx context.Context) ([]byte, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for a header on ring %s: %w", h.Header.key, ctx.Err())
+			return nil, fmt.Errorf("wait for a header on ring %s: %w", h.key, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

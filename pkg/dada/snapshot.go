@@ -176,7 +176,6 @@ func (st RingState) WriteXferInfo(out io.Writer) error {
 // consumed, trimmed at the first NUL, polling until one is pending (like dada_header). It
 // takes no locks.
 func (h *HDU) PeekHeader(ctx context.Context) ([]byte, error) {
-	r := h.Header
 	for {
 		hdr, ok, err := h.peekHeader()
 		if err != nil || ok {
@@ -184,7 +183,7 @@ func (h *HDU) PeekHeader(ctx context.Context) ([]byte, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for a header on ring %s: %w", r.key, ctx.Err())
+			return nil, fmt.Errorf("wait for a header on ring %s: %w", h.key, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
