@@ -15,10 +15,11 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
-// One CDI spec per prepared claim: kind CDIKind, one CDI device per allocated port
+// One CDI spec per prepared claim: kind CDIKind, one CDI device per allocated device
 // named "<claim UID>-<device>" (never reused, as the kubeletplugin helper advises),
-// in the file ClaimSpecPath. The spec's annotations record the claim and its devices,
-// so a restarted driver finds what it prepared without a separate checkpoint.
+// in the file ClaimSpecPath. The spec's annotations record the claim, its devices and
+// their RDMA devices, so a restarted driver finds what it prepared (and which RDMA
+// devices that holds) without a separate checkpoint.
 
 // CDIKind is the CDI vendor/class of the claim devices.
 const CDIKind = "ringcap.io/claim"
