@@ -69,6 +69,7 @@ func (c preparedClaim) annotation() string {
 	return strings.Join(parts, ",")
 }
 
+// ibdevs is the claim's RDMA devices in device order, for the spec's annotation.
 func (c preparedClaim) ibdevs() string {
 	parts := make([]string, len(c.Devices))
 	for i, a := range c.Devices {
