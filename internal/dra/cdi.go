@@ -15,10 +15,11 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
-// One CDI spec per prepared claim: kind CDIKind, one CDI device per allocated port
+// One CDI spec per prepared claim: kind CDIKind, one CDI device per allocated device
 // named "<claim UID>-<device>" (never reused, as the kubeletplugin helper advises),
-// in the file ClaimSpecPath. The spec's annotations record the claim and its devices,
-// so a restarted driver finds what it prepared without a separate checkpoint.
+// in the file ClaimSpecPath. The spec's annotations record the claim, its devices and
+// their RDMA devices, so a restarted driver finds what it prepared (and which RDMA
+// devices that holds) without a separate checkpoint.
 
 // CDIKind is the CDI vendor/class of the claim devices.
 const CDIKind = "ringcap.io/claim"
@@ -30,6 +31,7 @@ const cdiVersion = "0.6.0"
 const (
 	annClaim   = "ringcap.io/claim"   // "<namespace>/<name>"
 	annDevices = "ringcap.io/devices" // "<request>:<device>,..." in allocation order
+	annIBDevs  = "ringcap.io/ibdevs"  // "<ibdev>,..." of those devices, in the same order
 )
 
 const specPrefix = "ringcap.io-claim_"
@@ -51,7 +53,7 @@ func CDIDeviceID(uid types.UID, dev string) string { return CDIKind + "=" + cdiD
 // plugin does for a container with several devices).
 func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
 	spec := cdispec.Spec{Version: cdiVersion, Kind: CDIKind, Devices: []cdispec.Device{},
-		Annotations: map[string]string{annClaim: c.Namespace + "/" + c.Name, annDevices: c.annotation()}}
+		Annotations: map[string]string{annClaim: c.Namespace + "/" + c.Name, annDevices: c.annotation(), annIBDevs: c.ibdevs()}}
 	firstOf := map[string]bool{}
 	ibdevs := map[string][]string{}
 	for _, a := range c.Devices {
@@ -136,7 +138,28 @@ func readSpec(path string) (preparedClaim, error) {
 		if !ok {
 			return preparedClaim{}, fmt.Errorf("read CDI spec %s: bad device entry %q", path, rd)
 		}
-		c.Devices = append(c.Devices, allocated{Request: req, Device: dev})
+		c.Devices = append(c.Devices, allocated{Request: req, Device: dev, UVerbs: specUVerbs(s, cdiDeviceName(uid, dev))})
+	}
+	// Specs from before the ibdevs annotation name the RDMA devices by uverbs only.
+	if ib := strings.Split(s.Annotations[annIBDevs], ","); len(ib) == len(c.Devices) {
+		for i := range c.Devices {
+			c.Devices[i].IBDev = ib[i]
+		}
 	}
 	return c, nil
+}
+
+// specUVerbs is the uverbs device node a spec gives its CDI device name, or "".
+func specUVerbs(s cdispec.Spec, name string) string {
+	for _, d := range s.Devices {
+		if d.Name != name {
+			continue
+		}
+		for _, n := range d.ContainerEdits.DeviceNodes {
+			if strings.HasPrefix(filepath.Base(n.Path), "uverbs") {
+				return n.Path
+			}
+		}
+	}
+	return ""
 }

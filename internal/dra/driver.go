@@ -45,10 +45,13 @@ type Publisher interface {
 	PublishResources(ctx context.Context, resources resourceslice.DriverResources) error
 }
 
-// allocated is one device of a claim this driver prepared.
+// allocated is one device of a claim this driver prepared, with the RDMA device and
+// uverbs device it gave (empty when a spec from an earlier version does not say).
 type allocated struct {
 	Request string
 	Device  string
+	IBDev   string
+	UVerbs  string
 }
 
 // preparedClaim is what Unprepare and a restarted driver need to know of a claim.
@@ -66,15 +69,24 @@ func (c preparedClaim) annotation() string {
 	return strings.Join(parts, ",")
 }
 
+// ibdevs is the claim's RDMA devices in device order, for the spec's annotation.
+func (c preparedClaim) ibdevs() string {
+	parts := make([]string, len(c.Devices))
+	for i, a := range c.Devices {
+		parts[i] = a.IBDev
+	}
+	return strings.Join(parts, ",")
+}
+
 // Driver is ringcap's DRA driver: it implements kubeletplugin.DRAPlugin.
 type Driver struct {
 	opts Options
 	log  logr.Logger
 
 	mu        sync.Mutex
-	devices   map[string]PortDevice // by device name, from the last scan
-	left      map[string]bool       // ports left out and entries skipped at the last scan (each logged once)
-	published [][]resourceapi.Device
+	devices   map[string]PortDevice         // by device name, from the last scan
+	left      map[string]bool               // ports left out and entries skipped at the last scan (each logged once)
+	published map[string]resourceapi.Device // by name; nil until the first Publish
 	prepared  map[types.UID]preparedClaim
 }
 
@@ -142,10 +154,21 @@ func (d *Driver) Rescan() (bool, error) {
 	}
 	d.left = now
 	d.devices = map[string]PortDevice{}
+	api := make([]resourceapi.Device, 0, len(pds))
 	for _, p := range pds {
 		d.devices[p.Name] = p
+		api = append(api, p.APIDevice())
 	}
-	return !reflect.DeepEqual(Slices(pds), d.published), nil
+	return !reflect.DeepEqual(deviceSet(api), d.published), nil
+}
+
+// deviceSet is devices by name: published devices compare as a set, in no order.
+func deviceSet(devs []resourceapi.Device) map[string]resourceapi.Device {
+	out := make(map[string]resourceapi.Device, len(devs))
+	for _, dev := range devs {
+		out[dev.Name] = dev
+	}
+	return out
 }
 
 // Resources is the node's pool as the slices to publish.
@@ -176,10 +199,11 @@ func (d *Driver) Publish(ctx context.Context, pub Publisher) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.published = nil
+	var devs []resourceapi.Device
 	for _, s := range res.Pools[d.opts.NodeName].Slices {
-		d.published = append(d.published, s.Devices)
+		devs = append(devs, s.Devices...)
 	}
+	d.published = deviceSet(devs)
 	return nil
 }
 
@@ -301,13 +325,14 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		if r.Pool != d.opts.NodeName {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is in pool %q, this node's pool is %q", r.Device, r.Pool, d.opts.NodeName)
 		}
-		if _, ok := d.devices[r.Device]; !ok {
+		pd, ok := d.devices[r.Device]
+		if !ok {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is not allocatable on this node now (port down or gone since allocation)", r.Device)
 		}
-		if other, ok := d.holderLocked(r.Device); ok {
-			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is already prepared for claim %s/%s", r.Device, other.Namespace, other.Name)
+		if other, ok := d.holderLocked(pd); ok {
+			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s (%s) is already prepared for claim %s/%s", r.Device, pd.Dev.Name, other.Namespace, other.Name)
 		}
-		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device})
+		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device, IBDev: pd.Dev.Name, UVerbs: pd.Dev.UVerbs})
 	}
 	if len(pc.Devices) == 0 {
 		return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("no device of driver %s allocated", DriverName)
@@ -319,10 +344,12 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 	return prepareResult(pc, d.opts.NodeName), pc, nil
 }
 
-func (d *Driver) holderLocked(dev string) (preparedClaim, bool) {
+// holderLocked is the prepared claim that holds pd's RDMA device: under pd's name, or
+// under another name (one from before a restart) with the same ibdev or uverbs device.
+func (d *Driver) holderLocked(pd PortDevice) (preparedClaim, bool) {
 	for _, pc := range d.prepared {
 		for _, a := range pc.Devices {
-			if a.Device == dev {
+			if a.Device == pd.Name || a.IBDev == pd.Dev.Name || (a.UVerbs != "" && a.UVerbs == pd.Dev.UVerbs) {
 				return pc, true
 			}
 		}
@@ -370,9 +397,16 @@ func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceH
 	return kubeletplugin.ErrHealthNotSupported
 }
 
-// DeviceData is what the driver writes into the claim's status.devices[].data.
+// DeviceData is what the driver writes into the claim's status.devices[].data: the
+// device and its primary port, and for a multi-port device every ACTIVE port.
 type DeviceData struct {
-	IBDev       string `json:"ibdev"`
+	IBDev string `json:"ibdev"`
+	PortData
+	Ports []PortData `json:"ports,omitempty"`
+}
+
+// PortData is a port and the GID chosen for it.
+type PortData struct {
 	Port        int    `json:"port"`
 	GIDIndex    *int   `json:"gidIndex,omitempty"`
 	GID         string `json:"gid,omitempty"`
@@ -383,13 +417,21 @@ type DeviceData struct {
 
 // deviceData is a device's status data.
 func deviceData(p PortDevice) DeviceData {
-	dd := DeviceData{IBDev: p.Dev.Name, Port: p.Port.Num, Netdev: p.Netdev(), GIDReason: p.GIDReason}
-	if p.GID != nil {
-		dd.GIDIndex = &p.GID.Index
-		dd.GID = p.Env[plugin.EnvGID]
-		dd.RoCEVersion = p.Env[plugin.EnvRoCEVersion]
+	dd := DeviceData{IBDev: p.Dev.Name, PortData: portData(p.PortChoice)}
+	for _, c := range p.Ports {
+		dd.Ports = append(dd.Ports, portData(c))
 	}
 	return dd
+}
+
+func portData(c PortChoice) PortData {
+	pd := PortData{Port: c.Port.Num, Netdev: c.Netdev(), GIDReason: c.GIDReason}
+	if c.GID != nil {
+		pd.GIDIndex = &c.GID.Index
+		pd.GID = c.Env[plugin.EnvGID]
+		pd.RoCEVersion = c.Env[plugin.EnvRoCEVersion]
+	}
+	return pd
 }
 
 // writeStatus applies the claim's status.devices entries of this driver (server-side

@@ -1,6 +1,8 @@
 package dra
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -197,20 +199,45 @@ pools:
 	}
 }
 
-func TestDeviceName(t *testing.T) {
-	used := map[string]bool{}
-	n1 := deviceName("mlx5_0", 1, used)
-	used[n1] = true
-	n2 := deviceName("mlx5-0", 1, used) // would clash with mlx5_0's
-	long := deviceName(strings.Repeat("X_", 40), 2, used)
-	odd := deviceName("__", 1, used)
-	for _, n := range []string{n1, n2, long, odd} {
-		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
-			t.Errorf("%q: %v", n, errs)
-		}
+// dev is a discovered device with the given ports (numbers), for deviceName.
+func dev(name string, ports ...int) rdma.Device {
+	d := rdma.Device{Name: name}
+	for _, n := range ports {
+		d.Ports = append(d.Ports, rdma.Port{Num: n})
 	}
-	if n1 != "mlx5-0-p1" || n2 == n1 || !strings.HasSuffix(long, "-p2") {
-		t.Errorf("names %q %q %q", n1, n2, long)
+	return d
+}
+
+func TestDeviceName(t *testing.T) {
+	hash := func(ibdev string) string {
+		sum := sha256.Sum256([]byte(ibdev))
+		return hex.EncodeToString(sum[:4])
+	}
+	for _, tc := range []struct {
+		dev  rdma.Device
+		want string
+	}{
+		{dev("mlx5_0", 1), "mlx5-0-p1"},
+		{dev("rxe1", 1), "rxe1-p1"},
+		{dev("bnxt_re0", 1), "bnxt-re0-p1"},
+		{dev("hfi1_0", 2), "hfi1-0-p2"},                        // one port, numbered 2
+		{dev("mlx4_0", 1, 2), "mlx4-0"},                        // several ports: the whole device
+		{dev("mlx5-0", 1), "mlx5-0-" + hash("mlx5-0") + "-p1"}, // not a kernel name: hashed, apart from mlx5_0's
+		{dev("MLX5_0", 1), "mlx5-0-" + hash("MLX5_0") + "-p1"},
+		{dev("mlx4-0", 1, 2), "mlx4-0-" + hash("mlx4-0")},
+		{dev("rxe_p1", 1, 2), "rxe-p1-" + hash("rxe_p1")},                        // would read as rxe's port 1
+		{dev("rxe_deadbeef", 1), "rxe-deadbeef-" + hash("rxe_deadbeef") + "-p1"}, // would read as a hash
+		{dev("__", 1), "rdma-" + hash("__") + "-p1"},
+		{dev("rxe_", 1), "rxe-" + hash("rxe_") + "-p1"},
+		{dev(strings.Repeat("x", 61), 1), strings.Repeat("x", 63-len("-12345678-p1")) + "-" + hash(strings.Repeat("x", 61)) + "-p1"},
+	} {
+		got := deviceName(tc.dev)
+		if got != tc.want {
+			t.Errorf("deviceName(%s, %d ports) = %q, want %q", tc.dev.Name, len(tc.dev.Ports), got, tc.want)
+		}
+		if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+			t.Errorf("%q: %v", got, errs)
+		}
 	}
 }
 
@@ -227,11 +254,8 @@ func TestAttributesLeaveOutOverlongValues(t *testing.T) {
 
 func TestSlicesSplitAtTheLimit(t *testing.T) {
 	var pds []PortDevice
-	used := map[string]bool{}
 	for i := range resourceapi.ResourceSliceMaxDevices + 1 {
-		n := deviceName("d"+strconv.Itoa(i), 1, used)
-		used[n] = true
-		pds = append(pds, PortDevice{Name: n})
+		pds = append(pds, PortDevice{Name: deviceName(dev("d"+strconv.Itoa(i), 1))})
 	}
 	s := Slices(pds)
 	if len(s) != 2 || len(s[0]) != resourceapi.ResourceSliceMaxDevices || len(s[1]) != 1 {
