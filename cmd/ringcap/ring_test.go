@@ -204,12 +204,15 @@ func TestRingCreateInfoMonitorDestroy(t *testing.T) {
 	}
 	js, _ := mustRun(t, "ring", "info", "-k", k, "--json")
 	var v struct {
-		Contiguous bool
-		Snapshot   dada.Snapshot
+		Key        dada.Key      `json:"key"`
+		Contiguous bool          `json:"contiguous"`
+		Snapshot   dada.Snapshot `json:"snapshot"`
 	}
-	if err := json.Unmarshal([]byte(js), &v); err != nil || !v.Contiguous || v.Snapshot.Data.NBufs != 8 {
+	if err := json.Unmarshal([]byte(js), &v); err != nil || !v.Contiguous || v.Snapshot.Data.NBufs != 8 || v.Key.String() != k ||
+		v.Snapshot.Data.Key.String() != k || len(v.Snapshot.Data.Readers) != 2 {
 		t.Errorf("info --json: %v %+v", err, v)
 	}
+	checkLowerCamel(t, js)
 	mon, _ := mustRun(t, "ring", "monitor", "-k", k, "-c", "2", "--interval", "10ms")
 	for _, want := range []string{"Number of readers: 2", "Total buffer memory: 8 MB", "Total buffer memory: 64 KB",
 		"HEADER               DATA0                      DATA1\nFRE FUL CLR  W  R    FRE FUL CLR     W     R    FRE FUL CLR     W     R\n",
@@ -342,4 +345,32 @@ func TestRingReadGetsEachObservationsHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkLowerCamel fails on any object key of the JSON document that does not start
+// with a lower-case letter: one naming style throughout, as the other JSON ringcap
+// prints (status, headers) uses.
+func checkLowerCamel(t *testing.T, doc string) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatalf("decode %s: %v", doc, err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k == "" || k[0] < 'a' || k[0] > 'z' {
+					t.Errorf("JSON key %s.%s is not lowerCamelCase", path, k)
+				}
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		}
+	}
+	walk("", v)
 }

@@ -66,6 +66,19 @@ func ParseKey(s string) (Key, error) {
 // String returns the key in lower-case hexadecimal without 0x, as PSRDADA tools print it.
 func (k Key) String() string { return strconv.FormatUint(uint64(uint32(k)), 16) }
 
+// MarshalText gives the key as String does, so JSON shows it as PSRDADA tools print it.
+func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses a key as ParseKey does.
+func (k *Key) UnmarshalText(b []byte) error {
+	v, err := ParseKey(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
 // plus returns k + n*0x10000 with key_t wrap-around, as PSRDADA's key arithmetic.
 func (k Key) plus(n uint64) int32 { return int32(uint32(k) + uint32(n*keyIncrement)) }
 

@@ -12,38 +12,46 @@ import (
 // Snapshot is a viewer's read-only copy of both rings' shared state (what dada_dbmonitor
 // and dada_dbxferinfo show). It takes no locks.
 type Snapshot struct {
-	Data, Header RingState
+	Data   RingState `json:"data"`
+	Header RingState `json:"header"`
 }
 
 // RingState is one ring's sync fields and semaphore values.
 type RingState struct {
-	Key       Key
-	NBufs     int
-	BufSize   int
-	WBufNext  uint64
-	WBufCurr  uint64
-	WState    int32
-	WXfer     uint64
-	SemWrite  int // connection semaphore IPCBUF_WRITE (1 = unlocked)
-	SemRead   int // connection semaphore IPCBUF_READ (free reader slots)
-	Readers   []ReaderState
-	Slots     [Xfers]XferSlot
-	OnDevice  int32
-	HugePages bool
+	Key       Key             `json:"key"`
+	NBufs     int             `json:"nbufs"`
+	BufSize   int             `json:"bufsz"`
+	WBufNext  uint64          `json:"wBufNext"`
+	WBufCurr  uint64          `json:"wBufCurr"`
+	WState    int32           `json:"wState"`
+	WXfer     uint64          `json:"wXfer"`
+	SemWrite  int             `json:"semWrite"` // connection semaphore IPCBUF_WRITE (1 = unlocked)
+	SemRead   int             `json:"semRead"`  // connection semaphore IPCBUF_READ (free reader slots)
+	Readers   []ReaderState   `json:"readers"`
+	Slots     [Xfers]XferSlot `json:"slots"`
+	OnDevice  int32           `json:"onDevice"`
+	HugePages bool            `json:"hugePages"`
 }
 
 // ReaderState is one reader slot's sync fields and data semaphores.
 type ReaderState struct {
-	RBufs                                uint64
-	RState                               int32
-	RXfer                                uint64
-	SODAck, EODAck, Full, Clear, ConnSem int
+	RBufs   uint64 `json:"rBufs"`
+	RState  int32  `json:"rState"`
+	RXfer   uint64 `json:"rXfer"`
+	SODAck  int    `json:"sodAck"`
+	EODAck  int    `json:"eodAck"`
+	Full    int    `json:"full"`
+	Clear   int    `json:"clear"`
+	ConnSem int    `json:"connSem"`
 }
 
 // XferSlot is one transfer slot: [s_buf,s_byte] => [e_buf,e_byte] eod.
 type XferSlot struct {
-	SBuf, SByte, EBuf, EByte uint64
-	EOD                      bool
+	SBuf  uint64 `json:"sBuf"`
+	SByte uint64 `json:"sByte"`
+	EBuf  uint64 `json:"eBuf"`
+	EByte uint64 `json:"eByte"`
+	EOD   bool   `json:"eod"`
 }
 
 // Snapshot reads both rings' state.
