@@ -75,7 +75,7 @@ type RingCaptureSpec struct {
 	// readers on the node.
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Readers []ReaderContainer `json:"readers,omitempty"`
 
@@ -183,12 +183,13 @@ type RingSpec struct {
 	// +optional
 	Blocks int64 `json:"blocks,omitempty"`
 
-	// readers is the number of reader slots (dada_db -r): every reader must clear a
-	// block before the receiver reuses it. Each slot needs a reader: one container in
+	// readers is the number of reader slots (dada_db -r; the ring holds up to 8,
+	// PSRDADA's IPCBUF_READERS, where dada_db itself creates at most 5): every reader
+	// must clear a block before the receiver reuses it. Each slot needs a reader: one container in
 	// spec.readers per slot, or, with hostIPC, readers on the node outside the pod.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=5
+	// +kubebuilder:validation:Maximum=8
 	// +optional
 	Readers int32 `json:"readers,omitempty"`
 

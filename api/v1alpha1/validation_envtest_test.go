@@ -88,7 +88,7 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 		{"key unquoted decimal", `{ring: {key: 1234}}`, []string{"spec.ring.key", "must be a string: quote it"}, []string{"must be of type string"}},
 		{"block too small", `{ring: {blockBytes: 1000}}`, []string{"spec.ring.blockBytes", "greater than or equal to 4096"}, nil},
 		{"one block", `{ring: {blocks: 1}}`, []string{"spec.ring.blocks", "greater than or equal to 2"}, nil},
-		{"six readers", `{ring: {readers: 6}}`, []string{"spec.ring.readers", "less than or equal to 5"}, nil},
+		{"nine readers", `{ring: {readers: 9, hostIPC: true}}`, []string{"spec.ring.readers", "less than or equal to 8"}, nil},
 		{"header block too small", `{ring: {headerBlockBytes: 512}}`, []string{"spec.ring.headerBlockBytes"}, nil},
 		{"ring above 64 GiB", `{ring: {blockBytes: 4294967296, blocks: 17}, receiver: {messageBytes: 65536}}`,
 			[]string{"spec.ring.blocks", "must not exceed 64 GiB"}, nil},
@@ -280,6 +280,8 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		`{ring: {readers: 2, header: {template: "TELESCOPE Parkes\n", values: {SOURCE: J0437-4715}}}, readers: [{name: dbdisk, image: "psrdada:1", args: [dada_dbdisk, -k, dada]}, {name: verify}]}`,
 		`{receiver: {stop: {after: Bytes, bytes: 1073741824}, gidIndex: 3, resourceName: example.com/roce}, readers: [{name: r}]}`,
 		`{ring: {key: "0XDADA"}, readers: [{name: r}]}`,
+		// As many reader slots as the ring holds (PSRDADA's IPCBUF_READERS), each with its container.
+		`{ring: {readers: 8}, readers: [{name: r1}, {name: r2}, {name: r3}, {name: r4}, {name: r5}, {name: r6}, {name: r7}, {name: r8}]}`,
 		`{network: {mode: Host, allowedSenders: ["198.18.0.0/24", "2001:db8::/32", "10.1.2.3/32"]}, ring: {hostIPC: true}, readers: [{name: r}]}`,
 		`{network: {mode: Attachment, attachment: "data/macvlan-conf", interface: net1}, readers: [{name: r}]}`,
 		`{network: {mode: Attachment, attachment: sriov.roce}, receiver: {port: 20000, metricsPort: 20001}, readers: [{name: r}]}`,
