@@ -206,8 +206,8 @@ type RingSpec struct {
 	// +optional
 	LockMemory bool `json:"lockMemory,omitempty"`
 
-	// hugePages backs the data blocks with 2 MiB huge pages; the pod then requests
-	// hugepages-2Mi for the ring.
+	// hugePages backs the data blocks with 2 MiB huge pages, whatever the node's
+	// default huge page size; the pod then requests hugepages-2Mi for the ring.
 	// +kubebuilder:default=false
 	// +optional
 	HugePages bool `json:"hugePages,omitempty"`

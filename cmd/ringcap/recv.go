@@ -96,6 +96,7 @@ func newRecvCmd() *cobra.Command {
 	fs.IntVarP(&o.ring.Readers, "readers", "r", o.ring.Readers, "with --create: number of readers")
 	fs.BoolVarP(&o.ring.Lock, "lock", "l", false, "with --create: lock the ring in memory (SHM_LOCK)")
 	fs.BoolVar(&o.ring.HugePages, "hugepages", false, "with --create: back data blocks with huge pages")
+	fs.Var((*byteSize)(&o.ring.HugePageSize), "hugepage-size", "with --hugepages: the huge page size, e.g. 2M (default: the kernel's)")
 	fs.DurationVar(&o.wait, "wait", 0, "without --create: wait this long for the ring to exist")
 	fs.DurationVar(&o.drain, "drain-timeout", time.Minute, "with --create, after a stop condition: wait for the readers to read every filled block before destroying the ring, giving up (and failing) after this long without a reader clearing a block (0: destroy at once)")
 	fs.StringVar(&o.mode, "mode", "send", "transfer mode: send (receive WRs point into ring blocks) or write (RDMA WRITE into granted blocks)")

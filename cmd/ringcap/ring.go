@@ -49,7 +49,7 @@ func newRingCreateCmd() *cobra.Command {
 				return nil
 			}
 			if roundHuge && cfg.HugePages {
-				b, err := dada.RoundToHugePages(cfg.BufSize)
+				b, err := dada.RoundToHugePages(cfg.BufSize, cfg.HugePageSize)
 				if err != nil {
 					return err
 				}
@@ -82,6 +82,7 @@ func newRingCreateCmd() *cobra.Command {
 	fs.BoolVarP(&cfg.Lock, "lock", "l", false, "lock the ring in memory (SHM_LOCK)")
 	fs.BoolVarP(&cfg.PageIn, "page", "p", false, "zero every block after creation (fault pages in)")
 	fs.BoolVar(&cfg.HugePages, "hugepages", false, "back data blocks with huge pages (SHM_HUGETLB); block size must be a multiple of the huge page size")
+	fs.Var((*byteSize)(&cfg.HugePageSize), "hugepage-size", "with --hugepages: the huge page size, e.g. 2M or 1G (default: the kernel's, Hugepagesize in /proc/meminfo)")
 	fs.BoolVar(&roundHuge, "round", false, "with --hugepages: round the block size up to the huge page size")
 	fs.BoolVarP(&persist, "persist", "w", false, "stay until SIGINT/SIGTERM, then destroy the ring")
 	fs.BoolVarP(&destroy, "destroy", "d", false, "destroy the ring instead (dada_db -d; same as ring destroy)")

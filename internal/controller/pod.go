@@ -111,7 +111,8 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		args = append(args, "-l")
 	}
 	if r.HugePages {
-		args = append(args, "--hugepages")
+		// The size the pod requests (hugepages-2Mi), whatever the node's default size.
+		args = append(args, "--hugepages", "--hugepage-size", "2Mi")
 	}
 	args = append(args,
 		"--qps", i64(int64(rx.QueuePairs)),

@@ -50,7 +50,7 @@ func TestReceiverArgs(t *testing.T) {
 			rc.Spec.Receiver.Mode, rc.Spec.Receiver.MemoryRegistration = ringcapv1.TransferModeWrite, ringcapv1.MemoryRegistrationWholeRing
 			rc.Spec.Receiver.GIDIndex = ptr(int32(3))
 			rc.Spec.Receiver.QueuePairs = 8
-		}, cat([]string{"recv", "-k", "dada", "--create", "-b", "4194304", "-n", "4", "-a", "4096", "-r", "1", "-l", "--hugepages",
+		}, cat([]string{"recv", "-k", "dada", "--create", "-b", "4194304", "-n", "4", "-a", "4096", "-r", "1", "-l", "--hugepages", "--hugepage-size", "2Mi",
 			"--qps", "8", "--mode", "write", "--mr", "wholering", "--transport", "verbs", "--listen", "0.0.0.0:18515", "--msg-bytes", "65536", "--rx-depth", "128",
 			"--gid-index", "3"}, tail)},
 		{"transport OFI with a provider", func(rc *ringcapv1.RingCapture) {

@@ -3,6 +3,9 @@ package dada
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +29,9 @@ type Config struct {
 	// HugePages creates the data blocks with SHM_HUGETLB. BufSize must be a multiple of
 	// the huge page size (see RoundToHugePages).
 	HugePages bool
+	// HugePageSize is the huge page size in bytes (e.g. 2 MiB, what a pod's
+	// hugepages-2Mi gives); 0: the kernel's default (Hugepagesize in /proc/meminfo).
+	HugePageSize uint64
 }
 
 // MinHeaderBufSize is the smallest header block dada_db accepts (the page size).
@@ -40,9 +46,10 @@ func DefaultConfig() Config {
 // HugePageSize returns the system's default huge page size in bytes (0 if unknown).
 func HugePageSize() int { return hugePageSize() }
 
-// RoundToHugePages rounds n up to a multiple of the default huge page size.
-func RoundToHugePages(n uint64) (uint64, error) {
-	hp := uint64(hugePageSize())
+// RoundToHugePages rounds n up to a multiple of the huge page size size (0: the
+// kernel's default).
+func RoundToHugePages(n, size uint64) (uint64, error) {
+	hp := Config{HugePageSize: size}.hugeSize()
 	if hp == 0 {
 		return 0, errors.New("huge page size unknown: no Hugepagesize in /proc/meminfo")
 	}
@@ -73,12 +80,8 @@ func (c Config) Validate() error {
 		return bad("readers %d out of range 1..%d", c.Readers, MaxReaders)
 	}
 	if c.HugePages {
-		hp := uint64(hugePageSize())
-		if hp == 0 {
-			return bad("huge pages requested but the huge page size is unknown")
-		}
-		if c.BufSize%hp != 0 {
-			return bad("block size %d is not a multiple of the huge page size %d (use %d)", c.BufSize, hp, (c.BufSize+hp-1)/hp*hp)
+		if err := c.validateHuge(); err != nil {
+			return bad("%v", err)
 		}
 	}
 	for _, r := range []struct {
@@ -90,6 +93,27 @@ func (c Config) Validate() error {
 				return bad("key %s: derived key %d of ring %s would be 0 (IPC_PRIVATE)", c.Key, n, r.k)
 			}
 		}
+	}
+	return nil
+}
+
+// hugeSize is the huge page size the blocks use: HugePageSize, else the kernel's default.
+func (c Config) hugeSize() uint64 {
+	if c.HugePageSize != 0 {
+		return c.HugePageSize
+	}
+	return uint64(hugePageSize())
+}
+
+func (c Config) validateHuge() error {
+	hp := c.hugeSize()
+	switch {
+	case hp == 0:
+		return errors.New("huge pages requested but the huge page size is unknown")
+	case c.HugePageSize != 0 && !hugePageSizeOffered(hp):
+		return fmt.Errorf("huge page size %d bytes is not one this kernel offers (%s)", hp, offeredHugePageSizes())
+	case c.BufSize%hp != 0:
+		return fmt.Errorf("block size %d is not a multiple of the huge page size %d (use %d)", c.BufSize, hp, (c.BufSize+hp-1)/hp*hp)
 	}
 	return nil
 }
@@ -108,11 +132,11 @@ func Create(cfg Config) (*HDU, error) {
 			_ = created[i]()
 		}
 	}
-	if err := createRing(cfg.Key, cfg.NBufs, cfg.BufSize, cfg.Readers, cfg.HugePages, cfg.Lock, &created); err != nil {
+	if err := createRing(cfg.Key, cfg.NBufs, cfg.BufSize, cfg.Readers, cfg.blockHugeSize(), cfg.Lock, &created); err != nil {
 		undo()
 		return nil, fmt.Errorf("create data ring %s: %w", cfg.Key, err)
 	}
-	if err := createRing(cfg.Key+1, Xfers, cfg.HeaderBufSize, cfg.Readers, false, cfg.Lock, &created); err != nil {
+	if err := createRing(cfg.Key+1, Xfers, cfg.HeaderBufSize, cfg.Readers, 0, cfg.Lock, &created); err != nil {
 		undo()
 		return nil, fmt.Errorf("create header ring %s: %w", cfg.Key+1, err)
 	}
@@ -142,7 +166,16 @@ func existsErr(what string, key int32, ring Key, err error) error {
 	return fmt.Errorf("%s key %#x: %w", what, uint32(key), err)
 }
 
-func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, created *[]func() error) error {
+// blockHugeSize is the huge page size of the data blocks, 0 without huge pages.
+func (c Config) blockHugeSize() uint64 {
+	if !c.HugePages {
+		return 0
+	}
+	return c.hugeSize()
+}
+
+// createRing creates one ring; hugeSize > 0 backs its blocks with huge pages of that size.
+func createRing(key Key, nbufs, bufsz uint64, nread int, hugeSize uint64, lock bool, created *[]func() error) error {
 	sid, err := createSync(key, nbufs, bufsz, nread, created)
 	if err != nil {
 		return err
@@ -150,7 +183,7 @@ func createRing(key Key, nbufs, bufsz uint64, nread int, huge, lock bool, create
 	if err := createSems(key, nread, created); err != nil {
 		return err
 	}
-	ids, err := createBlocks(key, nbufs, bufsz, huge, created)
+	ids, err := createBlocks(key, nbufs, bufsz, hugeSize, created)
 	if err != nil {
 		return err
 	}
@@ -221,18 +254,16 @@ func createSems(key Key, nread int, created *[]func() error) error {
 }
 
 // createBlocks creates the data blocks and returns their ids.
-func createBlocks(key Key, nbufs, bufsz uint64, huge bool, created *[]func() error) ([]int, error) {
-	bflags := createFlags
-	if huge {
-		bflags |= shmHuge
-	}
+func createBlocks(key Key, nbufs, bufsz, hugeSize uint64, created *[]func() error) ([]int, error) {
+	bflags := createFlags | hugeFlags(hugeSize)
+	huge := hugeSize != 0
 	var ids []int
 	for b := uint64(0); b < nbufs; b++ {
 		bk := key.plus(10 + b)
 		bid, err := shmGet(bk, bufsz, bflags)
 		if err != nil {
 			if huge && (errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EINVAL)) {
-				return nil, fmt.Errorf("create huge-page block %d (key %#x, %d bytes): not enough free huge pages (reserve them via /proc/sys/vm/nr_hugepages): %w", b, uint32(bk), bufsz, err)
+				return nil, fmt.Errorf("create huge-page block %d (key %#x, %d bytes): not enough free huge pages of %d bytes (reserve them via /sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages): %w", b, uint32(bk), bufsz, hugeSize, hugeSize>>10, err)
 			}
 			if errors.Is(err, unix.EINVAL) {
 				return nil, fmt.Errorf("create block %d (key %#x, %d bytes): size exceeds kernel.shmmax or the key is used by a smaller segment: %w", b, uint32(bk), bufsz, err)
@@ -270,4 +301,39 @@ func semInit(id int, vals map[uint16]int16) error {
 		}
 	}
 	return nil
+}
+
+// shmHugeShift is SHM_HUGE_SHIFT: shmget's flags carry log2 of the huge page size
+// from this bit, so a segment gets pages of that size rather than the default's.
+const shmHugeShift = 26
+
+// hugeFlags are shmget's flags for blocks in huge pages of size bytes (0: none).
+func hugeFlags(size uint64) int {
+	if size == 0 {
+		return 0
+	}
+	return shmHuge | bits.TrailingZeros64(size)<<shmHugeShift
+}
+
+// hugePageSizeOffered reports whether the kernel has a huge page pool of size bytes
+// (/sys/kernel/mm/hugepages/hugepages-<kB>kB): a power of two it supports.
+func hugePageSizeOffered(size uint64) bool {
+	if size == 0 || size&(size-1) != 0 {
+		return false
+	}
+	_, err := os.Stat(fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB", size>>10))
+	return err == nil
+}
+
+// offeredHugePageSizes lists the kernel's huge page pools for an error message.
+func offeredHugePageSizes() string {
+	ents, err := os.ReadDir("/sys/kernel/mm/hugepages")
+	if err != nil || len(ents) == 0 {
+		return "it offers none"
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, strings.TrimPrefix(e.Name(), "hugepages-"))
+	}
+	return "it offers " + strings.Join(names, ", ")
 }

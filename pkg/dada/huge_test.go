@@ -148,7 +148,48 @@ func TestHugePageSizeRejected(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a multiple of the huge page size") || !strings.Contains(err.Error(), strconv.Itoa(2*hp)) {
 		t.Fatalf("Create = %v, want a rejection suggesting %d", err, 2*hp)
 	}
-	if got, _ := RoundToHugePages(uint64(hp) + 1); got != uint64(2*hp) {
+	if got, _ := RoundToHugePages(uint64(hp)+1, 0); got != uint64(2*hp) {
 		t.Fatalf("RoundToHugePages = %d", got)
+	}
+}
+
+// shmget is told the page size (log2 from SHM_HUGE_SHIFT), so a ring gets the pages its
+// pod asked for (hugepages-2Mi) even where the kernel's default size is another.
+func TestHugeFlagsCarryThePageSize(t *testing.T) {
+	for _, c := range []struct {
+		size uint64
+		want int
+	}{
+		{0, 0},
+		{2 << 20, 0o4000 | 21<<26},  // SHM_HUGETLB | SHM_HUGE_2MB
+		{1 << 30, 0o4000 | 30<<26},  // SHM_HUGE_1GB
+		{64 << 10, 0o4000 | 16<<26}, // arm64's 64 KiB
+	} {
+		if got := hugeFlags(c.size); got != c.want {
+			t.Errorf("hugeFlags(%d) = %#x, want %#x", c.size, got, c.want)
+		}
+	}
+}
+
+func TestHugePageRingOfAGivenSize(t *testing.T) {
+	const size = 2 << 20
+	if !hugePageSizeOffered(size) {
+		t.Skip("skip: the kernel has no 2 MiB huge page pool")
+	}
+	reserveHugePages(t, 2) // the default pool, which is the 2 MiB one on x86-64 hosts
+	h := createTestRing(t, Config{NBufs: 2, BufSize: size, HugePages: true, HugePageSize: size})
+	if !h.Data.HugePages() || h.Data.PageSize() != size {
+		t.Fatalf("data ring: HugePages()=%v PageSize()=%d, want true %d", h.Data.HugePages(), h.Data.PageSize(), size)
+	}
+}
+
+func TestHugePageSizeNotOfferedRefused(t *testing.T) {
+	for _, size := range []uint64{3 << 20, 1 << 40} { // not a power of two; a pool no kernel has
+		cfg := DefaultConfig()
+		cfg.Key = testKey(t)
+		cfg.HugePages, cfg.HugePageSize, cfg.BufSize = true, size, size
+		if _, err := Create(cfg); err == nil || !strings.Contains(err.Error(), "not one this kernel offers") {
+			t.Errorf("Create with %d-byte huge pages = %v, want a refusal naming the sizes offered", size, err)
+		}
 	}
 }

@@ -43,10 +43,10 @@ func TestConnectWaitsForRingBeingCreated(t *testing.T) {
 	if err := createSems(key, 1, &created); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := createBlocks(key, 4, 4096, false, &created); err != nil {
+	if _, err := createBlocks(key, 4, 4096, 0, &created); err != nil {
 		t.Fatal(err)
 	}
-	if err := createRing(key+1, Xfers, MinHeaderBufSize, 1, false, false, &created); err != nil {
+	if err := createRing(key+1, Xfers, MinHeaderBufSize, 1, 0, false, &created); err != nil {
 		t.Fatal(err)
 	}
 	select {
