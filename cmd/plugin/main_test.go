@@ -163,3 +163,28 @@ func TestPrintConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherConfig: --other-config is read and checked, and a device it selects as well as
+// --config refuses the start, naming the device and both pools.
+func TestOtherConfig(t *testing.T) {
+	if os.Getenv("RINGCAP_VM") == "1" {
+		t.Skip("testdata-tree test: runs on the host (make test)")
+	}
+	dir := t.TempDir()
+	other, bad := filepath.Join(dir, "dra.yaml"), filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(other, []byte("version: v1\npools: [{name: soft, selector: {devices: [mlx5_0]}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("version: v1\npools: [{name: soft, selektor: {}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := flags{mode: modeDevicePlugin, otherConfig: other, sysRoot: testdata + "/sys", devRoot: testdata + "/dev", kubeletDir: dir}
+	err := run(context.Background(), f)
+	if !errors.Is(err, plugin.ErrOverlap) || !strings.Contains(err.Error(), `mlx5_0 (the device plugin's pool "rdma" and the DRA driver's pool "soft")`) {
+		t.Errorf("overlapping --other-config: %v", err)
+	}
+	f.otherConfig = bad
+	if err := run(context.Background(), f); err == nil || !strings.Contains(err.Error(), "--other-config") || !strings.Contains(err.Error(), "selektor") {
+		t.Errorf("invalid --other-config: %v", err)
+	}
+}

@@ -38,6 +38,9 @@ type Options struct {
 	// PluginDir and RegistryDir are the kubelet's plugin directory for this driver
 	// and its plugins_registry; empty: the kubelet's defaults.
 	PluginDir, RegistryDir string
+	// OtherConfig is the device plugin's config when both run on the node (plugin.mode
+	// both): a device both configs select refuses Run, or is left out when it appears later.
+	OtherConfig *plugin.Config
 }
 
 // Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
@@ -87,6 +90,14 @@ func New(opts Options) (*Driver, error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if err := checkPools(opts.Config); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opts.OtherConfig != nil {
+		if err := opts.OtherConfig.Validate(); err != nil {
+			return nil, fmt.Errorf("other config (the device plugin's): %w", err)
+		}
+	}
 	if opts.Roots.Sys == "" || opts.Roots.Dev == "" {
 		return nil, errors.New("sysfs and /dev roots must be set")
 	}
@@ -121,7 +132,7 @@ func (d *Driver) Prepared() []types.UID {
 // Rescan reads sysfs and replaces the device set; it reports whether the published
 // slices would change.
 func (d *Driver) Rescan() (bool, error) {
-	pds, left, skipped, err := scan(d.opts.Config, d.opts.Roots)
+	pds, left, skipped, err := scan(d.opts.Config, d.opts.OtherConfig, d.opts.Roots)
 	if err != nil {
 		return false, fmt.Errorf("scan RDMA devices: %w", err)
 	}
@@ -225,6 +236,9 @@ func (d *Driver) deviceNames() []string {
 func (d *Driver) Run(ctx context.Context) error {
 	if d.opts.Client == nil {
 		return errors.New("no API client")
+	}
+	if err := d.refuseOverlaps(); err != nil {
+		return err
 	}
 	if _, err := d.Rescan(); err != nil {
 		return err
