@@ -30,6 +30,7 @@ const cdiVersion = "0.6.0"
 const (
 	annClaim   = "ringcap.io/claim"   // "<namespace>/<name>"
 	annDevices = "ringcap.io/devices" // "<request>:<device>,..." in allocation order
+	annAdmin   = "ringcap.io/admin"   // "<request>:<device>,..." allocated with admin access (absent: none)
 )
 
 const specPrefix = "ringcap.io-claim_"
@@ -48,10 +49,14 @@ func CDIDeviceID(uid types.UID, dev string) string { return CDIKind + "=" + cdiD
 // claimSpec builds a claim's spec: every device gets its uverbs node and rdma_cm; the
 // first device of each request also gets the RINGCAP_* environment naming it, with
 // RINGCAP_RDMA_DEVICES listing every RDMA device of that request (as the device
-// plugin does for a container with several devices).
+// plugin does for a container with several devices), and RINGCAP_ADMIN_ACCESS when
+// the request has admin access.
 func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
 	spec := cdispec.Spec{Version: cdiVersion, Kind: CDIKind, Devices: []cdispec.Device{},
 		Annotations: map[string]string{annClaim: c.Namespace + "/" + c.Name, annDevices: c.annotation()}}
+	if adm := c.adminAnnotation(); adm != "" {
+		spec.Annotations[annAdmin] = adm
+	}
 	firstOf := map[string]bool{}
 	ibdevs := map[string][]string{}
 	for _, a := range c.Devices {
@@ -72,6 +77,9 @@ func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
 				env[k] = v
 			}
 			env["RINGCAP_RDMA_DEVICES"] = strings.Join(ibdevs[a.Request], ",")
+			if a.Admin {
+				env[EnvAdminAccess] = "true"
+			}
 			for k, v := range env {
 				e.Env = append(e.Env, k+"="+v)
 			}
@@ -138,5 +146,6 @@ func readSpec(path string) (preparedClaim, error) {
 		}
 		c.Devices = append(c.Devices, allocated{Request: req, Device: dev})
 	}
+	markAdmin(&c, s.Annotations[annAdmin])
 	return c, nil
 }

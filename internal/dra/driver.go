@@ -52,6 +52,7 @@ type Publisher interface {
 type allocated struct {
 	Request string
 	Device  string
+	Admin   bool // allocated with adminAccess: beside other claims, not holding the device
 }
 
 // preparedClaim is what Unprepare and a restarted driver need to know of a claim.
@@ -65,6 +66,17 @@ func (c preparedClaim) annotation() string {
 	parts := make([]string, len(c.Devices))
 	for i, a := range c.Devices {
 		parts[i] = a.Request + ":" + a.Device
+	}
+	return strings.Join(parts, ",")
+}
+
+// adminAnnotation is "<request>:<device>,..." of the devices allocated with admin access.
+func (c preparedClaim) adminAnnotation() string {
+	var parts []string
+	for _, a := range c.Devices {
+		if a.Admin {
+			parts = append(parts, a.Request+":"+a.Device)
+		}
 	}
 	return strings.Join(parts, ",")
 }
@@ -308,6 +320,9 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		return prepareResult(pc, d.opts.NodeName), pc, nil
 	}
 	pc := preparedClaim{UID: c.UID, Namespace: c.Namespace, Name: c.Name}
+	if err := refuseOpaqueConfig(c.Status.Allocation.Devices); err != nil {
+		return kubeletplugin.PrepareResult{}, pc, err
+	}
 	for _, r := range c.Status.Allocation.Devices.Results {
 		if r.Driver != DriverName {
 			continue
@@ -318,25 +333,29 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		if _, ok := d.devices[r.Device]; !ok {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is not allocatable on this node now (port down or gone since allocation)", r.Device)
 		}
-		if other, ok := d.holderLocked(r.Device); ok {
+		admin := r.AdminAccess != nil && *r.AdminAccess
+		if other, ok := d.holderLocked(r.Device); ok && !admin {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is already prepared for claim %s/%s", r.Device, other.Namespace, other.Name)
 		}
-		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device})
+		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device, Admin: admin})
 	}
 	if len(pc.Devices) == 0 {
 		return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("no device of driver %s allocated", DriverName)
 	}
-	if err := writeSpec(d.opts.CDIDir, c.UID, claimSpec(pc, d.devices)); err != nil {
+	spec := claimSpec(pc, d.devices)
+	addUMad(&spec, pc, d.devices, d.opts.Config)
+	if err := writeSpec(d.opts.CDIDir, c.UID, spec); err != nil {
 		return kubeletplugin.PrepareResult{}, pc, err
 	}
 	d.prepared[c.UID] = pc
 	return prepareResult(pc, d.opts.NodeName), pc, nil
 }
 
+// holderLocked is the claim that holds dev; an admin-access allocation holds nothing.
 func (d *Driver) holderLocked(dev string) (preparedClaim, bool) {
 	for _, pc := range d.prepared {
 		for _, a := range pc.Devices {
-			if a.Device == dev {
+			if a.Device == dev && !a.Admin {
 				return pc, true
 			}
 		}
