@@ -97,7 +97,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off (dra: /var/run/cdi)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
-	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices, then exit")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices (and those --other-config selects too), then exit")
 	return cmd
 }
 
@@ -119,7 +119,7 @@ func run(ctx context.Context, f flags) error {
 	}
 	roots := rdma.Roots{Sys: f.sysRoot, Dev: f.devRoot}
 	if f.printConfig {
-		return printConfig(os.Stdout, cfg, roots)
+		return printConfig(os.Stdout, cfg, other, roots)
 	}
 
 	switch f.mode {
@@ -239,7 +239,7 @@ func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
 	return &plugin.KubeSink{Client: cs, Dynamic: dc, NodeName: node}, nil
 }
 
-func printConfig(w io.Writer, cfg *plugin.Config, roots rdma.Roots) error {
+func printConfig(w io.Writer, cfg, other *plugin.Config, roots rdma.Roots) error {
 	devs, skipped, err := rdma.Discover(roots)
 	if err != nil {
 		return err
@@ -264,6 +264,9 @@ func printConfig(w io.Writer, cfg *plugin.Config, roots rdma.Roots) error {
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(&b, "skipped:", s.String())
+	}
+	for _, o := range cfg.Overlaps(other, devs) {
+		fmt.Fprintf(&b, "selected by both: %s (pool %s and --other-config's pool %s): the start is refused\n", o.Device, o.Pool, o.OtherPool)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

@@ -150,7 +150,7 @@ func TestPrintConfig(t *testing.T) {
 		{testdata, []string{"  mlx5_0 port 1 ACTIVE: GID 3 (RoCE v2 GID with an IPv4-mapped address: 10.0.0.5 on enp3s0f0 (port 1))\n"}},
 	} {
 		var b bytes.Buffer
-		if err := printConfig(&b, plugin.DefaultConfig(), rdma.Roots{Sys: tc.tree + "/sys", Dev: tc.tree + "/dev"}); err != nil {
+		if err := printConfig(&b, plugin.DefaultConfig(), nil, rdma.Roots{Sys: tc.tree + "/sys", Dev: tc.tree + "/dev"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range tc.want {
@@ -186,5 +186,16 @@ func TestOtherConfig(t *testing.T) {
 	f.otherConfig = bad
 	if err := run(context.Background(), f); err == nil || !strings.Contains(err.Error(), "--other-config") || !strings.Contains(err.Error(), "selektor") {
 		t.Errorf("invalid --other-config: %v", err)
+	}
+	otherCfg, err := plugin.LoadConfig(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := printConfig(&b, plugin.DefaultConfig(), otherCfg, rdma.Roots{Sys: testdata + "/sys", Dev: testdata + "/dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "selected by both: mlx5_0 (pool rdma and --other-config's pool soft): the start is refused\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("--print-config with --other-config lacks %q:\n%s", want, b.String())
 	}
 }
