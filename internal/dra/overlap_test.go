@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -36,7 +37,10 @@ func TestRunRefusesOverlap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = d.Run(context.Background())
+	// A failure deadline: a driver that does not refuse runs until cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
 	if !errors.Is(err, plugin.ErrOverlap) || !strings.Contains(err.Error(), `rxe1 (the DRA driver's pool "rdma" and the device plugin's pool "soft")`) ||
 		strings.Contains(err.Error(), "rxe0") {
 		t.Fatalf("Run = %v, want ErrOverlap naming rxe1 (only) and both pools", err)

@@ -65,7 +65,10 @@ func TestRunRefusesOverlapWithOtherConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Run(context.Background())
+	// A failure deadline: a plugin that does not refuse serves until cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err = p.Run(ctx)
 	if !errors.Is(err, ErrOverlap) || !strings.Contains(err.Error(), `mlx5_2 (the device plugin's pool "rdma" and the DRA driver's pool "soft")`) {
 		t.Fatalf("Run = %v, want ErrOverlap naming mlx5_2 and both pools", err)
 	}
