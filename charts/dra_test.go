@@ -4,6 +4,9 @@ package charts
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,7 +36,11 @@ func TestPluginModes(t *testing.T) {
 		if tc.mode != "" {
 			set = append(set, "plugin.mode="+tc.mode)
 		}
-		objs := render(t, "", set...)
+		values := ""
+		if tc.mode == "both" {
+			values = splitValues
+		}
+		objs := render(t, values, set...)
 		_, hasPlugin := objs["DaemonSet/rc-ringcap-plugin"]
 		_, hasDriver := objs["DaemonSet/rc-ringcap-dra"]
 		_, hasClass := objs["DeviceClass/rc-ringcap-rdma"]
@@ -102,6 +109,114 @@ func TestDRADriver(t *testing.T) {
 		t.Errorf("driver role grants more than it needs: %+v", cr.Rules)
 	}
 	checkBinding(t, objs, "ClusterRoleBinding/rc-ringcap-dra", "rc-ringcap-dra")
+}
+
+// splitValues is plugin.mode both with pools that select different devices.
+const splitValues = `plugin:
+  mode: both
+  config: {version: v1, pools: [{name: rdma, selector: {drivers: [mlx5_core]}}]}
+  dra:
+    config: {version: v1, pools: [{name: soft, selector: {drivers: [rdma_rxe]}}]}
+`
+
+// TestBothRefusesOverlap: helm refuses plugin.mode both when the two sides would offer
+// the same devices (no plugin.dra.config, an empty selector, selectors that agree on
+// every list both set), and DRA pools with sharing shared; it takes pools that a
+// devices, drivers or vendors list sets apart, and pairs it cannot decide (left to the
+// binaries' --other-config).
+func TestBothRefusesOverlap(t *testing.T) {
+	both := func(plugin, dra string) string {
+		v := "plugin:\n  mode: both\n  config: {version: v1, pools: [" + plugin + "]}\n"
+		if dra != "" {
+			v += "  dra:\n    config: {version: v1, pools: [" + dra + "]}\n"
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name, values, want string // want "": accepted
+	}{
+		{"no dra.config", both("{name: rdma}", ""), "plugin.mode both needs plugin.dra.config"},
+		{"both select everything", both("{name: rdma}", "{name: soft}"), `pool "rdma" and plugin.dra.config pool "soft" select the same devices (both selectors are empty`},
+		{"device plugin selects everything", both("{name: rdma}", "{name: soft, selector: {drivers: [rdma_rxe]}}"), "the first selector is empty"},
+		{"driver selects everything", both("{name: rdma, selector: {devices: [mlx5_0]}}", "{name: soft}"), "the second selector is empty"},
+		{"identical selectors", both("{name: a, selector: {drivers: [rdma_rxe], netdevs: [veth1]}}", "{name: b, selector: {netdevs: [veth1], drivers: [rdma_rxe]}}"),
+			"their drivers, netdevs lists have entries in common"},
+		{"a common driver", both("{name: a, selector: {drivers: [mlx5_core, rdma_rxe]}}", "{name: b, selector: {drivers: [rdma_rxe], linkLayers: [Ethernet]}}"),
+			"their drivers lists have entries in common"},
+		{"second pool overlaps", both("{name: a, selector: {devices: [rxe0]}}, {name: c, selector: {vendors: [\"0x15b3\"]}}",
+			"{name: b, selector: {devices: [rxe1]}}, {name: d, selector: {vendors: [\"0x15b3\"]}}"), `pool "c" and plugin.dra.config pool "d"`},
+		{"split by device", both("{name: a, selector: {devices: [rxe0]}}", "{name: b, selector: {devices: [rxe1]}}"), ""},
+		{"split by driver with one list more", both("{name: a, selector: {drivers: [mlx5_core], linkLayers: [Ethernet]}}", "{name: b, selector: {drivers: [rdma_rxe]}}"), ""},
+		{"split by netdev", both("{name: a, selector: {netdevs: [veth0]}}", "{name: b, selector: {netdevs: [veth1]}}"), ""},
+		{"no common list", both("{name: a, selector: {devices: [mlx5_0]}}", "{name: b, selector: {drivers: [rdma_rxe]}}"), ""},
+		{"shared DRA pool", both("{name: a, selector: {devices: [rxe0]}}", "{name: b, selector: {devices: [rxe1]}, sharing: {mode: shared, maxPodsPerDevice: 2}}"),
+			"plugin.dra.config pools[0] (b): sharing mode shared does not apply to the DRA driver: pods share a port by sharing a ResourceClaim"},
+		{"shared pool in mode dra", "plugin:\n  mode: dra\n  config: {version: v1, pools: [{name: a, sharing: {mode: shared, maxPodsPerDevice: 2}}]}\n",
+			"plugin.config pools[0] (a): sharing mode shared does not apply"},
+		{"shared pool in mode deviceplugin", "plugin:\n  config: {version: v1, pools: [{name: a, sharing: {mode: shared, maxPodsPerDevice: 2}}]}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(f, []byte(tc.values), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := helm(t, "template", "rc", chartDir, "-f", f)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v\n%s", err, tc.values)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want a refusal containing %q\n%s", err, tc.want, tc.values)
+			}
+		})
+	}
+}
+
+// TestBothOtherConfig: in plugin.mode both each DaemonSet gets the other side's pools
+// (--other-config, from its own ConfigMap) and the configs are valid and disjoint on the
+// testdata trees; in the other modes no --other-config.
+func TestBothOtherConfig(t *testing.T) {
+	objs := render(t, splitValues)
+	configs := map[string]*plugin.Config{}
+	for _, side := range []struct{ name, file, other string }{
+		{"plugin", "dra-config.yaml", "rdma_rxe"},
+		{"dra", "deviceplugin-config.yaml", "mlx5_core"},
+	} {
+		var ds appsv1.DaemonSet
+		objs.get(t, "DaemonSet/rc-ringcap-"+side.name, &ds)
+		if args := ds.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--other-config=/etc/ringcap/"+side.file) {
+			t.Errorf("%s args %q lack --other-config=/etc/ringcap/%s", side.name, args, side.file)
+		}
+		var cm corev1.ConfigMap
+		objs.get(t, "ConfigMap/rc-ringcap-"+side.name, &cm)
+		own, err := plugin.ParseConfig([]byte(cm.Data["config.yaml"]))
+		if err != nil {
+			t.Fatalf("%s config: %v", side.name, err)
+		}
+		other, err := plugin.ParseConfig([]byte(cm.Data[side.file]))
+		if err != nil {
+			t.Fatalf("%s --other-config: %v\n%s", side.name, err, cm.Data[side.file])
+		}
+		if !slices.Equal(other.Pools[0].Selector.Drivers, []string{side.other}) {
+			t.Errorf("%s --other-config pools %+v, want the other side's (drivers [%s])", side.name, other.Pools, side.other)
+		}
+		configs[side.name] = own
+	}
+	for _, tree := range []string{"pci", "rxe-vm"} {
+		devs, _, err := rdma.Discover(rdma.Roots{Sys: "../pkg/rdma/testdata/" + tree + "/sys", Dev: "../pkg/rdma/testdata/" + tree + "/dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plugin.RefuseOverlaps(configs["plugin"], configs["dra"], devs, plugin.SideDevicePlugin, plugin.SideDRA); err != nil {
+			t.Errorf("%s tree: %v", tree, err)
+		}
+	}
+	for _, mode := range []string{"deviceplugin", "dra"} {
+		for key, u := range render(t, "", "plugin.mode="+mode) {
+			if strings.HasPrefix(key, "DaemonSet/") && strings.Contains(fmt.Sprint(u.Object), "--other-config") {
+				t.Errorf("mode %s: %s has --other-config", mode, key)
+			}
+		}
+	}
 }
 
 // TestDRAConfig: the driver takes plugin.config unless plugin.dra.config is set (mode

@@ -56,6 +56,7 @@ const (
 type flags struct {
 	mode, pluginsDir, registryDir                                                   string
 	config, sysRoot, devRoot, kubeletDir, nodeName, metricsAddr, cdiDir, kubeconfig string
+	otherConfig                                                                     string
 	verbosity                                                                       int
 	printConfig                                                                     bool
 }
@@ -87,6 +88,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.pluginsDir, "kubelet-plugins-dir", "/var/lib/kubelet/plugins/"+dra.DriverName, "dra: the driver's directory under the kubelet's plugins directory (its gRPC socket)")
 	fl.StringVar(&f.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "dra: the kubelet's plugin registration directory")
 	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
+	fl.StringVar(&f.otherConfig, "other-config", "", "with both running on the node (chart plugin.mode both): the other side's config (the DRA driver's in deviceplugin mode, the device plugin's in dra mode); a device both configs select refuses the start, and one that appears later is left out by both")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
@@ -95,7 +97,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off (dra: /var/run/cdi)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
-	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices, then exit")
+	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices (and those --other-config selects too), then exit")
 	return cmd
 }
 
@@ -108,15 +110,22 @@ func run(ctx context.Context, f flags) error {
 			return err
 		}
 	}
+	var other *plugin.Config
+	if f.otherConfig != "" {
+		var err error
+		if other, err = plugin.LoadConfig(f.otherConfig); err != nil {
+			return fmt.Errorf("--other-config: %w", err)
+		}
+	}
 	roots := rdma.Roots{Sys: f.sysRoot, Dev: f.devRoot}
 	if f.printConfig {
-		return printConfig(os.Stdout, cfg, roots)
+		return printConfig(os.Stdout, cfg, other, roots)
 	}
 
 	switch f.mode {
 	case modeDevicePlugin:
 	case modeDRA:
-		return runDRA(ctx, f, cfg, roots, log)
+		return runDRA(ctx, f, cfg, other, roots, log)
 	default:
 		return fmt.Errorf("--mode %q: want %s or %s", f.mode, modeDevicePlugin, modeDRA)
 	}
@@ -125,7 +134,7 @@ func run(ctx context.Context, f flags) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := plugin.Options{
 		Config: cfg, Roots: roots, KubeletDir: f.kubeletDir, NodeName: f.nodeName, CDIDir: f.cdiDir,
-		Log: log, Registry: reg, Version: version,
+		Log: log, Registry: reg, Version: version, OtherConfig: other,
 	}
 	if f.nodeName != "" {
 		sink, err := kubeSink(f.kubeconfig, f.nodeName)
@@ -184,7 +193,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // runDRA runs the DRA driver until ctx is done.
-func runDRA(ctx context.Context, f flags, cfg *plugin.Config, roots rdma.Roots, log logr.Logger) error {
+func runDRA(ctx context.Context, f flags, cfg, other *plugin.Config, roots rdma.Roots, log logr.Logger) error {
 	if f.nodeName == "" {
 		return errors.New("--mode dra needs --node-name (or $NODE_NAME): the ResourceSlice belongs to the node")
 	}
@@ -201,7 +210,7 @@ func runDRA(ctx context.Context, f flags, cfg *plugin.Config, roots rdma.Roots, 
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	d, err := dra.New(dra.Options{Config: cfg, Roots: roots, NodeName: f.nodeName, CDIDir: cdiDir, Client: cs, Log: log,
-		PluginDir: f.pluginsDir, RegistryDir: f.registryDir})
+		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, OtherConfig: other})
 	if err != nil {
 		return err
 	}
@@ -230,7 +239,7 @@ func kubeSink(kubeconfig, node string) (*plugin.KubeSink, error) {
 	return &plugin.KubeSink{Client: cs, Dynamic: dc, NodeName: node}, nil
 }
 
-func printConfig(w io.Writer, cfg *plugin.Config, roots rdma.Roots) error {
+func printConfig(w io.Writer, cfg, other *plugin.Config, roots rdma.Roots) error {
 	devs, skipped, err := rdma.Discover(roots)
 	if err != nil {
 		return err
@@ -255,6 +264,9 @@ func printConfig(w io.Writer, cfg *plugin.Config, roots rdma.Roots) error {
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(&b, "skipped:", s.String())
+	}
+	for _, o := range cfg.Overlaps(other, devs) {
+		fmt.Fprintf(&b, "selected by both: %s (pool %s and --other-config's pool %s): the start is refused\n", o.Device, o.Pool, o.OtherPool)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

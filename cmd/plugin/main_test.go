@@ -150,7 +150,7 @@ func TestPrintConfig(t *testing.T) {
 		{testdata, []string{"  mlx5_0 port 1 ACTIVE: GID 3 (RoCE v2 GID with an IPv4-mapped address: 10.0.0.5 on enp3s0f0 (port 1))\n"}},
 	} {
 		var b bytes.Buffer
-		if err := printConfig(&b, plugin.DefaultConfig(), rdma.Roots{Sys: tc.tree + "/sys", Dev: tc.tree + "/dev"}); err != nil {
+		if err := printConfig(&b, plugin.DefaultConfig(), nil, rdma.Roots{Sys: tc.tree + "/sys", Dev: tc.tree + "/dev"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range tc.want {
@@ -161,5 +161,41 @@ func TestPrintConfig(t *testing.T) {
 		if strings.Contains(b.String(), "efa_0 port 1 ACTIVE: no GID") {
 			t.Errorf("GID error for an EFA:\n%s", b.String())
 		}
+	}
+}
+
+// TestOtherConfig: --other-config is read and checked, and a device it selects as well as
+// --config refuses the start, naming the device and both pools.
+func TestOtherConfig(t *testing.T) {
+	if os.Getenv("RINGCAP_VM") == "1" {
+		t.Skip("testdata-tree test: runs on the host (make test)")
+	}
+	dir := t.TempDir()
+	other, bad := filepath.Join(dir, "dra.yaml"), filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(other, []byte("version: v1\npools: [{name: soft, selector: {devices: [mlx5_0]}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("version: v1\npools: [{name: soft, selektor: {}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := flags{mode: modeDevicePlugin, otherConfig: other, sysRoot: testdata + "/sys", devRoot: testdata + "/dev", kubeletDir: dir}
+	err := run(context.Background(), f)
+	if !errors.Is(err, plugin.ErrOverlap) || !strings.Contains(err.Error(), `mlx5_0 (the device plugin's pool "rdma" and the DRA driver's pool "soft")`) {
+		t.Errorf("overlapping --other-config: %v", err)
+	}
+	f.otherConfig = bad
+	if err := run(context.Background(), f); err == nil || !strings.Contains(err.Error(), "--other-config") || !strings.Contains(err.Error(), "selektor") {
+		t.Errorf("invalid --other-config: %v", err)
+	}
+	otherCfg, err := plugin.LoadConfig(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := printConfig(&b, plugin.DefaultConfig(), otherCfg, rdma.Roots{Sys: testdata + "/sys", Dev: testdata + "/dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "selected by both: mlx5_0 (pool rdma and --other-config's pool soft): the start is refused\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("--print-config with --other-config lacks %q:\n%s", want, b.String())
 	}
 }

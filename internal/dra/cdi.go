@@ -32,6 +32,7 @@ const (
 	annClaim   = "ringcap.io/claim"   // "<namespace>/<name>"
 	annDevices = "ringcap.io/devices" // "<request>:<device>,..." in allocation order
 	annIBDevs  = "ringcap.io/ibdevs"  // "<ibdev>,..." of those devices, in the same order
+	annAdmin   = "ringcap.io/admin"   // "<request>:<device>,..." allocated with admin access (absent: none)
 )
 
 const specPrefix = "ringcap.io-claim_"
@@ -50,10 +51,14 @@ func CDIDeviceID(uid types.UID, dev string) string { return CDIKind + "=" + cdiD
 // claimSpec builds a claim's spec: every device gets its uverbs node and rdma_cm; the
 // first device of each request also gets the RINGCAP_* environment naming it, with
 // RINGCAP_RDMA_DEVICES listing every RDMA device of that request (as the device
-// plugin does for a container with several devices).
+// plugin does for a container with several devices), and RINGCAP_ADMIN_ACCESS when
+// the request has admin access.
 func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
 	spec := cdispec.Spec{Version: cdiVersion, Kind: CDIKind, Devices: []cdispec.Device{},
 		Annotations: map[string]string{annClaim: c.Namespace + "/" + c.Name, annDevices: c.annotation(), annIBDevs: c.ibdevs()}}
+	if adm := c.adminAnnotation(); adm != "" {
+		spec.Annotations[annAdmin] = adm
+	}
 	firstOf := map[string]bool{}
 	ibdevs := map[string][]string{}
 	for _, a := range c.Devices {
@@ -74,6 +79,9 @@ func claimSpec(c preparedClaim, devs map[string]PortDevice) cdispec.Spec {
 				env[k] = v
 			}
 			env["RINGCAP_RDMA_DEVICES"] = strings.Join(ibdevs[a.Request], ",")
+			if a.Admin {
+				env[EnvAdminAccess] = "true"
+			}
 			for k, v := range env {
 				e.Env = append(e.Env, k+"="+v)
 			}
@@ -146,6 +154,7 @@ func readSpec(path string) (preparedClaim, error) {
 			c.Devices[i].IBDev = ib[i]
 		}
 	}
+	markAdmin(&c, s.Annotations[annAdmin])
 	return c, nil
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	// PluginDir and RegistryDir are the kubelet's plugin directory for this driver
 	// and its plugins_registry; empty: the kubelet's defaults.
 	PluginDir, RegistryDir string
+	// OtherConfig is the device plugin's config when both run on the node (plugin.mode
+	// both): a device both configs select refuses Run, or is left out when it appears later.
+	OtherConfig *plugin.Config
 }
 
 // Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
@@ -52,6 +55,7 @@ type allocated struct {
 	Device  string
 	IBDev   string
 	UVerbs  string
+	Admin   bool // allocated with adminAccess: beside other claims, not holding the device
 }
 
 // preparedClaim is what Unprepare and a restarted driver need to know of a claim.
@@ -78,6 +82,17 @@ func (c preparedClaim) ibdevs() string {
 	return strings.Join(parts, ",")
 }
 
+// adminAnnotation is "<request>:<device>,..." of the devices allocated with admin access.
+func (c preparedClaim) adminAnnotation() string {
+	var parts []string
+	for _, a := range c.Devices {
+		if a.Admin {
+			parts = append(parts, a.Request+":"+a.Device)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // Driver is ringcap's DRA driver: it implements kubeletplugin.DRAPlugin.
 type Driver struct {
 	opts Options
@@ -98,6 +113,14 @@ func New(opts Options) (*Driver, error) {
 	}
 	if err := opts.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := checkPools(opts.Config); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opts.OtherConfig != nil {
+		if err := opts.OtherConfig.Validate(); err != nil {
+			return nil, fmt.Errorf("other config (the device plugin's): %w", err)
+		}
 	}
 	if opts.Roots.Sys == "" || opts.Roots.Dev == "" {
 		return nil, errors.New("sysfs and /dev roots must be set")
@@ -133,7 +156,7 @@ func (d *Driver) Prepared() []types.UID {
 // Rescan reads sysfs and replaces the device set; it reports whether the published
 // slices would change.
 func (d *Driver) Rescan() (bool, error) {
-	pds, left, skipped, err := scan(d.opts.Config, d.opts.Roots)
+	pds, left, skipped, err := scan(d.opts.Config, d.opts.OtherConfig, d.opts.Roots)
 	if err != nil {
 		return false, fmt.Errorf("scan RDMA devices: %w", err)
 	}
@@ -250,6 +273,9 @@ func (d *Driver) Run(ctx context.Context) error {
 	if d.opts.Client == nil {
 		return errors.New("no API client")
 	}
+	if err := d.refuseOverlaps(); err != nil {
+		return err
+	}
 	if _, err := d.Rescan(); err != nil {
 		return err
 	}
@@ -318,6 +344,9 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		return prepareResult(pc, d.opts.NodeName), pc, nil
 	}
 	pc := preparedClaim{UID: c.UID, Namespace: c.Namespace, Name: c.Name}
+	if err := refuseOpaqueConfig(c.Status.Allocation.Devices); err != nil {
+		return kubeletplugin.PrepareResult{}, pc, err
+	}
 	for _, r := range c.Status.Allocation.Devices.Results {
 		if r.Driver != DriverName {
 			continue
@@ -329,15 +358,18 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 		if !ok {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s is not allocatable on this node now (port down or gone since allocation)", r.Device)
 		}
-		if other, ok := d.holderLocked(pd); ok {
+		admin := r.AdminAccess != nil && *r.AdminAccess
+		if other, ok := d.holderLocked(pd); ok && !admin {
 			return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("device %s (%s) is already prepared for claim %s/%s", r.Device, pd.Dev.Name, other.Namespace, other.Name)
 		}
-		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device, IBDev: pd.Dev.Name, UVerbs: pd.Dev.UVerbs})
+		pc.Devices = append(pc.Devices, allocated{Request: r.Request, Device: r.Device, IBDev: pd.Dev.Name, UVerbs: pd.Dev.UVerbs, Admin: admin})
 	}
 	if len(pc.Devices) == 0 {
 		return kubeletplugin.PrepareResult{}, pc, fmt.Errorf("no device of driver %s allocated", DriverName)
 	}
-	if err := writeSpec(d.opts.CDIDir, c.UID, claimSpec(pc, d.devices)); err != nil {
+	spec := claimSpec(pc, d.devices)
+	addUMad(&spec, pc, d.devices, d.opts.Config)
+	if err := writeSpec(d.opts.CDIDir, c.UID, spec); err != nil {
 		return kubeletplugin.PrepareResult{}, pc, err
 	}
 	d.prepared[c.UID] = pc
@@ -346,10 +378,11 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareRes
 
 // holderLocked is the prepared claim that holds pd's RDMA device: under pd's name, or
 // under another name (one from before a restart) with the same ibdev or uverbs device.
+// An admin-access allocation holds nothing.
 func (d *Driver) holderLocked(pd PortDevice) (preparedClaim, bool) {
 	for _, pc := range d.prepared {
 		for _, a := range pc.Devices {
-			if a.Device == pd.Name || a.IBDev == pd.Dev.Name || (a.UVerbs != "" && a.UVerbs == pd.Dev.UVerbs) {
+			if !a.Admin && (a.Device == pd.Name || a.IBDev == pd.Dev.Name || (a.UVerbs != "" && a.UVerbs == pd.Dev.UVerbs)) {
 				return pc, true
 			}
 		}

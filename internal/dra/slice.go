@@ -380,12 +380,15 @@ func Slices(devs []PortDevice) [][]resourceapi.Device {
 	return out
 }
 
-// scan discovers the devices under roots and builds the PortDevices.
-func scan(cfg *plugin.Config, roots rdma.Roots) ([]PortDevice, []LeftOut, []rdma.Skipped, error) {
-	devs, skipped, err := rdma.Discover(roots)
+// scan discovers the devices under roots and builds the PortDevices; the ports of a
+// device the device plugin's config (other, nil: none) selects too are left out.
+func scan(cfg, other *plugin.Config, roots rdma.Roots) ([]PortDevice, []LeftOut, []rdma.Skipped, error) {
+	all, skipped, err := rdma.Discover(roots)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	ov := cfg.Overlaps(other, all)
+	devs := plugin.WithoutOverlaps(all, ov)
 	pds, left, err := PortDevices(cfg, devs, PCIeRoots(roots.Sys, devs))
-	return pds, left, skipped, err
+	return pds, append(left, overlapsLeftOut(all, ov)...), skipped, err
 }

@@ -28,7 +28,7 @@ func treeRoots(dir string) rdma.Roots {
 
 func mustScan(t *testing.T, cfg *plugin.Config, roots rdma.Roots) ([]PortDevice, []LeftOut) {
 	t.Helper()
-	pds, left, _, err := scan(cfg, roots)
+	pds, left, _, err := scan(cfg, nil, roots)
 	if err != nil {
 		t.Fatal(err)
 	}

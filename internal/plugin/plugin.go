@@ -32,6 +32,9 @@ type Options struct {
 	Inventory InventorySink
 	// Version is reported in the inventory.
 	Version string
+	// OtherConfig is the DRA driver's config when both run on the node (plugin.mode both):
+	// a device both configs select refuses Run, or is left out when it appears later.
+	OtherConfig *Config
 }
 
 // InventoryResync is how often the inventory is published even when nothing changed.
@@ -49,9 +52,10 @@ type Plugin struct {
 	devs        []rdma.Device
 	skipped     []rdma.Skipped
 	lastSkipped map[string]bool
-	inv         *Inventory // last built inventory
-	invDirty    bool       // inv not yet accepted by the sink
-	published   time.Time  // when the sink last accepted an inventory
+	lastOverlap map[string]bool // devices left out as selected by the other config (each logged once)
+	inv         *Inventory      // last built inventory
+	invDirty    bool            // inv not yet accepted by the sink
+	published   time.Time       // when the sink last accepted an inventory
 	scanned     chan struct{}
 
 	runMu   sync.Mutex
@@ -65,6 +69,11 @@ func New(opts Options) (*Plugin, error) {
 	}
 	if err := opts.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	if opts.OtherConfig != nil {
+		if err := opts.OtherConfig.Validate(); err != nil {
+			return nil, fmt.Errorf("other config (the DRA driver's): %w", err)
+		}
 	}
 	if opts.KubeletDir == "" {
 		return nil, errors.New("no kubelet device-plugins directory")
@@ -83,7 +92,7 @@ func New(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{opts: opts, log: opts.Log, cfg: opts.Config, metrics: m, lastSkipped: map[string]bool{}, scanned: make(chan struct{})}
+	p := &Plugin{opts: opts, log: opts.Log, cfg: opts.Config, metrics: m, lastSkipped: map[string]bool{}, lastOverlap: map[string]bool{}, scanned: make(chan struct{})}
 	for _, pc := range opts.Config.Pools {
 		p.pools = append(p.pools, newPoolServer(p, pc))
 	}
@@ -102,8 +111,9 @@ func (p *Plugin) Resources() []string {
 // Run scans, serves and registers every pool, then keeps rescanning (every
 // RescanInterval), re-registers when the kubelet restarts, and publishes the
 // inventory, until ctx is done; then it stops the servers and removes their sockets.
-// A config that selects a device for an exclusive pool and another pool is refused
-// before anything is served.
+// A config that selects a device for an exclusive pool and another pool, or a device
+// that the DRA driver's config (Options.OtherConfig) selects too, is refused before
+// anything is served.
 func (p *Plugin) Run(ctx context.Context) error {
 	p.runMu.Lock()
 	if p.running {
@@ -113,6 +123,9 @@ func (p *Plugin) Run(ctx context.Context) error {
 	p.running = true
 	p.runMu.Unlock()
 
+	if err := p.refuseOverlaps(); err != nil {
+		return err
+	}
 	if err := p.Rescan(); err != nil {
 		return err
 	}
@@ -206,7 +219,12 @@ func (p *Plugin) Rescan() error {
 		return fmt.Errorf("discover RDMA devices: %w", err)
 	}
 	p.logSkipped(skipped)
-	assigned, err := p.cfg.Assign(devs)
+	ov := p.cfg.Overlaps(p.opts.OtherConfig, devs)
+	p.logOverlaps(ov)
+	for _, o := range ov {
+		skipped = append(skipped, rdma.Skipped{Device: o.Device, Reason: o.Reason(SideDRA)})
+	}
+	assigned, err := p.cfg.Assign(WithoutOverlaps(devs, ov))
 	if err != nil {
 		p.metrics.scanErrors.Inc()
 		return fmt.Errorf("config: %w", err)
@@ -250,6 +268,31 @@ func (p *Plugin) logSkipped(skipped []rdma.Skipped) {
 		}
 	}
 	p.lastSkipped = now
+}
+
+// refuseOverlaps fails when the DRA driver's config selects a device this plugin's
+// config selects too.
+func (p *Plugin) refuseOverlaps() error {
+	if p.opts.OtherConfig == nil {
+		return nil
+	}
+	devs, _, err := rdma.Discover(p.opts.Roots)
+	if err != nil {
+		return fmt.Errorf("discover RDMA devices: %w", err)
+	}
+	return RefuseOverlaps(p.cfg, p.opts.OtherConfig, devs, SideDevicePlugin, SideDRA)
+}
+
+// logOverlaps logs each device newly left out as the DRA driver's config selects it too.
+func (p *Plugin) logOverlaps(ov []Overlap) {
+	now := map[string]bool{}
+	for _, o := range ov {
+		now[o.Device] = true
+		if !p.lastOverlap[o.Device] {
+			p.log.Info("Device left out", "device", o.Device, "pool", o.Pool, "reason", o.Reason(SideDRA))
+		}
+	}
+	p.lastOverlap = now
 }
 
 // publish hands a changed inventory to the sink; on failure it retries next scan.

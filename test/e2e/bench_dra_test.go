@@ -41,9 +41,11 @@ var (
 //     ringcap.io/rdma from the device plugin; both through the scheduler, in alternating order,
 //     each deleted (and the claim gone) before the next: ratio dra/deviceplugin, the median of
 //     the per-round ratios with its distribution-free 95 % interval;
-//   - port down → device gone: portwatch in the guest takes veth1 down and up and times the
-//     DRA driver's ResourceSlice (seen through the API server) and the device plugin's
-//     ListAndWatch stream, both from just before the link command on the guest's clock.
+//   - port down → device gone: portwatch in the guest takes veth1 and veth0 down together (one
+//     `ip -batch`) and up again, and times the DRA driver's ResourceSlice (rxe1, seen through
+//     the API server) and the device plugin's ListAndWatch stream (rxe0: each device belongs
+//     to one side in plugin.mode both), both from just before the link command on the guest's
+//     clock.
 func TestBenchDRA(t *testing.T) {
 	if os.Getenv("RINGCAP_BENCH_DRA") == "" {
 		t.Skip("a benchmark: `make bench-dra` runs it (RINGCAP_BENCH_DRA=1)")
@@ -159,10 +161,11 @@ func benchPortDown(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build portwatch: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { restoreLink(t) })
-	up := strings.Join(strings.Split(linkRestoreScript, "\n")[1:4], "; ")
+	t.Cleanup(func() { restoreLinks(t) })
+	up := "ip link set " + senderNetdev + " up; " + strings.Join(strings.Split(linkRestoreScript, "\n")[1:4], "; ")
+	down := fmt.Sprintf(`printf 'link set %s down\nlink set %s down\n' | ip -batch -`, draClaimNetdev, senderNetdev)
 	script := fmt.Sprintf("exec /mnt/host/bin/portwatch -kubeconfig /mnt/host/cluster/admin.kubeconfig -node %s -netdev %s -device-id %s -runs %d -down %q -up %q",
-		s.node, draClaimNetdev, draClaimDevice, benchPortRuns, "ip link set "+draClaimNetdev+" down", up)
+		s.node, draClaimNetdev, senderDevice, benchPortRuns, down, up)
 	out, rc, err := guestRun("portwatch", script, 12*time.Minute)
 	t.Logf("portwatch:\n%s", out)
 	if err != nil || rc != 0 {
@@ -184,6 +187,15 @@ func benchPortDown(t *testing.T) {
 		sm, slo, shi, lm, llo, lhi, len(slice))
 	report(t, "bench-dra: ratio slice/listandwatch=%.2f [%.2f, %.2f] (ratio of the medians; interval from the two medians' intervals)",
 		sm/lm, slo/lhi, shi/llo)
+}
+
+// restoreLinks brings veth0 up and restores veth1 with the policy routes (restoreLink).
+func restoreLinks(t *testing.T) {
+	t.Helper()
+	if out, rc, err := guestRun("link-up-"+senderNetdev, "ip link set "+senderNetdev+" up", time.Minute); err != nil || rc != 0 {
+		t.Errorf("bring %s up in the guest: rc %d %v: %s", senderNetdev, rc, err, out)
+	}
+	restoreLink(t)
 }
 
 // alternateRounds runs n rounds of a and b, numbered from first (0-based; the log counts

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The claimed capture of step 10: the sample with its own ring key, its receiver's device
-// through the DRA driver (rxe1, by netdev), streamed into from a sender that claims rxe0.
+// through the DRA driver (rxe1, by netdev), streamed into from a sender that takes rxe0 from
+// the device plugin (plugin.mode both gives each side one device: bothValues).
 const (
 	claimedCapture = "claimed"
 	claimedKey     = "d2a0"
@@ -31,13 +33,13 @@ func netdevSelector(netdev string) string {
 
 // stepDRACapture is step 10: a RingCapture whose receiver takes its device through a claim
 // (receiver.deviceClassName and selector, no ringcap.io/rdma) gets rxe1 from the driver, the
-// operator's ResourceClaimTemplate and the claim in its status; a sender that claims rxe0
-// streams a seeded pattern into it over RoCE; the capture ends Succeeded and its reader
-// verified every byte the sender sent.
+// operator's ResourceClaimTemplate and the claim in its status; a sender with the device
+// plugin's one ringcap.io/rdma (rxe0) streams a seeded pattern into it over RoCE; the capture
+// ends Succeeded and its reader verified every byte the sender sent.
 func stepDRACapture(t *testing.T) {
 	ctx := context.Background()
 	waitForSliceNetdev(t, draClaimNetdev)
-	waitForSliceNetdev(t, senderNetdev)
+	waitAllocatable(t)
 	rc := loadSample(t)
 	rc.SetName(claimedCapture)
 	_ = unstructured.SetNestedField(rc.Object, claimedKey, "spec", "ring", "key")
@@ -114,24 +116,22 @@ func checkClaimedPod(t *testing.T, u *unstructured.Unstructured) {
 	}
 }
 
-// runClaimedSender runs a sender pod whose device is rxe0 through a ResourceClaim, streaming
-// 64 MiB of the seeded pattern to addr; it returns the sender's log once it succeeded.
+// runClaimedSender runs a sender pod whose device is rxe0, the device plugin's one unit of
+// ringcap.io/rdma, streaming 64 MiB of the seeded pattern to addr; it returns the sender's
+// log once it succeeded.
 func runClaimedSender(t *testing.T, addr string) string {
 	t.Helper()
-	claim := netdevClaim("sender-"+senderNetdev, senderNetdev)
-	if _, err := s.cs.ResourceV1().ResourceClaims(testNamespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ResourceClaim %s: %v", claim.Name, err)
-	}
-	t.Cleanup(func() { deleteClaim(t, claim.Name) })
-	pod := claimPod("claimed-sender", claim.Name, `env | grep ^RINGCAP_RDMA_DEVICE=;
+	pod := shellPod("claimed-sender", `env | grep ^RINGCAP_RDMA_DEVICE=;
 exec ringcap send --connect `+addr+` --qps 4 --mode send --msg-bytes 65536 --bytes 64M --seed 1 --header SOURCE=J0437-4715`)
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{rdmaResource: resource.MustParse("1")}
+	restricted(&pod.Spec.Containers[0])
 	phase, logs := runPod(t, pod, 4*time.Minute)
 	t.Logf("claimed sender (%s):\n%s", phase, strings.TrimSpace(logs))
 	if phase != corev1.PodSucceeded {
 		t.Fatalf("sender pod %s", phase)
 	}
 	if !strings.Contains(logs, "RINGCAP_RDMA_DEVICE=rxe0\n") {
-		t.Errorf("the sender's claim selecting netdev %s did not give it rxe0", senderNetdev)
+		t.Errorf("the device plugin's pool (netdev %s) did not give the sender rxe0", senderNetdev)
 	}
 	return logs
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,11 +99,31 @@ echo "SYSGID $(cat /sys/class/infiniband/$RINGCAP_RDMA_DEVICE/ports/$RINGCAP_RDM
 	})
 }
 
-// installBoth installs the chart from the working tree with plugin.mode both.
+// bothValues is plugin.mode both with the node's two devices split: the device plugin's pool
+// ringcap.io/rdma takes rxe0 (netdev veth0), the DRA driver's pool rxe1 (veth1). The chart
+// refuses plugin.mode both with pools that select the same devices.
+const bothValues = `plugin:
+  mode: both
+  config:
+    version: v1
+    rescanInterval: 1s
+    pools: [{name: rdma, selector: {netdevs: [` + senderNetdev + `]}, sharing: {mode: exclusive}, gidPolicy: {mode: roce-v2-ipv4}}]
+  dra:
+    config:
+      version: v1
+      rescanInterval: 1s
+      pools: [{name: rdma, selector: {netdevs: [` + draClaimNetdev + `]}, gidPolicy: {mode: roce-v2-ipv4}}]
+`
+
+// installBoth installs the chart from the working tree with plugin.mode both (bothValues).
 func installBoth(t *testing.T) {
 	t.Helper()
+	values := filepath.Join(t.TempDir(), "both.yaml")
+	if err := os.WriteFile(values, []byte(bothValues), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, err := s.helmCmd("upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
-		"--set", "image.tag="+s.tag, "--set", "image.pullPolicy="+string(s.pull), "--set", "plugin.mode=both",
+		"--set", "image.tag="+s.tag, "--set", "image.pullPolicy="+string(s.pull), "-f", values,
 		"--wait", "--timeout", "5m")
 	if err != nil {
 		t.Fatal(err)

@@ -22,16 +22,7 @@ import (
 // shows ringcap.io/rdma capacity and labels, the RDMANode inventory lists the RDMA devices with
 // their GID indices, and an unprivileged pod that requests one unit gets exactly one device.
 func stepInstall(t *testing.T) {
-	args := []string{"upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
-		"--set", "image.tag=" + s.tag, "--set", "image.pullPolicy=" + string(s.pull), "--wait", "--timeout", "5m"}
-	for _, v := range s.helmSet {
-		args = append(args, "--set", v)
-	}
-	out, err := s.helmCmd(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("helm: %s", firstLine(out))
+	installDevicePlugin(t)
 
 	// The kubelet takes the capacity from the plugin's registration, the labels come from the
 	// plugin's own node update: either may come first.
@@ -73,6 +64,22 @@ for d in /sys/class/infiniband_verbs/uverbs*; do echo "MAP $(basename $d) $(cat 
 		t.Fatalf("pod rdma-unit %s", phase)
 	}
 	checkUnit(t, logs, inv)
+}
+
+// installDevicePlugin installs the chart from the working tree with its default values
+// (plugin.mode deviceplugin, one pool with every device) and RINGCAP_E2E_HELM_SET.
+func installDevicePlugin(t *testing.T) {
+	t.Helper()
+	args := []string{"upgrade", "--install", "ringcap", s.chart, "--namespace", s.namespace, "--create-namespace",
+		"--set", "image.tag=" + s.tag, "--set", "image.pullPolicy=" + string(s.pull), "--reset-values", "--wait", "--timeout", "5m"}
+	for _, v := range s.helmSet {
+		args = append(args, "--set", v)
+	}
+	out, err := s.helmCmd(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm: %s", firstLine(out))
 }
 
 // checkUnit checks the output of the one-unit pod (see stepInstall).
