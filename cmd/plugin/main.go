@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -58,6 +59,7 @@ type flags struct {
 	config, sysRoot, devRoot, kubeletDir, nodeName, metricsAddr, cdiDir, kubeconfig string
 	verbosity                                                                       int
 	printConfig                                                                     bool
+	podUID                                                                          string
 }
 
 func main() {
@@ -86,6 +88,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.mode, "mode", modeDevicePlugin, "deviceplugin (extended resources ringcap.io/<pool>) or dra (DRA driver "+dra.DriverName+")")
 	fl.StringVar(&f.pluginsDir, "kubelet-plugins-dir", "/var/lib/kubelet/plugins/"+dra.DriverName, "dra: the driver's directory under the kubelet's plugins directory (its gRPC socket)")
 	fl.StringVar(&f.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "dra: the kubelet's plugin registration directory")
+	fl.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "dra: this pod's UID (default $POD_UID): another instance may run during a rolling update (kubelet >= 1.33); empty: one at a time")
 	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
@@ -201,12 +204,12 @@ func runDRA(ctx context.Context, f flags, cfg *plugin.Config, roots rdma.Roots, 
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	d, err := dra.New(dra.Options{Config: cfg, Roots: roots, NodeName: f.nodeName, CDIDir: cdiDir, Client: cs, Log: log,
-		PluginDir: f.pluginsDir, RegistryDir: f.registryDir})
+		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, PodUID: types.UID(f.podUID)})
 	if err != nil {
 		return err
 	}
 	log.Info("Starting DRA driver", "version", version, "driver", dra.DriverName, "node", f.nodeName, "cdiDir", cdiDir,
-		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "prepared", len(d.Prepared()))
+		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "podUID", f.podUID, "prepared", len(d.Prepared()))
 	if err := d.Run(ctx); err != nil {
 		return err
 	}
