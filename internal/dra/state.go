@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
@@ -142,8 +143,12 @@ func (d *Driver) free(ctx context.Context, gone []preparedClaim) error {
 	d.updateHealthLocked()
 	unlock()
 	for _, pc := range freed {
-		msg := fmt.Sprintf("claim %s/%s (uid %s) is gone from the API: its devices %s are free", pc.Namespace, pc.Name, pc.UID, pc.annotation())
-		d.log.Info("Freed a claim the API no longer has", "claim", pc.Namespace+"/"+pc.Name, "uid", pc.UID, "devices", pc.annotation())
+		var devs []string
+		for _, a := range pc.Devices {
+			devs = append(devs, a.Device)
+		}
+		msg := fmt.Sprintf("claim %s/%s (uid %s) is gone from the API: its devices %s are free again", pc.Namespace, pc.Name, pc.UID, strings.Join(devs, ", "))
+		d.log.Info("Freed a claim the API no longer has", "claim", pc.Namespace+"/"+pc.Name, "uid", pc.UID, "devices", devs)
 		d.nodeEvent(ctx, ReasonClaimFreed, msg)
 	}
 	return firstErr
