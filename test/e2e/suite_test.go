@@ -26,6 +26,7 @@ func TestRingcap(t *testing.T) {
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
+		{"11a-dra-port-down-pod-told-unhealthy", stepDRAPortHealth},
 		{"12-ofi-verbs-capture-verified", stepOFICapture},
 		{"13-refused-pod-recovers", stepRefusedPod},
 		{"14-edit-replaces-unstarted-pod", stepEditUnstarted},
