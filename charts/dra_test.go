@@ -108,6 +108,9 @@ func TestDRADriver(t *testing.T) {
 	if grants(cr.Rules, "resource.k8s.io", "resourceclaims", "update") || grants(cr.Rules, "", "secrets", "get") || grants(cr.Rules, "", "nodes", "patch") {
 		t.Errorf("driver role grants more than it needs: %+v", cr.Rules)
 	}
+	if !grants(cr.Rules, "", "events", "create") {
+		t.Errorf("driver role cannot record Events on its Node: %+v", cr.Rules)
+	}
 	checkBinding(t, objs, "ClusterRoleBinding/rc-ringcap-dra", "rc-ringcap-dra")
 }
 
@@ -215,6 +218,43 @@ func TestBothOtherConfig(t *testing.T) {
 			if strings.HasPrefix(key, "DaemonSet/") && strings.Contains(fmt.Sprint(u.Object), "--other-config") {
 				t.Errorf("mode %s: %s has --other-config", mode, key)
 			}
+		}
+	}
+}
+
+// TestDRARollingUpdate: by default a new driver pod starts next to the old one (maxSurge
+// 1, maxUnavailable 0) and is given its pod UID (the kubeletplugin helper's
+// RollingUpdate); plugin.dra.rollingUpdate=false stops the old pod first, without it.
+func TestDRARollingUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		set                string
+		surge, unavailable string
+		podUID             bool
+	}{
+		{"", "1", "0", true},
+		{"plugin.dra.rollingUpdate=false", "0", "1", false},
+	} {
+		set := []string{"plugin.mode=dra"}
+		if tc.set != "" {
+			set = append(set, tc.set)
+		}
+		var ds appsv1.DaemonSet
+		render(t, "", set...).get(t, "DaemonSet/rc-ringcap-dra", &ds)
+		ru := ds.Spec.UpdateStrategy.RollingUpdate
+		if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil ||
+			ru.MaxSurge.String() != tc.surge || ru.MaxUnavailable.String() != tc.unavailable {
+			t.Errorf("%q: update strategy %+v, want maxSurge %s maxUnavailable %s", tc.set, ds.Spec.UpdateStrategy, tc.surge, tc.unavailable)
+		}
+		c := ds.Spec.Template.Spec.Containers[0]
+		var uid *corev1.EnvVar
+		for i, e := range c.Env {
+			if e.Name == "POD_UID" {
+				uid = &c.Env[i]
+			}
+		}
+		hasArg := slices.Contains(c.Args, "--pod-uid=$(POD_UID)")
+		if tc.podUID != (uid != nil && uid.ValueFrom != nil && uid.ValueFrom.FieldRef != nil && uid.ValueFrom.FieldRef.FieldPath == "metadata.uid") || tc.podUID != hasArg {
+			t.Errorf("%q: POD_UID env %+v, --pod-uid arg %v; want both %v", tc.set, uid, hasArg, tc.podUID)
 		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -59,6 +60,7 @@ type flags struct {
 	otherConfig                                                                     string
 	verbosity                                                                       int
 	printConfig                                                                     bool
+	podUID                                                                          string
 }
 
 func main() {
@@ -87,6 +89,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.mode, "mode", modeDevicePlugin, "deviceplugin (extended resources ringcap.io/<pool>) or dra (DRA driver "+dra.DriverName+")")
 	fl.StringVar(&f.pluginsDir, "kubelet-plugins-dir", "/var/lib/kubelet/plugins/"+dra.DriverName, "dra: the driver's directory under the kubelet's plugins directory (its gRPC socket)")
 	fl.StringVar(&f.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "dra: the kubelet's plugin registration directory")
+	fl.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "dra: this pod's UID (default $POD_UID): another instance may run during a rolling update (kubelet >= 1.33); empty: one at a time")
 	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
 	fl.StringVar(&f.otherConfig, "other-config", "", "with both running on the node (chart plugin.mode both): the other side's config (the DRA driver's in deviceplugin mode, the device plugin's in dra mode); a device both configs select refuses the start, and one that appears later is left out by both")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
@@ -210,12 +213,12 @@ func runDRA(ctx context.Context, f flags, cfg, other *plugin.Config, roots rdma.
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	d, err := dra.New(dra.Options{Config: cfg, Roots: roots, NodeName: f.nodeName, CDIDir: cdiDir, Client: cs, Log: log,
-		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, OtherConfig: other})
+		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, OtherConfig: other, PodUID: types.UID(f.podUID)})
 	if err != nil {
 		return err
 	}
 	log.Info("Starting DRA driver", "version", version, "driver", dra.DriverName, "node", f.nodeName, "cdiDir", cdiDir,
-		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "prepared", len(d.Prepared()))
+		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "podUID", f.podUID, "prepared", len(d.Prepared()))
 	if err := d.Run(ctx); err != nil {
 		return err
 	}

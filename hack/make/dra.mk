@@ -6,7 +6,7 @@ TEST_ALL += test-dra-envtest
 
 .PHONY: test-dra-envtest
 
-## test-dra-envtest: the DRA driver publishes its ResourceSlice, follows port changes and writes claim status on a real kube-apiserver, as the chart's service account
+## test-dra-envtest: the DRA driver publishes its ResourceSlice, follows port changes, writes claim status, frees claims the API no longer has and runs as two instances of a rolling update on a real kube-apiserver, as the chart's service account
 test-dra-envtest: envtest-assets
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -count=1 -tags envtest -run 'OnAPIServer' -timeout 10m ./internal/dra
 

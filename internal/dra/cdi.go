@@ -109,21 +109,32 @@ func removeSpec(dir string, uid types.UID) error {
 	return nil
 }
 
-// loadSpecs reads the claims prepared by an earlier run from their specs in dir.
-func loadSpecs(dir string) (map[types.UID]preparedClaim, error) {
+// badSpec is a file named as a claim spec that could not be read as one.
+type badSpec struct {
+	Path string
+	Err  error
+}
+
+// loadSpecs reads the claims prepared earlier (by this process, an earlier run or the
+// other instance of a rolling update) from their specs in dir. A file that cannot be
+// read or is not a ringcap claim spec is returned in bad and left in place: it may be
+// another program's, and which port it holds cannot be known.
+func loadSpecs(dir string) (map[types.UID]preparedClaim, []badSpec, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, specPrefix+"*.json"))
 	if err != nil {
-		return nil, fmt.Errorf("list CDI specs: %w", err)
+		return nil, nil, fmt.Errorf("list CDI specs: %w", err)
 	}
 	out := map[types.UID]preparedClaim{}
+	var bad []badSpec
 	for _, p := range paths {
 		c, err := readSpec(p)
 		if err != nil {
-			return nil, err
+			bad = append(bad, badSpec{Path: p, Err: err})
+			continue
 		}
 		out[c.UID] = c
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 func readSpec(path string) (preparedClaim, error) {

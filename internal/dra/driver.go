@@ -41,6 +41,10 @@ type Options struct {
 	// OtherConfig is the device plugin's config when both run on the node (plugin.mode
 	// both): a device both configs select refuses Run, or is left out when it appears later.
 	OtherConfig *plugin.Config
+	// PodUID is the driver pod's UID: set, two instances may run at once during a
+	// rolling update (the kubeletplugin helper's RollingUpdate, calls serialised by a
+	// lock file in PluginDir); empty: one instance at a time.
+	PodUID types.UID
 }
 
 // Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
@@ -102,7 +106,9 @@ type Driver struct {
 	devices   map[string]PortDevice         // by device name, from the last scan
 	left      map[string]bool               // ports left out and entries skipped at the last scan (each logged once)
 	published map[string]resourceapi.Device // by name; nil until the first Publish
-	prepared  map[types.UID]preparedClaim
+	prepared  map[types.UID]preparedClaim   // as on disk at the last load (each call loads it)
+	badSpecs  map[string]bool               // spec files found unreadable at the last check (each reported once)
+	health    healthState
 }
 
 // New checks the options, and loads the claims prepared by an earlier run from the
@@ -134,11 +140,25 @@ func New(opts Options) (*Driver, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	prepared, err := loadSpecs(opts.CDIDir)
+	d := &Driver{opts: opts, log: opts.Log, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
+		health: newHealthState()}
+	if _, err := d.loadPreparedLocked(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// loadPreparedLocked reads the prepared claims from the CDI directory, the state
+// shared with an earlier run and with the other instance of a rolling update; it
+// returns the files that could not be read (CheckState reports them).
+func (d *Driver) loadPreparedLocked() ([]badSpec, error) {
+	prepared, bad, err := loadSpecs(d.opts.CDIDir)
 	if err != nil {
 		return nil, fmt.Errorf("load prepared claims: %w", err)
 	}
-	return &Driver{opts: opts, log: opts.Log, devices: map[string]PortDevice{}, left: map[string]bool{}, prepared: prepared}, nil
+	d.prepared = prepared
+	d.updateHealthLocked()
+	return bad, nil
 }
 
 // Prepared returns the UIDs of the claims currently prepared, sorted.
@@ -182,6 +202,8 @@ func (d *Driver) Rescan() (bool, error) {
 		d.devices[p.Name] = p
 		api = append(api, p.APIDevice())
 	}
+	d.health.scanned(pds, left, time.Now())
+	d.updateHealthLocked()
 	return !reflect.DeepEqual(deviceSet(api), d.published), nil
 }
 
@@ -284,12 +306,8 @@ func (d *Driver) Run(ctx context.Context) error {
 		kubeletplugin.DriverName(DriverName),
 		kubeletplugin.KubeClient(d.opts.Client),
 		kubeletplugin.NodeName(d.opts.NodeName),
-		kubeletplugin.HealthService(false),
 	}
-	pluginDir, registryDir := d.opts.PluginDir, d.opts.RegistryDir
-	if pluginDir == "" {
-		pluginDir = kubeletplugin.KubeletPluginsDir + "/" + DriverName
-	}
+	pluginDir, registryDir := d.pluginDir(), d.opts.RegistryDir
 	if registryDir == "" {
 		registryDir = kubeletplugin.KubeletRegistryDir
 	}
@@ -299,6 +317,9 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 	}
 	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(pluginDir), kubeletplugin.RegistrarDirectoryPath(registryDir))
+	opts = append(opts, d.stateOptions()...)
+	stop := d.startStateChecks(ctx)
+	defer stop()
 	h, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
 		return fmt.Errorf("start kubelet plugin: %w", err)
@@ -315,9 +336,36 @@ func (d *Driver) Run(ctx context.Context) error {
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin: for each claim, a CDI spec
 // with its devices, and their CDI device IDs. A claim already prepared gets the same
 // answer (the kubelet may ask again); a device that is not published now (port down
-// since allocation) or already prepared for another claim fails that claim.
+// since allocation) or already prepared for another claim fails that claim. The
+// prepared claims are read from the CDI directory first: the other instance of a
+// rolling update may have changed them.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	out := map[types.UID]kubeletplugin.PrepareResult{}
+	done, err := d.prepareAll(claims, out)
+	if err != nil {
+		return nil, err
+	}
+	if d.opts.Client == nil {
+		return out, nil
+	}
+	for _, pc := range done {
+		if err := d.writeStatus(ctx, pc); err != nil {
+			d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", pc.Namespace+"/"+pc.Name)
+		}
+	}
+	return out, nil
+}
+
+// prepareAll prepares each claim into out under the lock, with the state loaded from
+// disk; it returns the claims prepared.
+func (d *Driver) prepareAll(claims []*resourceapi.ResourceClaim, out map[types.UID]kubeletplugin.PrepareResult) ([]preparedClaim, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.loadPreparedLocked(); err != nil {
+		return nil, err
+	}
+	defer d.updateHealthLocked()
+	var done []preparedClaim
 	for _, c := range claims {
 		res, pc, err := d.prepare(c)
 		if err != nil {
@@ -325,21 +373,16 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			continue
 		}
 		out[c.UID] = res
-		if d.opts.Client != nil {
-			if err := d.writeStatus(ctx, pc); err != nil {
-				d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", c.Namespace+"/"+c.Name)
-			}
-		}
+		done = append(done, pc)
 	}
-	return out, nil
+	return done, nil
 }
 
+// prepare prepares one claim; d.mu is held.
 func (d *Driver) prepare(c *resourceapi.ResourceClaim) (kubeletplugin.PrepareResult, preparedClaim, error) {
 	if c.Status.Allocation == nil {
 		return kubeletplugin.PrepareResult{}, preparedClaim{}, errors.New("not allocated")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if pc, ok := d.prepared[c.UID]; ok {
 		return prepareResult(pc, d.opts.NodeName), pc, nil
 	}
@@ -402,11 +445,17 @@ func prepareResult(pc preparedClaim, pool string) kubeletplugin.PrepareResult {
 }
 
 // UnprepareResourceClaims implements kubeletplugin.DRAPlugin: it removes each claim's
-// CDI spec; a claim that is not prepared is not an error.
+// CDI spec; a claim that is not prepared is not an error. The prepared claims are read
+// from the CDI directory first (a claim may have been prepared by the other instance
+// of a rolling update).
 func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	out := map[types.UID]error{}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, err := d.loadPreparedLocked(); err != nil {
+		return nil, err
+	}
+	defer d.updateHealthLocked()
 	for _, c := range claims {
 		if err := removeSpec(d.opts.CDIDir, c.UID); err != nil {
 			out[c.UID] = err
@@ -422,12 +471,6 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 // slices) are logged; the helper retries them.
 func (d *Driver) HandleError(_ context.Context, err error, msg string) {
 	d.log.Error(err, msg)
-}
-
-// WatchHealthStatus implements kubeletplugin.DRAPlugin; the health service is off
-// (a port that goes down leaves the ResourceSlice instead).
-func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
 }
 
 // DeviceData is what the driver writes into the claim's status.devices[].data: the

@@ -212,11 +212,75 @@ func TestUnprepareAndRestart(t *testing.T) {
 	}
 }
 
-func TestNewRefusesForeignSpec(t *testing.T) {
+// TestBadSpecsSkipped: spec files that cannot be read as ringcap claim specs (another
+// program's, a truncated one) do not stop the driver: the readable claims are loaded,
+// the bad files stay where they are and a check leaves them there.
+func TestBadSpecsSkipped(t *testing.T) {
 	dir := t.TempDir()
-	rdmatest.WriteFile(t, ClaimSpecPath(dir, "bad"), `{"cdiVersion":"0.6.0","kind":"example.com/x","devices":[]}`)
-	if _, err := New(Options{Roots: treeRoots(rxeTree), NodeName: node, CDIDir: dir}); err == nil || !strings.Contains(err.Error(), "not a ringcap claim spec") {
-		t.Errorf("New = %v, want a refusal naming the spec", err)
+	d := newDriver(t, treeRoots(rxeTree), dir)
+	if r := prepare(t, d, claim("good", "good", "r:rxe0-p1"))["good"]; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	bad := map[string]string{
+		ClaimSpecPath(dir, "foreign"):   `{"cdiVersion":"0.6.0","kind":"example.com/x","devices":[]}`,
+		ClaimSpecPath(dir, "truncated"): `{"cdiVersion":"0.6.0","kind":"ringcap.io/cl`,
+	}
+	for p, content := range bad {
+		rdmatest.WriteFile(t, p, content)
+	}
+	d2, err := New(Options{Roots: treeRoots(rxeTree), NodeName: node, CDIDir: dir})
+	if err != nil {
+		t.Fatalf("New with bad spec files: %v", err)
+	}
+	if got := d2.Prepared(); !reflect.DeepEqual(got, []types.UID{"good"}) {
+		t.Errorf("prepared %v, want the readable claim", got)
+	}
+	if err := d2.CheckState(context.Background()); err != nil {
+		t.Errorf("CheckState: %v", err)
+	}
+	if !reflect.DeepEqual(d2.badSpecs, map[string]bool{ClaimSpecPath(dir, "foreign"): true, ClaimSpecPath(dir, "truncated"): true}) {
+		t.Errorf("bad specs found: %v", d2.badSpecs)
+	}
+	for p, content := range bad {
+		if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) != content {
+			t.Errorf("%s changed: %q %v", p, b, err)
+		}
+	}
+	// The readable claim still holds its port.
+	if _, err := d2.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if r := prepare(t, d2, claim("other", "other", "r:rxe0-p1"))["other"]; r.Err == nil {
+		t.Error("rxe0-p1 prepared for a second claim next to bad spec files")
+	}
+}
+
+// TestTwoInstancesShareState is a rolling update's two driver instances on one node
+// (one CDI directory, one sysfs): a claim prepared by one is unprepared by the other,
+// and a device prepared by one is refused to another claim by the other.
+func TestTwoInstancesShareState(t *testing.T) {
+	dir := t.TempDir()
+	old := newDriver(t, treeRoots(rxeTree), dir)
+	upd := newDriver(t, treeRoots(rxeTree), dir)
+	if r := prepare(t, old, claim("a", "a", "r:rxe0-p1"))["a"]; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := prepare(t, upd, claim("b", "b", "r:rxe0-p1"))["b"]; r.Err == nil || !strings.Contains(r.Err.Error(), "already prepared for claim ns/a") {
+		t.Errorf("the other instance prepared rxe0-p1 for b while a holds it: %v", r.Err)
+	}
+	res, err := upd.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{
+		{UID: "a", NamespacedName: types.NamespacedName{Namespace: "ns", Name: "a"}}})
+	if err != nil || res["a"] != nil {
+		t.Fatalf("unprepare a in the other instance: %v %v", res, err)
+	}
+	if _, err := os.Stat(ClaimSpecPath(dir, "a")); !os.IsNotExist(err) {
+		t.Errorf("spec of a still there after the other instance unprepared it (%v)", err)
+	}
+	if r := prepare(t, old, claim("b", "b", "r:rxe0-p1"))["b"]; r.Err != nil {
+		t.Errorf("rxe0-p1 freed by the other instance, but: %v", r.Err)
+	}
+	if r := prepare(t, upd, claim("c", "c", "r:rxe0-p1"))["c"]; r.Err == nil {
+		t.Error("the other instance prepared rxe0-p1 for c while b holds it")
 	}
 }
 

@@ -147,7 +147,7 @@ func waitPodUnschedulable(t *testing.T, pod, why string) {
 	})
 }
 
-// stepDevicePluginRestored is step 11a: after the DRA steps the chart goes back to step 1's
+// stepDevicePluginRestored is step 11b: after the DRA steps the chart goes back to step 1's
 // plugin.mode deviceplugin, whose one pool has every device: the later steps take two units.
 func stepDevicePluginRestored(t *testing.T) {
 	installDevicePlugin(t)

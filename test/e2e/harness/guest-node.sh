@@ -112,6 +112,8 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%", nodefs.inodesFree: "2%"}
 serializeImagePulls: false
+# DRA device health in pod status (KEP-4680, alpha in 1.34; the API server has it too): step 11a
+featureGates: {ResourceHealthStatus: true}
 YAML
 # supervised like a systemd unit with Restart=always: killing the kubelet restarts it
 (

@@ -110,6 +110,7 @@ start kube-apiserver kube-apiserver --bind-address="$E2E_HOST_IP" --advertise-ad
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-cluster-ip-range="$SERVICE_CIDR" --allow-privileged=true \
   --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --feature-gates=ResourceHealthStatus=true \
   --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP,Hostname \
   --requestheader-client-ca-file="$P/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
