@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +40,11 @@ type Options struct {
 	// PluginDir and RegistryDir are the kubelet's plugin directory for this driver
 	// and its plugins_registry; empty: the kubelet's defaults.
 	PluginDir, RegistryDir string
+	// Registry takes the driver's metrics; nil: a registry of its own (not served).
+	Registry prometheus.Registerer
+	// RegistrationTimeout: Run ends with ErrNotRegistered when the kubelet has not
+	// registered the driver this long after it started; 0: Run does not wait.
+	RegistrationTimeout time.Duration
 }
 
 // Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
@@ -71,9 +78,13 @@ type Driver struct {
 	opts Options
 	log  logr.Logger
 
+	metrics *metrics
+
 	mu        sync.Mutex
-	devices   map[string]PortDevice // by device name, from the last scan
-	left      map[string]bool       // ports left out and entries skipped at the last scan (each logged once)
+	regSock   string                  // the registration socket while Run runs, for Healthy
+	fatal     context.CancelCauseFunc // ends Run with its cause (HandleError)
+	devices   map[string]PortDevice   // by device name, from the last scan
+	left      map[string]bool         // ports left out and entries skipped at the last scan (each logged once)
 	published [][]resourceapi.Device
 	prepared  map[types.UID]preparedClaim
 }
@@ -99,11 +110,18 @@ func New(opts Options) (*Driver, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
 	prepared, err := loadSpecs(opts.CDIDir)
 	if err != nil {
 		return nil, fmt.Errorf("load prepared claims: %w", err)
 	}
-	return &Driver{opts: opts, log: opts.Log, devices: map[string]PortDevice{}, left: map[string]bool{}, prepared: prepared}, nil
+	return &Driver{opts: opts, log: opts.Log, metrics: m, devices: map[string]PortDevice{}, left: map[string]bool{}, prepared: prepared}, nil
 }
 
 // Prepared returns the UIDs of the claims currently prepared, sorted.
@@ -177,9 +195,12 @@ func (d *Driver) Publish(ctx context.Context, pub Publisher) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.published = nil
+	n := 0
 	for _, s := range res.Pools[d.opts.NodeName].Slices {
 		d.published = append(d.published, s.Devices)
+		n += len(s.Devices)
 	}
+	d.metrics.published(n, time.Now())
 	return nil
 }
 
@@ -221,7 +242,10 @@ func (d *Driver) deviceNames() []string {
 }
 
 // Run scans, starts the kubelet plugin (registration and DRA gRPC services),
-// publishes the node's ResourceSlices and keeps them current until ctx is done.
+// publishes the node's ResourceSlices and keeps them current until ctx is done (then
+// it returns nil). It ends early with an error when the kubelet does not register the
+// driver within Options.RegistrationTimeout, or when the helper reports a fatal error
+// (HandleError).
 func (d *Driver) Run(ctx context.Context) error {
 	if d.opts.Client == nil {
 		return errors.New("no API client")
@@ -229,37 +253,103 @@ func (d *Driver) Run(ctx context.Context) error {
 	if _, err := d.Rescan(); err != nil {
 		return err
 	}
-	ctx = klog.NewContext(ctx, d.log)
+	runCtx, fatal := context.WithCancelCause(klog.NewContext(ctx, d.log))
+	defer fatal(nil)
+	reg := newRegistrationWatch(func(ok bool) { d.metrics.registered.Set(boolGauge(ok)) })
+	h, err := d.startPlugin(runCtx, reg)
+	if err != nil {
+		return err
+	}
+	d.setRunning(registrarSocket(d.registryDir()), fatal)
+	defer d.setRunning("", nil)
+	defer h.Stop()
+	if err := d.Publish(runCtx, h); err != nil {
+		return err
+	}
+	d.log.Info("Published ResourceSlices", "node", d.opts.NodeName, "devices", d.deviceNames(), "prepared", len(d.Prepared()))
+	var wg sync.WaitGroup
+	if d.opts.RegistrationTimeout > 0 {
+		wg.Go(func() { d.awaitRegistration(runCtx, reg, fatal) })
+	}
+	d.Loop(runCtx, h, d.opts.Config.RescanInterval.Duration)
+	fatal(nil)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // stopped by the caller
+	}
+	return context.Cause(runCtx)
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (d *Driver) registryDir() string {
+	if d.opts.RegistryDir == "" {
+		return kubeletplugin.KubeletRegistryDir
+	}
+	return d.opts.RegistryDir
+}
+
+// startPlugin starts the kubeletplugin helper (registration and DRA gRPC services)
+// with reg following the kubelet's registration calls.
+func (d *Driver) startPlugin(ctx context.Context, reg *registrationWatch) (*kubeletplugin.Helper, error) {
 	opts := []kubeletplugin.Option{
 		kubeletplugin.DriverName(DriverName),
 		kubeletplugin.KubeClient(d.opts.Client),
 		kubeletplugin.NodeName(d.opts.NodeName),
 		kubeletplugin.HealthService(false),
+		kubeletplugin.GRPCInterceptor(reg.intercept),
 	}
-	pluginDir, registryDir := d.opts.PluginDir, d.opts.RegistryDir
+	pluginDir, registryDir := d.opts.PluginDir, d.registryDir()
 	if pluginDir == "" {
 		pluginDir = kubeletplugin.KubeletPluginsDir + "/" + DriverName
 	}
-	if registryDir == "" {
-		registryDir = kubeletplugin.KubeletRegistryDir
-	}
 	for _, dir := range []string{pluginDir, registryDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return fmt.Errorf("create kubelet plugin directory: %w", err)
+			return nil, fmt.Errorf("create kubelet plugin directory: %w", err)
 		}
 	}
 	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(pluginDir), kubeletplugin.RegistrarDirectoryPath(registryDir))
 	h, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
-		return fmt.Errorf("start kubelet plugin: %w", err)
+		return nil, fmt.Errorf("start kubelet plugin: %w", err)
 	}
-	defer h.Stop()
-	if err := d.Publish(ctx, h); err != nil {
-		return err
+	return h, nil
+}
+
+func (d *Driver) setRunning(regSock string, fatal context.CancelCauseFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.regSock, d.fatal = regSock, fatal
+}
+
+// awaitRegistration ends Run (through fatal) when the kubelet does not register the
+// driver in time.
+func (d *Driver) awaitRegistration(ctx context.Context, reg *registrationWatch, fatal context.CancelCauseFunc) {
+	err := reg.wait(ctx, d.opts.RegistrationTimeout)
+	switch {
+	case err == nil:
+		d.log.Info("Registered with the kubelet")
+	case ctx.Err() == nil:
+		fatal(err)
 	}
-	d.log.Info("Published ResourceSlices", "node", d.opts.NodeName, "devices", d.deviceNames(), "prepared", len(d.Prepared()))
-	d.Loop(ctx, h, d.opts.Config.RescanInterval.Duration)
-	return nil
+}
+
+// Healthy calls the driver's registration socket and its DRA socket as the kubelet
+// would; an error says which did not answer. Before Run has started the kubelet
+// plugin, and after it stopped, the driver is not healthy.
+func (d *Driver) Healthy(ctx context.Context) error {
+	d.mu.Lock()
+	regSock := d.regSock
+	d.mu.Unlock()
+	if regSock == "" {
+		return errors.New("the kubelet plugin is not running")
+	}
+	return probeSockets(ctx, regSock)
 }
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin: for each claim, a CDI spec
@@ -267,9 +357,13 @@ func (d *Driver) Run(ctx context.Context) error {
 // answer (the kubelet may ask again); a device that is not published now (port down
 // since allocation) or already prepared for another claim fails that claim.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	if len(claims) > 0 { // not the health probe's empty call
+		defer d.metrics.since(opPrepare, time.Now())
+	}
 	out := map[types.UID]kubeletplugin.PrepareResult{}
 	for _, c := range claims {
 		res, pc, err := d.prepare(c)
+		d.metrics.claim(opPrepare, err)
 		if err != nil {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("prepare claim %s/%s: %w", c.Namespace, c.Name, err)}
 			continue
@@ -277,7 +371,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		out[c.UID] = res
 		if d.opts.Client != nil {
 			if err := d.writeStatus(ctx, pc); err != nil {
-				d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", c.Namespace+"/"+c.Name)
+				d.statusNotWritten(ctx, c, err)
 			}
 		}
 	}
@@ -344,11 +438,14 @@ func prepareResult(pc preparedClaim, pool string) kubeletplugin.PrepareResult {
 // UnprepareResourceClaims implements kubeletplugin.DRAPlugin: it removes each claim's
 // CDI spec; a claim that is not prepared is not an error.
 func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	defer d.metrics.since(opUnprepare, time.Now())
 	out := map[types.UID]error{}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range claims {
-		if err := removeSpec(d.opts.CDIDir, c.UID); err != nil {
+		err := removeSpec(d.opts.CDIDir, c.UID)
+		d.metrics.claim(opUnprepare, err)
+		if err != nil {
 			out[c.UID] = err
 			continue
 		}
@@ -358,10 +455,22 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	return out, nil
 }
 
-// HandleError implements kubeletplugin.DRAPlugin: background errors (publishing
-// slices) are logged; the helper retries them.
+// HandleError implements kubeletplugin.DRAPlugin: background errors are logged and
+// counted; the helper retries recoverable ones (publishing slices), and any other (a
+// gRPC server that failed) ends Run with that error, so the pod restarts and says why.
 func (d *Driver) HandleError(_ context.Context, err error, msg string) {
-	d.log.Error(err, msg)
+	fatal := !errors.Is(err, kubeletplugin.ErrRecoverable)
+	d.metrics.errors.WithLabelValues(strconv.FormatBool(fatal)).Inc()
+	d.log.Error(err, msg, "fatal", fatal)
+	if !fatal {
+		return
+	}
+	d.mu.Lock()
+	stop := d.fatal
+	d.mu.Unlock()
+	if stop != nil {
+		stop(fmt.Errorf("%s: %w", msg, err))
+	}
 }
 
 // WatchHealthStatus implements kubeletplugin.DRAPlugin; the health service is off
@@ -393,8 +502,9 @@ func deviceData(p PortDevice) DeviceData {
 }
 
 // writeStatus applies the claim's status.devices entries of this driver (server-side
-// apply, field manager DriverName): the chosen device, GID and netdev as data, the
-// netdev as network data.
+// apply, field manager DriverName): the chosen device, GID and netdev as data. There is
+// no networkData: KEP-4817 means the interface as the pod sees it, and the netdev stays
+// in the host's network namespace (its name, addresses and MAC are host facts).
 func (d *Driver) writeStatus(ctx context.Context, pc preparedClaim) error {
 	d.mu.Lock()
 	st := resourceapply.ResourceClaimStatus()
@@ -408,12 +518,8 @@ func (d *Driver) writeStatus(ctx context.Context, pc preparedClaim) error {
 			d.mu.Unlock()
 			return fmt.Errorf("encode device data: %w", err)
 		}
-		ds := resourceapply.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(d.opts.NodeName).WithDevice(a.Device).
-			WithData(runtimeRaw(raw))
-		if nd := p.Netdev(); nd != "" {
-			ds.WithNetworkData(resourceapply.NetworkDeviceData().WithInterfaceName(nd))
-		}
-		st.WithDevices(ds)
+		st.WithDevices(resourceapply.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(d.opts.NodeName).WithDevice(a.Device).
+			WithData(runtimeRaw(raw)))
 	}
 	d.mu.Unlock()
 	ac := resourceapply.ResourceClaim(pc.Name, pc.Namespace).WithStatus(st)
