@@ -215,13 +215,16 @@ func TestSlicePolicyOnAPIServer(t *testing.T) {
 	}
 	noNodeSlice := testSlice("cluster", "")
 	noNodeSlice.Spec.NodeName, noNodeSlice.Spec.AllNodes = nil, new(true)
-	for what, err := range map[string]error{
-		"delete node-2's slice":              onNode1.Delete(ctx, "other", metav1.DeleteOptions{}),
-		"create a slice of no node":          create(onNode1, noNodeSlice),
-		"create without a node in its token": create(noNode, testSlice("nonode", node)),
+	for _, tc := range []struct {
+		what, want string
+		err        error
+	}{
+		{"delete node-2's slice", "may not write ResourceSlices of node node-2", onNode1.Delete(ctx, "other", metav1.DeleteOptions{})},
+		{"create a slice of no node", "may not write ResourceSlices of no node", create(onNode1, noNodeSlice)},
+		{"create without a node in its credentials", "credentials name no node", create(noNode, testSlice("nonode", node))},
 	} {
-		if err == nil || !strings.Contains(err.Error(), "denied request") {
-			t.Errorf("%s as the driver on %s: %v, want the policy's refusal", what, node, err)
+		if tc.err == nil || !strings.Contains(tc.err.Error(), "denied request") || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s as the driver: %v, want the policy's refusal saying %q", tc.what, tc.err, tc.want)
 		}
 	}
 	if err := onNode1.Delete(ctx, "own", metav1.DeleteOptions{}); err != nil {
