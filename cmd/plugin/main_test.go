@@ -214,7 +214,8 @@ func TestMetricsServer(t *testing.T) {
 		t.Errorf("/healthz while sick: %d %q", code, body)
 	}
 	stop()
-	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		_ = resp.Body.Close()
 		t.Error("/healthz still answers after stop")
 	}
 }

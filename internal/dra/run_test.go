@@ -113,7 +113,7 @@ func waitHealthy(t *testing.T, d *Driver, done chan error) {
 	err := testenv.Eventually(patience, func() error {
 		select {
 		case err := <-done:
-			return fmt.Errorf("Run returned: %v", err)
+			return fmt.Errorf("Run returned: %w", err)
 		default:
 			return nil
 		}
