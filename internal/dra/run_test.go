@@ -177,12 +177,22 @@ func TestHealthyFailsWithoutSocket(t *testing.T) {
 }
 
 // TestRunEndsUnregistered: without a kubelet calling its registration socket, Run
-// ends with ErrNotRegistered saying so once the registration timeout passes.
+// ends with ErrNotRegistered saying so once the registration timeout passes, and
+// leaves no goroutine or socket behind.
 func TestRunEndsUnregistered(t *testing.T) {
-	_, _, _, done := runDriver(t, 200*time.Millisecond)
+	base := goleak.IgnoreCurrent()
+	_, dir, _, done := runDriver(t, 200*time.Millisecond)
 	err := <-done
 	if !errors.Is(err, ErrNotRegistered) || !strings.Contains(err.Error(), "never called the registration socket") {
 		t.Fatalf("Run = %v, want ErrNotRegistered saying the kubelet never called", err)
+	}
+	for _, s := range []string{filepath.Join(dir, "p", "dra.sock"), filepath.Join(dir, "r", DriverName+"-reg.sock")} {
+		if _, err := os.Stat(s); !os.IsNotExist(err) {
+			t.Errorf("socket %s left behind (%v)", s, err)
+		}
+	}
+	if err := goleak.Find(base); err != nil {
+		t.Error(err)
 	}
 }
 
