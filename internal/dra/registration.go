@@ -20,7 +20,9 @@ import (
 var ErrNotRegistered = errors.New("the kubelet did not register the driver")
 
 // registrarSocket is the registration socket the kubeletplugin helper creates in the
-// kubelet's plugins_registry (its default name).
+// kubelet's plugins_registry (its default name). With the helper's RollingUpdate(uid)
+// option the name is kubeletplugin.RollingUpdateRegistrarSocketFile(registryDir,
+// DriverName, uid) instead, and Healthy must be given that one.
 func registrarSocket(registryDir string) string {
 	return filepath.Join(registryDir, DriverName+"-reg.sock")
 }
