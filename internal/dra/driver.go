@@ -253,31 +253,45 @@ func (d *Driver) Run(ctx context.Context) error {
 	if _, err := d.Rescan(); err != nil {
 		return err
 	}
-	runCtx, fatal := context.WithCancelCause(klog.NewContext(ctx, d.log))
+	parent := ctx
+	ctx, fatal := context.WithCancelCause(klog.NewContext(ctx, d.log))
 	defer fatal(nil)
 	reg := newRegistrationWatch(func(ok bool) { d.metrics.registered.Set(boolGauge(ok)) })
-	h, err := d.startPlugin(runCtx, reg)
-	if err != nil {
-		return err
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(DriverName),
+		kubeletplugin.KubeClient(d.opts.Client),
+		kubeletplugin.NodeName(d.opts.NodeName),
+		kubeletplugin.HealthService(false),
+		kubeletplugin.GRPCInterceptor(reg.intercept),
 	}
-	d.setRunning(registrarSocket(d.registryDir()), fatal)
-	defer d.setRunning("", nil)
+	pluginDir, registryDir := d.opts.PluginDir, d.opts.RegistryDir
+	if pluginDir == "" {
+		pluginDir = kubeletplugin.KubeletPluginsDir + "/" + DriverName
+	}
+	if registryDir == "" {
+		registryDir = kubeletplugin.KubeletRegistryDir
+	}
+	for _, dir := range []string{pluginDir, registryDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("create kubelet plugin directory: %w", err)
+		}
+	}
+	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(pluginDir), kubeletplugin.RegistrarDirectoryPath(registryDir))
+	h, err := kubeletplugin.Start(ctx, d, opts...)
+	if err != nil {
+		return fmt.Errorf("start kubelet plugin: %w", err)
+	}
 	defer h.Stop()
-	if err := d.Publish(runCtx, h); err != nil {
+	defer d.watchRun(ctx, fatal, reg, registrarSocket(registryDir))()
+	if err := d.Publish(ctx, h); err != nil {
 		return err
 	}
 	d.log.Info("Published ResourceSlices", "node", d.opts.NodeName, "devices", d.deviceNames(), "prepared", len(d.Prepared()))
-	var wg sync.WaitGroup
-	if d.opts.RegistrationTimeout > 0 {
-		wg.Go(func() { d.awaitRegistration(runCtx, reg, fatal) })
-	}
-	d.Loop(runCtx, h, d.opts.Config.RescanInterval.Duration)
-	fatal(nil)
-	wg.Wait()
-	if ctx.Err() != nil {
+	d.Loop(ctx, h, d.opts.Config.RescanInterval.Duration)
+	if parent.Err() != nil {
 		return nil // stopped by the caller
 	}
-	return context.Cause(runCtx)
+	return context.Cause(ctx) // ended by fatal
 }
 
 func boolGauge(b bool) float64 {
@@ -287,38 +301,21 @@ func boolGauge(b bool) float64 {
 	return 0
 }
 
-func (d *Driver) registryDir() string {
-	if d.opts.RegistryDir == "" {
-		return kubeletplugin.KubeletRegistryDir
+// watchRun makes the running driver reachable for Healthy (its registration socket
+// regSock) and HandleError (fatal ends Run), and waits for the kubelet's registration
+// (reg) in the background when Options.RegistrationTimeout is set. The returned func
+// undoes both; Run calls it before it returns.
+func (d *Driver) watchRun(ctx context.Context, fatal context.CancelCauseFunc, reg *registrationWatch, regSock string) (stop func()) {
+	d.setRunning(regSock, fatal)
+	var wg sync.WaitGroup
+	if d.opts.RegistrationTimeout > 0 {
+		wg.Go(func() { d.awaitRegistration(ctx, reg, fatal) })
 	}
-	return d.opts.RegistryDir
-}
-
-// startPlugin starts the kubeletplugin helper (registration and DRA gRPC services)
-// with reg following the kubelet's registration calls.
-func (d *Driver) startPlugin(ctx context.Context, reg *registrationWatch) (*kubeletplugin.Helper, error) {
-	opts := []kubeletplugin.Option{
-		kubeletplugin.DriverName(DriverName),
-		kubeletplugin.KubeClient(d.opts.Client),
-		kubeletplugin.NodeName(d.opts.NodeName),
-		kubeletplugin.HealthService(false),
-		kubeletplugin.GRPCInterceptor(reg.intercept),
+	return func() {
+		fatal(nil)
+		wg.Wait()
+		d.setRunning("", nil)
 	}
-	pluginDir, registryDir := d.opts.PluginDir, d.registryDir()
-	if pluginDir == "" {
-		pluginDir = kubeletplugin.KubeletPluginsDir + "/" + DriverName
-	}
-	for _, dir := range []string{pluginDir, registryDir} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("create kubelet plugin directory: %w", err)
-		}
-	}
-	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(pluginDir), kubeletplugin.RegistrarDirectoryPath(registryDir))
-	h, err := kubeletplugin.Start(ctx, d, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("start kubelet plugin: %w", err)
-	}
-	return h, nil
 }
 
 func (d *Driver) setRunning(regSock string, fatal context.CancelCauseFunc) {
@@ -371,7 +368,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		out[c.UID] = res
 		if d.opts.Client != nil {
 			if err := d.writeStatus(ctx, pc); err != nil {
-				d.statusNotWritten(ctx, c, err)
+				d.statusNotWritten(ctx, pc, err)
 			}
 		}
 	}

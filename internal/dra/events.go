@@ -20,7 +20,7 @@ const maxNote = 1024
 
 // statusNotWritten makes a failed status write visible: a log line, the metric, and a
 // Warning Event on the claim with the API server's error. The claim stays prepared.
-func (d *Driver) statusNotWritten(ctx context.Context, c *resourceapi.ResourceClaim, err error) {
+func (d *Driver) statusNotWritten(ctx context.Context, c preparedClaim, err error) {
 	d.metrics.statusNotWritten.Inc()
 	d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", c.Namespace+"/"+c.Name)
 	ev := claimEvent(c, d.opts.NodeName, time.Now(), ReasonClaimStatusNotWritten,
@@ -31,7 +31,7 @@ func (d *Driver) statusNotWritten(ctx context.Context, c *resourceapi.ResourceCl
 }
 
 // claimEvent is a Warning Event about claim c from the driver on node.
-func claimEvent(c *resourceapi.ResourceClaim, node string, now time.Time, reason, note string) *eventsv1.Event {
+func claimEvent(c preparedClaim, node string, now time.Time, reason, note string) *eventsv1.Event {
 	if len(note) > maxNote {
 		note = note[:maxNote-3] + "..."
 	}
@@ -45,6 +45,6 @@ func claimEvent(c *resourceapi.ResourceClaim, node string, now time.Time, reason
 		Type:                corev1.EventTypeWarning,
 		Note:                note,
 		Regarding: corev1.ObjectReference{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim",
-			Namespace: c.Namespace, Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion},
+			Namespace: c.Namespace, Name: c.Name, UID: c.UID},
 	}
 }

@@ -24,7 +24,7 @@ func TestRingcap(t *testing.T) {
 		{"7-readers-behind-reported", stepReadersBehind},
 		{"8-host-network-senders-outside", stepHostNetwork},
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
-		{"9a-dra-driver-observable", stepDRADriverObservable},
+		{"9b-dra-driver-observable", stepDRADriverObservable},
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
 		{"12-ofi-verbs-capture-verified", stepOFICapture},
