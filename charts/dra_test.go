@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/ringcap/ringcap/internal/dra"
@@ -111,7 +112,66 @@ func TestDRADriver(t *testing.T) {
 	if !grants(cr.Rules, "", "events", "create") {
 		t.Errorf("driver role cannot record Events on its Node: %+v", cr.Rules)
 	}
+	// Kubernetes >= 1.36: status.devices writes need resourceclaims/driver, named after
+	// the driver, with the associated-node verbs only (not arbitrary-node).
+	drv := slices.IndexFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "resourceclaims/driver") })
+	if drv < 0 || !slices.Equal(cr.Rules[drv].ResourceNames, []string{dra.DriverName}) ||
+		!slices.Equal(cr.Rules[drv].Verbs, []string{"associated-node:patch", "associated-node:update"}) {
+		t.Errorf("driver role's resourceclaims/driver rule: %+v", cr.Rules)
+	}
+	if !grants(cr.Rules, "events.k8s.io", "events", "create") {
+		t.Errorf("driver role cannot record events: %+v", cr.Rules)
+	}
 	checkBinding(t, objs, "ClusterRoleBinding/rc-ringcap-dra", "rc-ringcap-dra")
+	checkProbes(t, c)
+}
+
+// checkProbes: the driver serves /metrics and /healthz on the declared metrics port, and
+// its startup and liveness probes call /healthz there.
+func checkProbes(t *testing.T, c corev1.Container) {
+	t.Helper()
+	for _, a := range []string{"--metrics-addr=:9101", "--registration-timeout=3m"} {
+		if !slices.Contains(c.Args, a) {
+			t.Errorf("driver args %q lack %q", c.Args, a)
+		}
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 9101 }) {
+		t.Errorf("driver ports %+v: no metrics port 9101", c.Ports)
+	}
+	for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("driver %s probe %+v, want httpGet /healthz on port metrics", name, p)
+		}
+	}
+}
+
+// TestDRASlicePolicy: the ValidatingAdmissionPolicy and its binding that keep each
+// node's driver to its own node's ResourceSlices are on by default, match the driver's
+// service account and can be switched off (what the policy does is tested on a real
+// API server in internal/dra).
+func TestDRASlicePolicy(t *testing.T) {
+	objs := render(t, "", "plugin.mode=dra")
+	vap, ok := objs["ValidatingAdmissionPolicy/rc-ringcap-dra-slices"]
+	if !ok {
+		t.Fatal("no ValidatingAdmissionPolicy rc-ringcap-dra-slices by default")
+	}
+	expr, _, _ := unstructured.NestedSlice(vap.Object, "spec", "matchConditions")
+	if len(expr) != 1 || !strings.Contains(expr[0].(map[string]any)["expression"].(string), `"system:serviceaccount:ringcap-system:rc-ringcap-dra"`) {
+		t.Errorf("policy matchConditions %v, want the driver's service account", expr)
+	}
+	b, ok := objs["ValidatingAdmissionPolicyBinding/rc-ringcap-dra-slices"]
+	if !ok {
+		t.Fatal("no ValidatingAdmissionPolicyBinding rc-ringcap-dra-slices by default")
+	}
+	if name, _, _ := unstructured.NestedString(b.Object, "spec", "policyName"); name != "rc-ringcap-dra-slices" {
+		t.Errorf("binding %v", b.Object)
+	}
+	off := render(t, "", "plugin.mode=dra", "plugin.dra.slicePolicy=false")
+	for _, k := range []string{"ValidatingAdmissionPolicy/rc-ringcap-dra-slices", "ValidatingAdmissionPolicyBinding/rc-ringcap-dra-slices"} {
+		if _, ok := off[k]; ok {
+			t.Errorf("plugin.dra.slicePolicy=false still renders %s", k)
+		}
+	}
 }
 
 // splitValues is plugin.mode both with pools that select different devices.

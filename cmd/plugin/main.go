@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -61,6 +62,7 @@ type flags struct {
 	verbosity                                                                       int
 	printConfig                                                                     bool
 	podUID                                                                          string
+	registrationTimeout                                                             time.Duration
 }
 
 func main() {
@@ -96,7 +98,8 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
 	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "node name for labels and the RDMANode inventory (default $NODE_NAME); empty: not published")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz (deviceplugin mode); empty: off")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz (dra: /healthz calls the driver's kubelet sockets); empty: off")
+	fl.DurationVar(&f.registrationTimeout, "registration-timeout", 3*time.Minute, "dra: exit with an error when the kubelet has not registered the driver this long after start; 0: no wait")
 	fl.StringVar(&f.cdiDir, "cdi-dir", "", "write CDI specs here and name CDI devices in Allocate (e.g. /var/run/cdi); empty: CDI off (dra: /var/run/cdi)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
@@ -133,8 +136,7 @@ func run(ctx context.Context, f flags) error {
 		return fmt.Errorf("--mode %q: want %s or %s", f.mode, modeDevicePlugin, modeDRA)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	opts := plugin.Options{
 		Config: cfg, Roots: roots, KubeletDir: f.kubeletDir, NodeName: f.nodeName, CDIDir: f.cdiDir,
 		Log: log, Registry: reg, Version: version, OtherConfig: other,
@@ -155,29 +157,64 @@ func run(ctx context.Context, f flags) error {
 	log.Info("Starting", "version", version, "resources", p.Resources(), "sysRoot", f.sysRoot, "devRoot", f.devRoot,
 		"node", f.nodeName, "cdiDir", f.cdiDir)
 
-	var srv *http.Server
-	if f.metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-		srv = &http.Server{Addr: f.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error(err, "Metrics server")
-			}
-		}()
-	}
-	err = p.Run(ctx)
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}
+	stop, err := serveMetrics(f.metricsAddr, reg, func(context.Context) error { return nil }, log)
 	if err != nil {
+		return err
+	}
+	defer stop()
+	if err := p.Run(ctx); err != nil {
 		return err
 	}
 	log.Info("Shut down")
 	return nil
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveMetrics serves /metrics from reg and /healthz (healthy's error: 503 with the
+// reason) on addr until stop is called; an empty addr serves nothing.
+func serveMetrics(addr string, reg *prometheus.Registry, healthy func(context.Context) error, log logr.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", healthzHandler(healthy))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "Metrics server")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}
+
+// healthzHandler answers 200 "ok" when healthy returns nil, else 503 with its error.
+func healthzHandler(healthy func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 4*time.Second)
+		defer cancel()
+		if err := healthy(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -212,13 +249,20 @@ func runDRA(ctx context.Context, f flags, cfg, other *plugin.Config, roots rdma.
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	reg := newRegistry()
 	d, err := dra.New(dra.Options{Config: cfg, Roots: roots, NodeName: f.nodeName, CDIDir: cdiDir, Client: cs, Log: log,
-		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, OtherConfig: other, PodUID: types.UID(f.podUID)})
+		PluginDir: f.pluginsDir, RegistryDir: f.registryDir, OtherConfig: other, PodUID: types.UID(f.podUID),
+		Registry: reg, RegistrationTimeout: f.registrationTimeout})
 	if err != nil {
 		return err
 	}
 	log.Info("Starting DRA driver", "version", version, "driver", dra.DriverName, "node", f.nodeName, "cdiDir", cdiDir,
-		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "podUID", f.podUID, "prepared", len(d.Prepared()))
+		"pluginsDir", f.pluginsDir, "registryDir", f.registryDir, "podUID", f.podUID, "prepared", len(d.Prepared()), "metricsAddr", f.metricsAddr)
+	stop, err := serveMetrics(f.metricsAddr, reg, d.Healthy, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if err := d.Run(ctx); err != nil {
 		return err
 	}

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -197,5 +202,56 @@ func TestOtherConfig(t *testing.T) {
 	}
 	if want := "selected by both: mlx5_0 (pool rdma and --other-config's pool soft): the start is refused\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("--print-config with --other-config lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestMetricsServer: /metrics serves the registry and /healthz answers 200 while the
+// check passes and 503 with its reason when it fails; stop closes the listener.
+func TestMetricsServer(t *testing.T) {
+	reg := newRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_test_total", Help: "x"})
+	reg.MustRegister(c)
+	c.Inc()
+	var sick atomic.Pointer[error]
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	stop, err := serveMetrics(addr, reg, func(context.Context) error {
+		if e := sick.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, "ringcap_test_total 1") || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics %d:\n%s", code, body)
+	}
+	if code, body := get("/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz while healthy: %d %q", code, body)
+	}
+	e := errors.New("GetInfo on registration socket /x/reg.sock: connection refused")
+	sick.Store(&e)
+	if code, body := get("/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "registration socket") {
+		t.Errorf("/healthz while sick: %d %q", code, body)
+	}
+	stop()
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		_ = resp.Body.Close()
+		t.Error("/healthz still answers after stop")
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +47,11 @@ type Options struct {
 	// rolling update (the kubeletplugin helper's RollingUpdate, calls serialised by a
 	// lock file in PluginDir); empty: one instance at a time.
 	PodUID types.UID
+	// Registry takes the driver's metrics; nil: a registry of its own (not served).
+	Registry prometheus.Registerer
+	// RegistrationTimeout: Run ends with ErrNotRegistered when the kubelet has not
+	// registered the driver this long after it started; 0: Run does not wait.
+	RegistrationTimeout time.Duration
 }
 
 // Publisher takes the node's ResourceSlices (kubeletplugin.Helper in production).
@@ -102,7 +109,11 @@ type Driver struct {
 	opts Options
 	log  logr.Logger
 
+	metrics *metrics
+
 	mu        sync.Mutex
+	regSock   string                        // the registration socket while Run runs, for Healthy
+	fatal     context.CancelCauseFunc       // ends Run with its cause (HandleError)
 	devices   map[string]PortDevice         // by device name, from the last scan
 	left      map[string]bool               // ports left out and entries skipped at the last scan (each logged once)
 	published map[string]resourceapi.Device // by name; nil until the first Publish
@@ -140,7 +151,14 @@ func New(opts Options) (*Driver, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	d := &Driver{opts: opts, log: opts.Log, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{opts: opts, log: opts.Log, metrics: m, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
 		health: newHealthState()}
 	if _, err := d.loadPreparedLocked(); err != nil {
 		return nil, err
@@ -249,6 +267,7 @@ func (d *Driver) Publish(ctx context.Context, pub Publisher) error {
 		devs = append(devs, s.Devices...)
 	}
 	d.published = deviceSet(devs)
+	d.metrics.published(len(devs), time.Now())
 	return nil
 }
 
@@ -290,7 +309,10 @@ func (d *Driver) deviceNames() []string {
 }
 
 // Run scans, starts the kubelet plugin (registration and DRA gRPC services),
-// publishes the node's ResourceSlices and keeps them current until ctx is done.
+// publishes the node's ResourceSlices and keeps them current until ctx is done (then
+// it returns nil). It ends early with an error when the kubelet does not register the
+// driver within Options.RegistrationTimeout, or when the helper reports a fatal error
+// (HandleError).
 func (d *Driver) Run(ctx context.Context) error {
 	if d.opts.Client == nil {
 		return errors.New("no API client")
@@ -301,11 +323,15 @@ func (d *Driver) Run(ctx context.Context) error {
 	if _, err := d.Rescan(); err != nil {
 		return err
 	}
-	ctx = klog.NewContext(ctx, d.log)
+	parent := ctx
+	ctx, fatal := context.WithCancelCause(klog.NewContext(ctx, d.log))
+	defer fatal(nil)
+	reg := newRegistrationWatch(func(ok bool) { d.metrics.registered.Set(boolGauge(ok)) })
 	opts := []kubeletplugin.Option{
 		kubeletplugin.DriverName(DriverName),
 		kubeletplugin.KubeClient(d.opts.Client),
 		kubeletplugin.NodeName(d.opts.NodeName),
+		kubeletplugin.GRPCInterceptor(reg.intercept),
 	}
 	pluginDir, registryDir := d.pluginDir(), d.opts.RegistryDir
 	if registryDir == "" {
@@ -325,12 +351,71 @@ func (d *Driver) Run(ctx context.Context) error {
 		return fmt.Errorf("start kubelet plugin: %w", err)
 	}
 	defer h.Stop()
+	defer d.watchRun(ctx, fatal, reg, registrarSocket(registryDir, d.opts.PodUID))()
 	if err := d.Publish(ctx, h); err != nil {
 		return err
 	}
 	d.log.Info("Published ResourceSlices", "node", d.opts.NodeName, "devices", d.deviceNames(), "prepared", len(d.Prepared()))
 	d.Loop(ctx, h, d.opts.Config.RescanInterval.Duration)
-	return nil
+	if parent.Err() != nil {
+		return nil // stopped by the caller
+	}
+	return context.Cause(ctx) // ended by fatal
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// watchRun makes the running driver reachable for Healthy (its registration socket
+// regSock) and HandleError (fatal ends Run), and waits for the kubelet's registration
+// (reg) in the background when Options.RegistrationTimeout is set. The returned func
+// undoes both; Run calls it before it returns.
+func (d *Driver) watchRun(ctx context.Context, fatal context.CancelCauseFunc, reg *registrationWatch, regSock string) (stop func()) {
+	d.setRunning(regSock, fatal)
+	var wg sync.WaitGroup
+	if d.opts.RegistrationTimeout > 0 {
+		wg.Go(func() { d.awaitRegistration(ctx, reg, fatal) })
+	}
+	return func() {
+		fatal(nil)
+		wg.Wait()
+		d.setRunning("", nil)
+	}
+}
+
+func (d *Driver) setRunning(regSock string, fatal context.CancelCauseFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.regSock, d.fatal = regSock, fatal
+}
+
+// awaitRegistration ends Run (through fatal) when the kubelet does not register the
+// driver in time.
+func (d *Driver) awaitRegistration(ctx context.Context, reg *registrationWatch, fatal context.CancelCauseFunc) {
+	err := reg.wait(ctx, d.opts.RegistrationTimeout)
+	switch {
+	case err == nil:
+		d.log.Info("Registered with the kubelet")
+	case ctx.Err() == nil:
+		fatal(err)
+	}
+}
+
+// Healthy calls the driver's registration socket and its DRA socket as the kubelet
+// would; an error says which did not answer. Before Run has started the kubelet
+// plugin, and after it stopped, the driver is not healthy.
+func (d *Driver) Healthy(ctx context.Context) error {
+	d.mu.Lock()
+	regSock := d.regSock
+	d.mu.Unlock()
+	if regSock == "" {
+		return errors.New("the kubelet plugin is not running")
+	}
+	return probeSockets(ctx, regSock)
 }
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin: for each claim, a CDI spec
@@ -340,6 +425,9 @@ func (d *Driver) Run(ctx context.Context) error {
 // prepared claims are read from the CDI directory first: the other instance of a
 // rolling update may have changed them.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	if len(claims) > 0 { // not the health probe's empty call
+		defer d.metrics.since(opPrepare, time.Now())
+	}
 	out := map[types.UID]kubeletplugin.PrepareResult{}
 	done, err := d.prepareAll(claims, out)
 	if err != nil {
@@ -350,7 +438,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	}
 	for _, pc := range done {
 		if err := d.writeStatus(ctx, pc); err != nil {
-			d.log.Error(err, "Claim status not written (the claim is prepared)", "claim", pc.Namespace+"/"+pc.Name)
+			d.statusNotWritten(ctx, pc, err)
 		}
 	}
 	return out, nil
@@ -368,6 +456,7 @@ func (d *Driver) prepareAll(claims []*resourceapi.ResourceClaim, out map[types.U
 	var done []preparedClaim
 	for _, c := range claims {
 		res, pc, err := d.prepare(c)
+		d.metrics.claim(opPrepare, err)
 		if err != nil {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("prepare claim %s/%s: %w", c.Namespace, c.Name, err)}
 			continue
@@ -449,6 +538,7 @@ func prepareResult(pc preparedClaim, pool string) kubeletplugin.PrepareResult {
 // from the CDI directory first (a claim may have been prepared by the other instance
 // of a rolling update).
 func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	defer d.metrics.since(opUnprepare, time.Now())
 	out := map[types.UID]error{}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -457,7 +547,9 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	}
 	defer d.updateHealthLocked()
 	for _, c := range claims {
-		if err := removeSpec(d.opts.CDIDir, c.UID); err != nil {
+		err := removeSpec(d.opts.CDIDir, c.UID)
+		d.metrics.claim(opUnprepare, err)
+		if err != nil {
 			out[c.UID] = err
 			continue
 		}
@@ -467,10 +559,22 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	return out, nil
 }
 
-// HandleError implements kubeletplugin.DRAPlugin: background errors (publishing
-// slices) are logged; the helper retries them.
+// HandleError implements kubeletplugin.DRAPlugin: background errors are logged and
+// counted; the helper retries recoverable ones (publishing slices), and any other (a
+// gRPC server that failed) ends Run with that error, so the pod restarts and says why.
 func (d *Driver) HandleError(_ context.Context, err error, msg string) {
-	d.log.Error(err, msg)
+	fatal := !errors.Is(err, kubeletplugin.ErrRecoverable)
+	d.metrics.errors.WithLabelValues(strconv.FormatBool(fatal)).Inc()
+	d.log.Error(err, msg, "fatal", fatal)
+	if !fatal {
+		return
+	}
+	d.mu.Lock()
+	stop := d.fatal
+	d.mu.Unlock()
+	if stop != nil {
+		stop(fmt.Errorf("%s: %w", msg, err))
+	}
 }
 
 // DeviceData is what the driver writes into the claim's status.devices[].data: the
@@ -511,8 +615,9 @@ func portData(c PortChoice) PortData {
 }
 
 // writeStatus applies the claim's status.devices entries of this driver (server-side
-// apply, field manager DriverName): the chosen device, GID and netdev as data, the
-// netdev as network data.
+// apply, field manager DriverName): the chosen device, GID and netdev as data. There is
+// no networkData: KEP-4817 means the interface as the pod sees it, and the netdev stays
+// in the host's network namespace (its name, addresses and MAC are host facts).
 func (d *Driver) writeStatus(ctx context.Context, pc preparedClaim) error {
 	d.mu.Lock()
 	st := resourceapply.ResourceClaimStatus()
@@ -526,12 +631,8 @@ func (d *Driver) writeStatus(ctx context.Context, pc preparedClaim) error {
 			d.mu.Unlock()
 			return fmt.Errorf("encode device data: %w", err)
 		}
-		ds := resourceapply.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(d.opts.NodeName).WithDevice(a.Device).
-			WithData(runtimeRaw(raw))
-		if nd := p.Netdev(); nd != "" {
-			ds.WithNetworkData(resourceapply.NetworkDeviceData().WithInterfaceName(nd))
-		}
-		st.WithDevices(ds)
+		st.WithDevices(resourceapply.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(d.opts.NodeName).WithDevice(a.Device).
+			WithData(runtimeRaw(raw)))
 	}
 	d.mu.Unlock()
 	ac := resourceapply.ResourceClaim(pc.Name, pc.Namespace).WithStatus(st)

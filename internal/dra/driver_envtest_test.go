@@ -44,17 +44,26 @@ const (
 // chartDRARole renders the chart with plugin.mode=dra and returns the driver's ClusterRole.
 func chartDRARole(t *testing.T) rbacv1.ClusterRole {
 	t.Helper()
+	var cr rbacv1.ClusterRole
+	chartObject(t, "ClusterRole", saName, &cr)
+	return cr
+}
+
+// chartObject renders the chart with plugin.mode=dra and decodes its object of kind
+// and name into out.
+func chartObject(t *testing.T, kind, name string, out any) {
+	t.Helper()
 	helm := "/var/tmp/ringcap/bin/helm"
 	if p, err := exec.LookPath("helm"); err == nil {
 		helm = p
 	}
 	cmd := exec.Command(helm, "template", "rc", filepath.Join(testenv.RepoRoot(), "charts", "ringcap"), "--namespace", chartNS, "--set", "plugin.mode=dra")
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
+	var rendered, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &rendered, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v: %s", err, stderr.String())
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(&rendered, 4096)
 	for {
 		var m map[string]any
 		if err := dec.Decode(&m); err != nil {
@@ -63,27 +72,40 @@ func chartDRARole(t *testing.T) rbacv1.ClusterRole {
 			}
 			t.Fatal(err)
 		}
-		if m["kind"] != "ClusterRole" || m["metadata"].(map[string]any)["name"] != saName {
+		if m["kind"] != kind || m["metadata"].(map[string]any)["name"] != name {
 			continue
 		}
 		b, _ := yaml.Marshal(m)
-		var cr rbacv1.ClusterRole
-		if err := yaml.UnmarshalStrict(b, &cr); err != nil {
+		if err := yaml.UnmarshalStrict(b, out); err != nil {
 			t.Fatal(err)
 		}
-		return cr
+		return
 	}
-	t.Fatalf("the chart renders no ClusterRole %s", saName)
-	return rbacv1.ClusterRole{}
+	t.Fatalf("the chart renders no %s %s", kind, name)
 }
 
 // driverClient is a client acting as the chart's service account, bound to the
 // chart's ClusterRole and nothing else.
 func driverClient(t *testing.T, env *testenv.Env) kubernetes.Interface {
 	t.Helper()
+	grantChartRole(t, env, chartDRARole(t))
+	return kubernetes.NewForConfigOrDie(asDriver(env, nil))
+}
+
+// asDriver is a connection acting as the chart's service account, with the user
+// extras extra (as a pod-bound token gives).
+func asDriver(env *testenv.Env, extra map[string][]string) *rest.Config {
+	pc := rest.CopyConfig(env.Config)
+	pc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + chartNS + ":" + saName,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNS, "system:authenticated"}, Extra: extra}
+	return pc
+}
+
+// grantChartRole creates cr and binds it to the chart's service account.
+func grantChartRole(t *testing.T, env *testenv.Env, cr rbacv1.ClusterRole) {
+	t.Helper()
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
-	cr := chartDRARole(t)
 	cr.ResourceVersion = ""
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &cr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -95,10 +117,6 @@ func driverClient(t *testing.T, env *testenv.Env) kubernetes.Interface {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pc := rest.CopyConfig(env.Config)
-	pc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + chartNS + ":" + saName,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNS, "system:authenticated"}}
-	return kubernetes.NewForConfigOrDie(pc)
 }
 
 func shortDir(t *testing.T) string {
@@ -218,9 +236,11 @@ func TestDriverOnAPIServer(t *testing.T) {
 		t.Fatalf("claim status.devices = %+v, want the prepared device", st.Status.Devices)
 	}
 	sd := st.Status.Devices[0]
+	// The netdev is in data; networkData (the interface as the pod sees it, KEP-4817)
+	// is left out: the netdev stays in the host's network namespace.
 	if sd.Driver != DriverName || sd.Device != "mlx5-2-p1" || sd.Data == nil ||
 		!strings.Contains(string(sd.Data.Raw), `"gid":"fe80::c42:a103:70:1b2c"`) || !strings.Contains(string(sd.Data.Raw), `"gidIndex":0`) ||
-		sd.NetworkData == nil || sd.NetworkData.InterfaceName != "ib0" {
+		!strings.Contains(string(sd.Data.Raw), `"netdev":"ib0"`) || sd.NetworkData != nil {
 		t.Errorf("claim status device %+v data %s", sd, sd.Data.Raw)
 	}
 

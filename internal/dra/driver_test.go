@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -335,4 +337,60 @@ func defaultConfigFast() *plugin.Config {
 	c := plugin.DefaultConfig()
 	c.RescanInterval.Duration = 100 * time.Millisecond
 	return c
+}
+
+// TestMetricsFollowClaimsAndPublish: prepare and unprepare count their claims by
+// result and time each call; a publish sets the published device count and its time.
+func TestMetricsFollowClaimsAndPublish(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	d, err := New(Options{Roots: treeRoots(rxeTree), NodeName: node, CDIDir: t.TempDir(), Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := d.Publish(context.Background(), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	prepare(t, d, claim("u1", "c1", "r:rxe0-p1"), claim("u2", "c2", "r:rxe0-p1")) // the second is refused: rxe0-p1 is held
+	prepare(t, d)                                                                 // the health probe's empty call
+	if _, err := d.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{{UID: "u1"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP ringcap_dra_claims_total Claims prepared or unprepared, by result.
+# TYPE ringcap_dra_claims_total counter
+ringcap_dra_claims_total{operation="prepare",result="error"} 1
+ringcap_dra_claims_total{operation="prepare",result="ok"} 1
+ringcap_dra_claims_total{operation="unprepare",result="ok"} 1
+# HELP ringcap_dra_published_devices Devices in the node's ResourceSlices as last published.
+# TYPE ringcap_dra_published_devices gauge
+ringcap_dra_published_devices 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ringcap_dra_claims_total", "ringcap_dra_published_devices"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "ringcap_dra_request_seconds":
+			for _, m := range mf.GetMetric() {
+				if c := m.GetHistogram().GetSampleCount(); c != 1 {
+					t.Errorf("request_seconds %v: %d calls timed, want 1 (the empty call is not)", m.GetLabel(), c)
+				}
+			}
+			if len(mf.GetMetric()) != 2 {
+				t.Errorf("request_seconds series %d, want prepare and unprepare", len(mf.GetMetric()))
+			}
+		case "ringcap_dra_last_publish_timestamp_seconds":
+			if v := mf.GetMetric()[0].GetGauge().GetValue(); v < float64(before.Unix()) {
+				t.Errorf("last publish %v, before the publish at %v", v, before.Unix())
+			}
+		}
+	}
 }

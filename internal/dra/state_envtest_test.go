@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,29 +24,11 @@ import (
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
 
-// startAPIServer starts envtest with the namespaces and the node the driver tests use;
-// it returns an admin client and a client acting as the chart's service account.
-func startAPIServer(t *testing.T) (*testenv.Env, kubernetes.Interface, kubernetes.Interface) {
+// startDriverAPIServer is startAPIServer with this node, and the driver's client (the
+// chart's service account with the chart's ClusterRole).
+func startDriverAPIServer(t *testing.T) (*testenv.Env, kubernetes.Interface, kubernetes.Interface) {
 	t.Helper()
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	ctx := context.Background()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, o := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: chartNS}}, {ObjectMeta: metav1.ObjectMeta{Name: "work"}}} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env, admin := startAPIServer(t, node)
 	return env, admin, driverClient(t, env)
 }
 
@@ -110,7 +91,7 @@ func deleteClaim(t *testing.T, admin kubernetes.Interface, name string) {
 // name) and keeps the one it has; an unreadable spec file is left in place; both are
 // told in Events on the Node. A client the API refuses (Forbidden) frees nothing.
 func TestStateChecksOnAPIServer(t *testing.T) {
-	env, admin, cs := startAPIServer(t)
+	env, admin, cs := startDriverAPIServer(t)
 	ctx := context.Background()
 	roots, cdi := syntheticRoots(t, 4), t.TempDir()
 	kept, deleted, renamed, refused := createClaim(t, admin, "kept", ""), createClaim(t, admin, "deleted", ""),
@@ -191,7 +172,7 @@ func checkNodeEvents(t *testing.T, admin kubernetes.Interface, want map[string]i
 // directories and sysfs): a claim prepared through one's socket is unprepared through
 // the other's, and a device prepared by one is refused to another claim by the other.
 func TestRollingUpdateOnAPIServer(t *testing.T) {
-	_, admin, cs := startAPIServer(t)
+	_, admin, cs := startDriverAPIServer(t)
 	ctx := context.Background()
 	roots, dir := syntheticRoots(t, 1), shortDir(t)
 	var socks []string

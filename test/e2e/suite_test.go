@@ -25,6 +25,7 @@ func TestRingcap(t *testing.T) {
 		{"8-host-network-senders-outside", stepHostNetwork},
 		{"9-dra-claim-selects-rxe1", stepDRAClaim},
 		{"9a-both-offers-each-device-once", stepBothDisjoint},
+		{"9b-dra-driver-observable", stepDRADriverObservable},
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
 		{"11a-dra-port-down-pod-told-unhealthy", stepDRAPortHealth},
