@@ -360,9 +360,9 @@ func TestNotesAndSample(t *testing.T) {
 		set  string
 		want []string
 	}{
-		{"crds.install=true", []string{"kubectl get rdmanodes", "charts/ringcap/examples/ringcapture.yaml", "kubectl get rcap",
+		{"crds.install=true", []string{"kubectl get rdmanodes", "the chart's examples/ringcapture.yaml", "kubectl get rcap",
 			"rollout status daemonset/rc-ringcap-plugin", "ringcap send --connect"}},
-		{"crds.install=false", []string{"CRDs were NOT installed", "config/crd/bases"}},
+		{"crds.install=false", []string{"CRDs were NOT installed", "--set crds.install=true --show-only templates/crds.yaml | kubectl apply --server-side -f -"}},
 		{"plugin.mode=dra", []string{"daemonset/rc-ringcap-dra", "spec.driver=rdma.ringcap.io", "DeviceClass rc-ringcap-rdma or rc-ringcap-roce-v2",
 			"spec.receiver.deviceClassName: rc-ringcap-rdma to take its", "or use plugin.mode=both"}},
 	} {
@@ -373,12 +373,19 @@ func TestNotesAndSample(t *testing.T) {
 			}
 		}
 	}
-	if notes := renderNotes(t, "plugin.mode=deviceplugin"); strings.Contains(notes, "rdma.ringcap.io") {
+	notes := renderNotes(t, "plugin.mode=deviceplugin")
+	if strings.Contains(notes, "rdma.ringcap.io") {
 		t.Errorf("NOTES mention the DRA driver in mode deviceplugin:\n%s", notes)
 	}
 	b, err := os.ReadFile(filepath.Join(chartDir, "examples/ringcapture.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The notes carry the chart's own sample, the heredoc a user pastes, not a URL of a
+	// repository branch that may not match the installed chart.
+	if strings.Contains(notes, "https://") || !strings.Contains(notes, "kubectl apply -f - <<'EOF'\n") ||
+		heredoc(notes) != strings.TrimSuffix(string(b), "\n") {
+		t.Errorf("NOTES do not carry examples/ringcapture.yaml as a heredoc:\n%s", notes)
 	}
 	var sample unstructured.Unstructured
 	if err := yaml.UnmarshalStrict(b, &sample.Object); err != nil {
@@ -387,6 +394,17 @@ func TestNotesAndSample(t *testing.T) {
 	if sample.GetKind() != "RingCapture" || sample.GetAPIVersion() != "ringcap.io/v1alpha1" || sample.GetName() == "" {
 		t.Errorf("sample is %s %s %q", sample.GetAPIVersion(), sample.GetKind(), sample.GetName())
 	}
+}
+
+// heredoc is the body of the notes' first heredoc, with its indentation removed.
+func heredoc(notes string) string {
+	_, body, _ := strings.Cut(notes, "<<'EOF'\n")
+	body, _, _ = strings.Cut(body, "\n     EOF")
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "     ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // renderNotes renders NOTES.txt without a cluster (helm install --dry-run needs one): it copies
