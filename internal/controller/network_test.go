@@ -152,3 +152,4 @@ func TestPendingChangeNetwork(t *testing.T) {
 		}
 	}
 }
+
