@@ -251,6 +251,7 @@ type ringReadOpts struct {
 	out       string
 	headerOut string
 	single    bool
+	dadaDir   string
 }
 
 type readStats struct{ bytes, blocks, observations, mismatches uint64 }
@@ -261,9 +262,16 @@ func newRingReadCmd() *cobra.Command {
 		Use:   "read",
 		Short: "Read observations from a ring into a file or verify the test pattern",
 		Long: "Takes a reader slot and reads observations until interrupted (or one with -s). Prints a final line\n" +
-			"read: bytes=N blocks=N observations=N mismatches=N and exits non-zero on any mismatch.",
-		Example: "  ringcap ring read -k dada --verify 7 -s\n  ringcap ring read -k dada --wait 30s -o capture.raw",
-		Args:    cobra.NoArgs,
+			"read: bytes=N blocks=N observations=N mismatches=N and exits non-zero on any mismatch.\n\n" +
+			"--dada-dir DIR writes PSRDADA files as dada_dbdisk does: per observation, files named\n" +
+			"UTC_START_OBS_OFFSET.FILE_NUMBER.dada (OBS_OFFSET 16 digits, FILE_NUMBER 6), each the header\n" +
+			"(HDR_SIZE bytes; OBS_OFFSET, FILE_SIZE and FILE_NUMBER for that file) then up to FILE_SIZE data\n" +
+			"bytes (no FILE_SIZE: 10 s at BYTES_PER_SECOND). A file is written as NAME.part and renamed when\n" +
+			"complete and synced; a failure (a full disk) fails the command with the observation byte and\n" +
+			"leaves the .part file, which a ring read resuming the observation continues.",
+		Example: "  ringcap ring read -k dada --verify 7 -s\n  ringcap ring read -k dada --wait 30s -o capture.raw\n" +
+			"  ringcap ring read -k dada --dada-dir /data",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.verify = cmd.Flags().Changed("verify")
 			return runRingRead(cmd.Context(), cmd.ErrOrStderr(), o)
@@ -276,10 +284,16 @@ func newRingReadCmd() *cobra.Command {
 	fs.StringVarP(&o.out, "output", "o", "", "append the data of every observation to this file")
 	fs.StringVar(&o.headerOut, "header-out", "", "write the last header read to this file")
 	fs.BoolVarP(&o.single, "single", "s", false, "exit after one observation (like dada_dbdisk -s)")
+	fs.StringVar(&o.dadaDir, "dada-dir", "", "write each observation as PSRDADA files in this directory, as dada_dbdisk -D does")
 	return c
 }
 
 func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err error) {
+	if o.dadaDir != "" {
+		if err := checkDadaDir(o.dadaDir); err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+	}
 	h, err := dada.ConnectWait(ctx, *o.key, dada.ConnectOptions{}, o.wait)
 	if err != nil {
 		return err
@@ -303,13 +317,12 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 		return err
 	}
 	defer func() { _ = r.Close() }()
-	if res, ok := r.Resumed(); ok {
-		how := "closed"
-		if res.Killed {
-			how = "was killed"
-		}
-		outf(errw, "read: resuming the observation in progress at byte %d: slot %d's reader %s there\n", res.Offset, res.Slot, how)
+	var disk *dadaDir
+	if o.dadaDir != "" {
+		disk = newDadaDir(o.dadaDir, h.Header.BufSize())
+		defer disk.abort()
 	}
+	resumed := sayResumed(errw, r)
 	var st readStats
 	defer func() {
 		outf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)
@@ -325,18 +338,15 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 			}
 			return err
 		}
-		if o.headerOut != "" {
-			if err := os.WriteFile(o.headerOut, hdr, 0o644); err != nil {
-				return fmt.Errorf("write header: %w", err)
-			}
+		to := sinks{out, disk}
+		if st.observations > 0 {
+			resumed = 0 // only the first observation can be one taken over
 		}
-		var offset uint64
-		if ph, err := dada.ParseHeader(hdr); err == nil {
-			if v, err := ph.OBSOffset(); err == nil {
-				offset = v
-			}
+		offset, err := startObservation(hdr, o, to, resumed)
+		if err != nil {
+			return fmt.Errorf("observation %d: %w", st.observations, err)
 		}
-		if err := readObservation(ctx, errw, r, o, out, offset, &st); err != nil {
+		if err := readObservation(ctx, errw, r, o, to, offset, &st); err != nil {
 			return err
 		}
 		st.observations++
@@ -349,11 +359,57 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 	}
 }
 
-func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *ringReadOpts, out *os.File, offset uint64, st *readStats) error {
+// sayResumed says whether LockRead took over an observation in progress, and returns the
+// bytes of it the earlier reader consumed (0: none taken over).
+func sayResumed(errw io.Writer, r *dada.Reader) uint64 {
+	res, ok := r.Resumed()
+	if !ok {
+		return 0
+	}
+	how := "closed"
+	if res.Killed {
+		how = "was killed"
+	}
+	outf(errw, "read: resuming the observation in progress at byte %d: slot %d's reader %s there\n", res.Offset, res.Slot, how)
+	return res.Offset
+}
+
+// startObservation handles an observation's header: --header-out, --dada-dir (resumed: the
+// bytes of it an earlier reader consumed). It returns the header's OBS_OFFSET (0 if none).
+func startObservation(hdr []byte, o *ringReadOpts, to sinks, resumed uint64) (uint64, error) {
+	if o.headerOut != "" {
+		if err := os.WriteFile(o.headerOut, hdr, 0o644); err != nil {
+			return 0, fmt.Errorf("write header: %w", err)
+		}
+	}
+	var offset uint64
+	if ph, err := dada.ParseHeader(hdr); err == nil {
+		if v, err := ph.OBSOffset(); err == nil {
+			offset = v
+		}
+	}
+	if to.disk != nil {
+		if err := to.disk.begin(hdr, resumed); err != nil {
+			return 0, err
+		}
+	}
+	return offset, nil
+}
+
+// sinks are where ring read writes the data it reads (each may be nil).
+type sinks struct {
+	out  *os.File
+	disk *dadaDir
+}
+
+func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *ringReadOpts, to sinks, offset uint64, st *readStats) error {
 	var n uint64
 	for {
 		b, err := r.NextBlock(ctx)
 		if errors.Is(err, io.EOF) {
+			if to.disk != nil {
+				return to.disk.end()
+			}
 			return nil
 		}
 		if err != nil {
@@ -367,9 +423,14 @@ func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *rin
 				}
 			}
 		}
-		if out != nil {
-			if _, err := out.Write(b.Data); err != nil {
+		if to.out != nil {
+			if _, err := to.out.Write(b.Data); err != nil {
 				return fmt.Errorf("write output: %w", err)
+			}
+		}
+		if to.disk != nil {
+			if err := to.disk.write(b.Data); err != nil {
+				return fmt.Errorf("observation %d: %w", st.observations, err)
 			}
 		}
 		n += uint64(len(b.Data))

@@ -252,6 +252,7 @@ func removeStaleTestRings() {
 
 func TestMain(m *testing.M) {
 	if os.Getenv("RINGCAP_TEST_RUN_CLI") != "" { // a command in a process of its own (TestOFIKilledSender)
+		mountTestTmpfs()
 		main()
 		os.Exit(0)
 	}
