@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,25 +170,38 @@ func (d *dadaDir) resume(origin, done uint64) error {
 		o.start = start + size // complete: skip to its end
 		return nil
 	}
-	f, err := os.OpenFile(name+partSuffix, os.O_WRONLY, 0)
+	f, err := continuePart(name+partSuffix, want)
 	if err != nil {
-		return nil // not there: a new file at the resumed byte
+		return fmt.Errorf("continue %s at observation byte %d: %w", name+partSuffix, o.next, err)
 	}
-	if st, err := f.Stat(); err != nil || st.Size() < want {
-		_ = f.Close()
-		return nil
-	}
-	if err := f.Truncate(want); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("continue %s at observation byte %d: %w", f.Name(), o.next, err)
-	}
-	if _, err := f.Seek(want, 0); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("continue %s at observation byte %d: %w", f.Name(), o.next, err)
+	if f == nil {
+		return nil // no part file to continue: a new file at the resumed byte
 	}
 	o.f, o.name, o.start, o.size = f, name, start, size
 	d.lastUTC, d.lastStart, d.number = o.utc, start, 0
 	return nil
+}
+
+// continuePart opens the part file at path for writing from byte want, cutting what it
+// holds beyond; it returns nil when there is no such file, or it holds fewer bytes.
+func continuePart(path string, want int64) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil || st.Size() < want {
+		return nil, nil //nolint:nilerr // nothing to continue: not an error
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(want); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(want, io.SeekStart); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // write writes a data block's bytes, opening and completing files as they fill.

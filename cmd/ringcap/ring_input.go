@@ -21,6 +21,8 @@ type writeInput struct {
 	size  int64       // a regular file: bytes from start; -1 for a stream
 	first byte        // a stream's first byte, read ahead (an empty input fails before the ring is touched)
 	stop  func() bool // a file the command opened: stops closing it on interrupt
+	// header: the header a PSRDADA file starts with (--file-header); start is past it
+	header []byte
 }
 
 // openWriteInput opens path ("-": stdin) and, for a stream, reads its first byte. Cancelling

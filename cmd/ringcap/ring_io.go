@@ -27,6 +27,7 @@ type ringWriteOpts struct {
 	headers      []string
 	newStyle     bool
 	wait         time.Duration
+	fileHeader   string
 }
 
 func newRingWriteCmd() *cobra.Command {
@@ -47,9 +48,16 @@ func newRingWriteCmd() *cobra.Command {
 			"-f takes a regular file's bytes (its size when ring write starts, in FILE_SIZE; one that ends sooner\n" +
 			"fails the command), or reads any other input (a pipe, FIFO, /dev/stdin, - for standard input, a\n" +
 			"device) to its end as one observation, without FILE_SIZE. An empty input or a failed read fails the\n" +
-			"command.",
+			"command.\n\n" +
+			"A PSRDADA file (dada_dbdisk's, ring read --dada-dir's) starts with its header: --file-header auto (the\n" +
+			"default) takes a regular file's first HDR_SIZE bytes as the observation's header when they are one\n" +
+			"(header text, a first line KEY value, HDR_SIZE present, no smaller than the text and no larger than\n" +
+			"the file) and writes the rest as the data; the file's keys are kept (OBS_OFFSET and UTC_START too),\n" +
+			"HDR_SIZE and FILE_SIZE set as above, then the --header settings. --file-header yes fails when the file\n" +
+			"has no header; no writes the whole file as data.",
 		Example: "  ringcap ring write -k dada --seed 7 --bytes 100000000\n" +
 			"  ringcap ring write -k dada -f data.raw --header-file obs.hdr\n" +
+			"  ringcap ring write -k dada -f 2026-01-02-03:04:05_0000000000000000.000000.dada\n" +
 			"  head -c 10000000 /dev/urandom | ringcap ring write -k dada -f -",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -59,6 +67,11 @@ func newRingWriteCmd() *cobra.Command {
 			}
 			if o.observations < 1 {
 				return errors.New("--observations must be at least 1")
+			}
+			switch o.fileHeader {
+			case fileHeaderAuto, fileHeaderYes, fileHeaderNo:
+			default:
+				return fmt.Errorf("--file-header %q: want auto, yes or no", o.fileHeader)
 			}
 			return runRingWrite(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
 		},
@@ -74,30 +87,21 @@ func newRingWriteCmd() *cobra.Command {
 	fs.StringArrayVar(&o.headers, "header", nil, "set a header keyword (KEY=VALUE, repeatable)")
 	fs.BoolVar(&o.newStyle, "new-style-header", false, "raise end-of-data on the header ring after every header (PSRDADA 1.1.0 dada_client style)")
 	fs.DurationVar(&o.wait, "wait", 0, "wait this long for the ring to be created")
+	fs.StringVar(&o.fileHeader, "file-header", fileHeaderAuto, "with -f: the file starts with a PSRDADA header (auto: detect it; yes; no)")
 	return c
 }
 
 // buildHeader builds an observation's header; fileSize < 0 (a stream's size is not known)
 // sets no FILE_SIZE.
-func buildHeader(o *ringWriteOpts, hdrSize int, fileSize int64) ([]byte, error) {
-	h := dada.NewHeader()
-	if o.headerFile != "" {
-		b, err := os.ReadFile(o.headerFile)
-		if err != nil {
-			return nil, fmt.Errorf("read header file: %w", err)
-		}
-		if h, err = dada.ParseHeader(b); err != nil {
-			return nil, fmt.Errorf("header file %s: %w", o.headerFile, err)
-		}
-	} else {
-		_ = h.Set("HDR_VERSION", "1.0")
-		_ = h.Set("INSTRUMENT", "ringcap")
-		_ = h.Set("SOURCE", "test_pattern")
-		_ = h.Set("NBIT", "8")
-		_ = h.Set("NPOL", "1")
-		_ = h.Set("NDIM", "1")
+func buildHeader(o *ringWriteOpts, in *writeInput, hdrSize int, fileSize int64) ([]byte, error) {
+	h, err := baseHeader(o, in)
+	if err != nil {
+		return nil, err
 	}
-	sets := [][2]string{{"HDR_SIZE", strconv.Itoa(hdrSize)}, {"OBS_OFFSET", "0"}}
+	sets := [][2]string{{"HDR_SIZE", strconv.Itoa(hdrSize)}}
+	if _, err := h.OBSOffset(); in == nil || in.header == nil || err != nil {
+		sets = append(sets, [2]string{"OBS_OFFSET", "0"})
+	}
 	if _, ok := h.Get("UTC_START"); !ok {
 		sets = append(sets, [2]string{"UTC_START", time.Now().UTC().Format(dada.UTCStartLayout)})
 	}
@@ -123,6 +127,36 @@ func buildHeader(o *ringWriteOpts, hdrSize int, fileSize int64) ([]byte, error) 
 	return h.Bytes(hdrSize)
 }
 
+// baseHeader is the header an observation starts from: the input's own (a PSRDADA file),
+// --header-file, or a minimal one.
+func baseHeader(o *ringWriteOpts, in *writeInput) (*dada.Header, error) {
+	if in != nil && in.header != nil {
+		h, err := dada.ParseHeader(in.header)
+		if err != nil {
+			return nil, fmt.Errorf("header of %s: %w", in.name, err)
+		}
+		return h, nil
+	}
+	h := dada.NewHeader()
+	if o.headerFile != "" {
+		b, err := os.ReadFile(o.headerFile)
+		if err != nil {
+			return nil, fmt.Errorf("read header file: %w", err)
+		}
+		if h, err = dada.ParseHeader(b); err != nil {
+			return nil, fmt.Errorf("header file %s: %w", o.headerFile, err)
+		}
+		return h, nil
+	}
+	_ = h.Set("HDR_VERSION", "1.0")
+	_ = h.Set("INSTRUMENT", "ringcap")
+	_ = h.Set("SOURCE", "test_pattern")
+	_ = h.Set("NBIT", "8")
+	_ = h.Set("NPOL", "1")
+	_ = h.Set("NDIM", "1")
+	return h, nil
+}
+
 func runRingWrite(ctx context.Context, stdin io.Reader, errw io.Writer, o *ringWriteOpts) error {
 	var in *writeInput
 	if o.file != "" {
@@ -131,6 +165,12 @@ func runRingWrite(ctx context.Context, stdin io.Reader, errw io.Writer, o *ringW
 			return fmt.Errorf("write: %w", err)
 		}
 		defer in.close()
+		if err := in.takeFileHeader(o.fileHeader); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		if in.header != nil && o.headerFile != "" {
+			return fmt.Errorf("write: %s starts with a PSRDADA header: give --header-file or that (--file-header no), not both", in.name)
+		}
 		if in.size < 0 && o.observations > 1 {
 			return fmt.Errorf("write: --observations %d: %s is not a regular file, so it can be read only once", o.observations, in.name)
 		}
@@ -171,7 +211,7 @@ func runRingWrite(ctx context.Context, stdin io.Reader, errw io.Writer, o *ringW
 // writeObservation writes observation obs: its header (FILE_SIZE fileSize, none when -1),
 // then the pattern or the input.
 func writeObservation(ctx context.Context, w *dada.Writer, o *ringWriteOpts, in *writeInput, obs int, fileSize int64) (uint64, uint64, error) {
-	hdr, err := buildHeader(o, w.HDU().Header.BufSize(), fileSize)
+	hdr, err := buildHeader(o, in, w.HDU().Header.BufSize(), fileSize)
 	if err != nil {
 		return 0, 0, err
 	}
