@@ -80,6 +80,19 @@ type RingCaptureSpec struct {
 	// +optional
 	Readers []ReaderContainer `json:"readers,omitempty"`
 
+	// volumes are storage the capture pod holds for its readers (readers[].volumeMounts),
+	// for example a PersistentVolumeClaim a `ringcap ring read --dada-dir` or dada_dbdisk
+	// writes its files to. Each is a Kubernetes volume with exactly one source among
+	// persistentVolumeClaim, hostPath, nfs and emptyDir; names starting with ringcap- are
+	// the operator's.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(v, (has(v.persistentVolumeClaim) ? 1 : 0) + (has(v.hostPath) ? 1 : 0) + (has(v.nfs) ? 1 : 0) + (has(v.emptyDir) ? 1 : 0) == 1 && !has(v.gcePersistentDisk) && !has(v.awsElasticBlockStore) && !has(v.gitRepo) && !has(v.secret) && !has(v.iscsi) && !has(v.glusterfs) && !has(v.rbd) && !has(v.flexVolume) && !has(v.cinder) && !has(v.cephfs) && !has(v.flocker) && !has(v.downwardAPI) && !has(v.fc) && !has(v.azureFile) && !has(v.configMap) && !has(v.vsphereVolume) && !has(v.quobyte) && !has(v.azureDisk) && !has(v.photonPersistentDisk) && !has(v.projected) && !has(v.portworxVolume) && !has(v.scaleIO) && !has(v.storageos) && !has(v.csi) && !has(v.ephemeral) && !has(v.image))",message="spec.volumes: each volume must have exactly one source, and only persistentVolumeClaim, hostPath, nfs or emptyDir (storage for the readers' data); other sources (secret, configMap, csi, ephemeral, ...) are not allowed"
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !v.name.startsWith('ringcap-'))",message="spec.volumes names must not start with ringcap- (the operator's own volumes)"
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
 	// nodeSelector restricts the nodes the capture pod may run on (in addition to
 	// having the RDMA resource).
 	// +optional
@@ -564,6 +577,19 @@ type ReaderContainer struct {
 	// resources are the container's resources.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// volumeMounts mount spec.volumes into the reader container, each naming one of them,
+	// at an absolute mountPath outside /dev (the container's devices, /dev/shm and its
+	// termination log) and /etc/ringcap (the operator's). The operator refuses a mount
+	// that names no volume in spec.volumes, or whose path is one of those once cleaned
+	// (//dev/, /data/../dev), before it creates the pod; the capture's status says why.
+	// +listType=map
+	// +listMapKey=mountPath
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(m, m.mountPath.startsWith('/'))",message="readers[].volumeMounts[].mountPath must be an absolute path (start with /)"
+	// +kubebuilder:validation:XValidation:rule="self.all(m, !(m.mountPath == '/dev' || m.mountPath.startsWith('/dev/') || m.mountPath == '/etc/ringcap' || m.mountPath.startsWith('/etc/ringcap/')))",message="readers[].volumeMounts[].mountPath must not be /dev or under it (the container's devices, /dev/shm and its termination log) nor /etc/ringcap (the operator's)"
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
 
 	// restartPolicy says what happens when the reader exits while the capture runs (its
 	// ring slot is then empty and holds the receiver back). FailCapture (the default)

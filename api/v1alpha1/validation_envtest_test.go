@@ -189,6 +189,34 @@ func TestInvalidRingCapturesRejected(t *testing.T) {
 			[]string{"spec.receiver.port", "at least 1024 when spec.network.mode is Host"}, nil},
 		{"privileged metrics port in Host mode", `{network: {mode: Host}, receiver: {metricsPort: 80}}`,
 			[]string{"spec.receiver.port", "at least 1024 when spec.network.mode is Host", "CAP_NET_BIND_SERVICE"}, nil},
+		{"secret volume", `{volumes: [{name: s, secret: {secretName: x}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "only persistentVolumeClaim, hostPath, nfs or emptyDir"}, nil},
+		{"configMap volume", `{volumes: [{name: c, configMap: {name: x}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "only persistentVolumeClaim, hostPath, nfs or emptyDir"}, nil},
+		{"csi volume", `{volumes: [{name: c, csi: {driver: x}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "only persistentVolumeClaim, hostPath, nfs or emptyDir"}, nil},
+		{"ephemeral volume", `{volumes: [{name: e, ephemeral: {volumeClaimTemplate: {spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "only persistentVolumeClaim, hostPath, nfs or emptyDir"}, nil},
+		{"volume without a source", `{volumes: [{name: v}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "exactly one source"}, nil},
+		{"volume with two allowed sources", `{volumes: [{name: v, emptyDir: {}, hostPath: {path: /data}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "exactly one source"}, nil},
+		{"allowed source beside a secret", `{volumes: [{name: v, emptyDir: {}, secret: {secretName: x}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "only persistentVolumeClaim, hostPath, nfs or emptyDir"}, nil},
+		{"volume named like the operator's", `{volumes: [{name: ringcap-header, emptyDir: {}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes", "must not start with ringcap-"}, nil},
+		{"duplicate volume names", `{volumes: [{name: v, emptyDir: {}}, {name: v, emptyDir: {}}], readers: [{name: r}]}`,
+			[]string{"spec.volumes[1]", "Duplicate value"}, nil},
+		{"relative mount path", `{volumes: [{name: data, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: data, mountPath: data}]}]}`,
+			[]string{"spec.readers[0].volumeMounts", "must be an absolute path"}, nil},
+		{"mount over /dev/shm", `{volumes: [{name: data, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: data, mountPath: /dev/shm}]}]}`,
+			[]string{"spec.readers[0].volumeMounts", "must not be /dev or under it"}, nil},
+		{"mount over /dev", `{volumes: [{name: data, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: data, mountPath: "/dev/"}]}]}`,
+			[]string{"spec.readers[0].volumeMounts", "must not be /dev or under it"}, nil},
+		{"mount over the operator's /etc/ringcap", `{volumes: [{name: data, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: data, mountPath: /etc/ringcap/header}]}]}`,
+			[]string{"spec.readers[0].volumeMounts", "nor /etc/ringcap"}, nil},
+		{"two mounts at one path", `{volumes: [{name: a, emptyDir: {}}, {name: b, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: a, mountPath: /data}, {name: b, mountPath: /data}]}]}`,
+			[]string{"spec.readers[0].volumeMounts[1]", "Duplicate value"}, nil},
 	}
 	ctx := context.Background()
 	for i, tc := range tests {
@@ -301,6 +329,13 @@ func TestValidRingCapturesAccepted(t *testing.T) {
 		// Reader slots left to readers on the node, outside the pod.
 		`{ring: {hostIPC: true}}`,
 		`{ring: {readers: 3, hostIPC: true}, readers: [{name: a}]}`,
+		// Storage for readers: each allowed volume source, mounted by one or more readers.
+		`{volumes: [{name: data, persistentVolumeClaim: {claimName: capture-data}}, {name: scratch, emptyDir: {sizeLimit: 1Gi}}, {name: host, hostPath: {path: /srv/dada, type: DirectoryOrCreate}}, {name: archive, nfs: {server: nfs.example.org, path: /export/dada}}],
+		  ring: {readers: 2},
+		  readers: [{name: dbdisk, args: [ring, read, --dada-dir, /data], volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]},
+		            {name: copy, volumeMounts: [{name: host, mountPath: /srv/dada, subPath: obs}, {name: archive, mountPath: /archive, readOnly: true}, {name: data, mountPath: /data}]}]}`,
+		`{volumes: [{name: unused, emptyDir: {}}], readers: [{name: r}]}`,
+		`{volumes: [{name: d, emptyDir: {}}], readers: [{name: r, volumeMounts: [{name: d, mountPath: /devices}, {name: d, mountPath: /etc/ringcap-data, subPath: x}]}]}`,
 	} {
 		obj := object(t, fmt.Sprintf("valid-%d", i), spec)
 		if err := env.Client.Create(ctx, obj); err != nil {

@@ -242,6 +242,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		volumes = append(volumes, vol)
 		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
 	}
+	volumes = append(volumes, deepCopyVolumes(spec.Volumes)...)
 	readers, sidecars := splitReaders(readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull), spec.Readers)
 	containers := append([]corev1.Container{receiver}, readers...)
 	pod := &corev1.Pod{
@@ -341,8 +342,26 @@ func headerVolumeOf(h *ringcapv1.RingHeaderSpec, annotations map[string]string) 
 	return vol, true
 }
 
+// deepCopyVolumes copies spec.volumes into the pod.
+func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for i := range vs {
+		out = append(out, *vs[i].DeepCopy())
+	}
+	return out
+}
+
+// deepCopyMounts copies a reader's volume mounts into its container.
+func deepCopyMounts(ms []corev1.VolumeMount) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for i := range ms {
+		out = append(out, *ms[i].DeepCopy())
+	}
+	return out
+}
+
 // readerContainers are the reader containers, each told the ring key
-// (RINGCAP_RING_KEY), unprivileged, with no capabilities.
+// (RINGCAP_RING_KEY), unprivileged, with no capabilities, with its volume mounts.
 func readerContainers(readers []ringcapv1.ReaderContainer, key, image string, pull corev1.PullPolicy) []corev1.Container {
 	var out []corev1.Container
 	for _, rd := range readers {
@@ -359,6 +378,7 @@ func readerContainers(readers []ringcapv1.ReaderContainer, key, image string, pu
 			Args:            rd.Args,
 			Env:             env,
 			Resources:       *rd.Resources.DeepCopy(),
+			VolumeMounts:    deepCopyMounts(rd.VolumeMounts),
 			// A reader that fails without writing /dev/termination-log leaves the end
 			// of its log as its termination message, which the Failed condition shows.
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

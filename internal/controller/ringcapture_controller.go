@@ -226,6 +226,10 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 		return nil, err
 	}
 	pod := BuildPod(rc, r.Pods)
+	if msg := readerMountsProblem(rc.Spec); msg != "" {
+		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodCreateFailed, "CreatePod", "Create pod %s: %s", pod.Name, msg)
+		return nil, &podRefusal{msg: fmt.Sprintf("capture pod %s not created: %s", pod.Name, msg)}
+	}
 	if err := controllerutil.SetControllerReference(rc, pod, r.Scheme); err != nil {
 		return nil, fmt.Errorf("set controller reference on pod %s: %w", pod.Name, err)
 	}
