@@ -37,6 +37,7 @@ func TestRingcap(t *testing.T) {
 		{"16-pod-deleted-mid-run-restarts", stepPodDeleted},
 		{"17-pod-evicted-mid-run-fails", stepPodEvicted},
 		{"18-node-not-ready", stepNodeNotReady},
+		{"19-readers-write-dada-files", stepReaderWritesDadaFiles},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {
