@@ -324,3 +324,42 @@ func waitForSize(t *testing.T, path string, n int64) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Two observations with the same UTC_START and OBS_OFFSET get FILE_NUMBER 0 and 1, as in
+// dada_dbdisk, so the second does not overwrite the first; a reader that would write a file
+// that exists (a later ring read into the same directory) fails instead of overwriting it.
+func TestRingReadDadaDirRepeatedObservation(t *testing.T) {
+	k := createRing(t, "-b", "4096", "-n", "4")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	done := startRead(t, rctx, k, "--dada-dir", dir)
+	write := []string{"ring", "write", "-k", k, "--seed", "2", "--bytes", "1000", "--header", "UTC_START=" + testUTC}
+	mustRun(t, append(write, "--observations", "2")...)
+	first := filepath.Join(dir, testUTC+"_0000000000000000.000000.dada")
+	second := filepath.Join(dir, testUTC+"_0000000000000000.000001.dada")
+	waitForSize(t, second, 4096+1000)
+	stop()
+	if r := <-done; r.err != nil || !strings.Contains(r.errs, "observations=2") {
+		t.Fatalf("reader: %v\n%s", r.err, r.errs)
+	}
+	for i, f := range readDadaDir(t, dir) {
+		if n, _ := f.hdr.Get("FILE_NUMBER"); n != strconv.Itoa(i) || len(f.data) != 1000 {
+			t.Errorf("%s: FILE_NUMBER %s, %d bytes; want %d, 1000 bytes", f.name, n, len(f.data), i)
+		}
+	}
+	before, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done = startRead(t, ctx, k, "-s", "--dada-dir", dir)
+	mustRun(t, write...)
+	r := <-done
+	if r.err == nil || !strings.Contains(r.err.Error(), first+" exists: ring read does not overwrite files") {
+		t.Fatalf("reader into a directory holding the file: %v, want it to refuse to overwrite %s\n%s", r.err, first, r.errs)
+	}
+	if after, err := os.ReadFile(first); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("%s changed (%v)", first, err)
+	}
+}
