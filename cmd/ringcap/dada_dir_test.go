@@ -363,3 +363,50 @@ func TestRingReadDadaDirRepeatedObservation(t *testing.T) {
 		t.Errorf("%s changed (%v)", first, err)
 	}
 }
+
+// A reader resuming inside a file the earlier reader completed (it was stopped after the
+// rename, before it cleared the block) skips the bytes that file holds and starts the next
+// file at its boundary; one resuming where no part file is (the earlier reader wrote
+// elsewhere) starts a new file at the resumed byte.
+func TestDadaDirResumePlacement(t *testing.T) {
+	hdr := []byte("HDR_SIZE 4096\nUTC_START " + testUTC + "\nFILE_SIZE 1000\nOBS_OFFSET 1500\n")
+	data := make([]byte, 3000)
+	pattern.Fill(data, 9, 0)
+	for _, c := range []struct {
+		name     string
+		complete bool // the file [1000, 2000) is there, complete
+		want     []string
+	}{
+		{"inside-a-complete-file", true, []string{testUTC + "_0000000000001000.000000.dada", testUTC + "_0000000000002000.000000.dada"}},
+		{"no-part-file", false, []string{testUTC + "_0000000000001500.000000.dada", testUTC + "_0000000000002500.000000.dada"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.complete {
+				if err := os.WriteFile(filepath.Join(dir, c.want[0]), block("HDR_SIZE 4096\n", 4096, data[1000:2000]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := newDadaDir(dir, 4096)
+			// The observation began at byte 0; an earlier reader consumed 1500 bytes of it.
+			if err := d.begin(hdr, 1500); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.write(data[1500:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.end(); err != nil {
+				t.Fatal(err)
+			}
+			files := readDadaDir(t, dir)
+			if got := names(files); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Fatalf("files %v, want %v", got, c.want)
+			}
+			last := files[len(files)-1]
+			off, _ := last.hdr.OBSOffset()
+			if !bytes.Equal(last.data, data[off:min(off+1000, 3000)]) {
+				t.Errorf("%s: its data are not the observation's from byte %d", last.name, off)
+			}
+		})
+	}
+}
