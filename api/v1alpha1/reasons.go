@@ -9,7 +9,9 @@ const (
 	ReasonPodDeleting     = "PodDeleting"
 	// ReasonPodRefused: the API server refused to create the capture pod (admission:
 	// a missing PriorityClass, Pod Security, a ResourceQuota; or validation); the
-	// message is the API server's. The operator tries again with back-off.
+	// message is the API server's. Or the operator did not create it: a reader's
+	// volumeMounts entry names no volume of spec.volumes, or covers /dev or
+	// /etc/ringcap; the message says which. The operator tries again with back-off.
 	ReasonPodRefused    = "PodRefused"
 	ReasonPodPending    = "PodPending"
 	ReasonUnschedulable = "Unschedulable"
