@@ -82,16 +82,13 @@ type RingCaptureSpec struct {
 
 	// volumes are storage the capture pod holds for its readers (readers[].volumeMounts),
 	// for example a PersistentVolumeClaim a `ringcap ring read --dada-dir` or dada_dbdisk
-	// writes its files to. Each is a Kubernetes volume with exactly one source among
-	// persistentVolumeClaim, hostPath, nfs and emptyDir; names starting with ringcap- are
-	// the operator's.
+	// writes its files to. Each has a name and exactly one source: persistentVolumeClaim,
+	// hostPath, nfs or emptyDir, as in a pod.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="self.all(v, (has(v.persistentVolumeClaim) ? 1 : 0) + (has(v.hostPath) ? 1 : 0) + (has(v.nfs) ? 1 : 0) + (has(v.emptyDir) ? 1 : 0) == 1 && !has(v.gcePersistentDisk) && !has(v.awsElasticBlockStore) && !has(v.gitRepo) && !has(v.secret) && !has(v.iscsi) && !has(v.glusterfs) && !has(v.rbd) && !has(v.flexVolume) && !has(v.cinder) && !has(v.cephfs) && !has(v.flocker) && !has(v.downwardAPI) && !has(v.fc) && !has(v.azureFile) && !has(v.configMap) && !has(v.vsphereVolume) && !has(v.quobyte) && !has(v.azureDisk) && !has(v.photonPersistentDisk) && !has(v.projected) && !has(v.portworxVolume) && !has(v.scaleIO) && !has(v.storageos) && !has(v.csi) && !has(v.ephemeral) && !has(v.image))",message="spec.volumes: each volume must have exactly one source, and only persistentVolumeClaim, hostPath, nfs or emptyDir (storage for the readers' data); other sources (secret, configMap, csi, ephemeral, ...) are not allowed"
-	// +kubebuilder:validation:XValidation:rule="self.all(v, !v.name.startsWith('ringcap-'))",message="spec.volumes names must not start with ringcap- (the operator's own volumes)"
 	// +optional
-	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	Volumes []CaptureVolume `json:"volumes,omitempty"`
 
 	// nodeSelector restricts the nodes the capture pod may run on (in addition to
 	// having the RDMA resource).
@@ -540,6 +537,36 @@ type StopSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Observations *int32 `json:"observations,omitempty"`
+}
+
+// CaptureVolume is a volume of the capture pod that reader containers can mount: a pod
+// volume with one of the sources that hold a reader's data, written as in a pod.
+// +kubebuilder:validation:XValidation:rule="(has(self.persistentVolumeClaim) ? 1 : 0) + (has(self.hostPath) ? 1 : 0) + (has(self.nfs) ? 1 : 0) + (has(self.emptyDir) ? 1 : 0) == 1",message="each volume must have exactly one source, one of persistentVolumeClaim, hostPath, nfs or emptyDir (storage for the readers' data; other pod volume sources such as secret, configMap or csi are not allowed)"
+type CaptureVolume struct {
+	// name is the volume's name in the pod, which readers[].volumeMounts[].name refers
+	// to: a DNS label (lower case letters, digits and -) not starting with ringcap-
+	// (the operator's own volumes).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('ringcap-')",message="must not start with ringcap- (the operator's own volumes)"
+	Name string `json:"name"`
+
+	// persistentVolumeClaim mounts a PersistentVolumeClaim of the capture's namespace.
+	// +optional
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+
+	// hostPath mounts a directory or file of the node.
+	// +optional
+	HostPath *corev1.HostPathVolumeSource `json:"hostPath,omitempty"`
+
+	// nfs mounts an NFS export.
+	// +optional
+	NFS *corev1.NFSVolumeSource `json:"nfs,omitempty"`
+
+	// emptyDir is an empty directory that lives as long as the pod.
+	// +optional
+	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
 }
 
 // ReaderContainer is a container that reads the ring. It gets RINGCAP_RING_KEY (the

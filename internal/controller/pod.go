@@ -242,7 +242,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		volumes = append(volumes, vol)
 		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
 	}
-	volumes = append(volumes, deepCopyVolumes(spec.Volumes)...)
+	volumes = append(volumes, podVolumes(spec.Volumes)...)
 	readers, sidecars := splitReaders(readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull), spec.Readers)
 	containers := append([]corev1.Container{receiver}, readers...)
 	pod := &corev1.Pod{
@@ -340,15 +340,6 @@ func headerVolumeOf(h *ringcapv1.RingHeaderSpec, annotations map[string]string) 
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationHeaderTemplate + "']"},
 	}}}
 	return vol, true
-}
-
-// deepCopyVolumes copies spec.volumes into the pod.
-func deepCopyVolumes(vs []corev1.Volume) []corev1.Volume {
-	var out []corev1.Volume
-	for i := range vs {
-		out = append(out, *vs[i].DeepCopy())
-	}
-	return out
 }
 
 // deepCopyMounts copies a reader's volume mounts into its container.

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 )
 
@@ -44,4 +46,23 @@ func reservedDir(p string) string {
 		}
 	}
 	return ""
+}
+
+// podVolumes are spec.volumes as the capture pod's volumes, copied.
+func podVolumes(vs []ringcapv1.CaptureVolume) []corev1.Volume {
+	var out []corev1.Volume
+	for i := range vs {
+		out = append(out, podVolume(*vs[i].DeepCopy()))
+	}
+	return out
+}
+
+// podVolume is a capture volume as a pod volume with the same name and source.
+func podVolume(v ringcapv1.CaptureVolume) corev1.Volume {
+	return corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: v.PersistentVolumeClaim,
+		HostPath:              v.HostPath,
+		NFS:                   v.NFS,
+		EmptyDir:              v.EmptyDir,
+	}}
 }

@@ -32,7 +32,7 @@ func TestReaderMountWithoutVolumeRefused(t *testing.T) {
 	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rc := getCapture(t, ns, "disk")
-		rc.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		rc.Spec.Volumes = []ringcapv1.CaptureVolume{{Name: "data", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 		return env.Client.Update(context.Background(), rc)
 	})
 	if err != nil {

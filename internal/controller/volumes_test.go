@@ -17,9 +17,9 @@ func TestBuildPodVolumes(t *testing.T) {
 	rc := defaulted("disk")
 	rc.Spec.Ring.Readers = 2
 	rc.Spec.Ring.Header = &ringcapv1.RingHeaderSpec{Template: "TELESCOPE Parkes\n"}
-	rc.Spec.Volumes = []corev1.Volume{
-		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "capture-data"}}},
-		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	rc.Spec.Volumes = []ringcapv1.CaptureVolume{
+		{Name: "data", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "capture-data"}},
+		{Name: "scratch", EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	}
 	dataMount := corev1.VolumeMount{Name: "data", MountPath: "/data"}
 	rc.Spec.Readers = []ringcapv1.ReaderContainer{
@@ -31,7 +31,8 @@ func TestBuildPodVolumes(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		names = append(names, v.Name)
 	}
-	if strings.Join(names, ",") != headerVolume+",data,scratch" || !reflect.DeepEqual(pod.Spec.Volumes[1], rc.Spec.Volumes[0]) {
+	wantData := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "capture-data"}}}
+	if strings.Join(names, ",") != headerVolume+",data,scratch" || !reflect.DeepEqual(pod.Spec.Volumes[1], wantData) {
 		t.Errorf("pod volumes %v (%+v), want the header's then spec.volumes", names, pod.Spec.Volumes)
 	}
 	mounts := map[string][]corev1.VolumeMount{}
@@ -48,13 +49,17 @@ func TestBuildPodVolumes(t *testing.T) {
 	if mounts["dbdisk"][0].MountPath != "/data" {
 		t.Error("the pod shares the RingCapture's volume mounts instead of copying them")
 	}
+	rc.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "changed"
+	if pod.Spec.Volumes[1].PersistentVolumeClaim.ClaimName != "capture-data" {
+		t.Error("the pod shares the RingCapture's volume sources instead of copying them")
+	}
 }
 
 func TestReaderMountsProblem(t *testing.T) {
-	vols := []corev1.Volume{{Name: "data"}}
+	vols := []ringcapv1.CaptureVolume{{Name: "data"}}
 	for _, c := range []struct {
 		name    string
-		volumes []corev1.Volume
+		volumes []ringcapv1.CaptureVolume
 		mount   corev1.VolumeMount
 		want    string
 	}{
@@ -74,4 +79,53 @@ func TestReaderMountsProblem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podVolume carries each source of a CaptureVolume to the pod volume's source of the same
+// JSON name (so a source added to CaptureVolume and not to podVolume fails here), and
+// only that one.
+func TestPodVolumeCarriesEverySource(t *testing.T) {
+	cv := reflect.TypeFor[ringcapv1.CaptureVolume]()
+	vs := reflect.TypeFor[corev1.VolumeSource]()
+	sources := 0
+	for i := range cv.NumField() {
+		f := cv.Field(i)
+		if f.Type.Kind() != reflect.Pointer {
+			continue
+		}
+		sources++
+		t.Run(f.Name, func(t *testing.T) {
+			var v ringcapv1.CaptureVolume
+			v.Name = "v"
+			src := reflect.New(f.Type.Elem())
+			reflect.ValueOf(&v).Elem().Field(i).Set(src)
+			got := podVolume(v)
+			if got.Name != "v" {
+				t.Errorf("pod volume name %q, want v", got.Name)
+			}
+			tag := jsonName(f)
+			set := 0
+			for j := range vs.NumField() {
+				pv := reflect.ValueOf(got.VolumeSource).Field(j)
+				if pv.Kind() != reflect.Pointer || pv.IsNil() {
+					continue
+				}
+				set++
+				if jsonName(vs.Field(j)) != tag || pv.Pointer() != src.Pointer() {
+					t.Errorf("CaptureVolume.%s became VolumeSource.%s", f.Name, vs.Field(j).Name)
+				}
+			}
+			if set != 1 {
+				t.Errorf("CaptureVolume.%s set %d pod volume sources, want 1", f.Name, set)
+			}
+		})
+	}
+	if sources != 4 {
+		t.Errorf("CaptureVolume has %d sources, want the 4 the CRD's rule counts", sources)
+	}
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
