@@ -152,4 +152,3 @@ func TestPendingChangeNetwork(t *testing.T) {
 		}
 	}
 }
-
