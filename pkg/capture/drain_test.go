@@ -3,8 +3,10 @@ package capture
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,5 +211,56 @@ func TestRunStopsWhileTheReadersHoldEveryBlock(t *testing.T) {
 	}
 	if _, err := dada.Connect(key, dada.ConnectOptions{}); err == nil {
 		t.Fatalf("ring %s still there after Run", key)
+	}
+}
+
+// When the observation that meets the stop condition ends in the ring, the status says
+// Finished already: a reader that exits at that end of data (ring read -s) exits because
+// the capture is done, and the operator must not take it for a reader that left a
+// running capture. Before, the status said Receiving until the receiver's teardown was
+// over, which a sender that connected without a handshake stretched to the handshake
+// timeout (e2e step 8 saw a capture failed with ReaderExited so).
+func TestStopConditionFinishedWhenTheLastObservationEnds(t *testing.T) {
+	key := reserveKey()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := memfabric.NewNet()
+	const total, bufsz = 8 * 8192, 8192
+	tr, errc := runCapture(t, Capture{
+		Ring: dada.Config{Key: key, NBufs: 4, BufSize: bufsz, HeaderBufSize: 4096, Readers: 1}, Create: true, Drain: 30 * time.Second,
+		Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{GIDIndex: -1}, Getenv: noEnv,
+		Receiver: ReceiverConfig{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, StopObservations: 1, HandshakeTimeout: 20 * time.Second,
+			Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}},
+	}, n)
+	addr := "127.0.0.1:" + strconv.Itoa(tr.Snapshot().Endpoint.Port)
+	h, err := dada.Connect(key, dada.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Close() }()
+	states := make(chan string, 1)
+	reads := gatedReader(ctx, h, -1, nil)
+	go func() { // the state at the moment the reader's observation ended
+		r := <-reads
+		s := tr.Snapshot()
+		states <- fmt.Sprintf("%s (%s; reader %d bytes, %d bad, %v)", s.State, s.Message, r.bytes, r.bad, r.err)
+	}()
+	// A second sender that connects and says nothing: the receiver's teardown waits
+	// for its handshake to time out.
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = silent.Close() }()
+	cfg := sender.Config{Mode: wire.ModeWrite, QPs: 2, MsgBytes: 2048, Bytes: total, Source: sender.PatternSource{Seed: 3}}
+	if res, err := sender.Send(ctx, addr, cfg, memfabric.NewSender(n, make([]byte, sender.SendBufferBytes(cfg)))); err != nil || !res.Complete {
+		t.Fatalf("send: %+v %v", res, err)
+	}
+	if s := <-states; !strings.HasPrefix(s, statusdoc.StateFinished+" ") || !strings.Contains(s, "reader 65536 bytes, 0 bad, <nil>") {
+		t.Errorf("status when the reader saw the end of the last observation: %s, want %s", s, statusdoc.StateFinished)
+	}
+	_ = silent.Close()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

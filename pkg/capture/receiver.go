@@ -330,14 +330,30 @@ func (r *Receiver) stopReached() bool {
 	switch {
 	case r.stopping.Load():
 		return true
-	case r.cfg.StopObservations > 0 && r.obs >= r.cfg.StopObservations:
+	case r.stopObservations():
 		r.log.Info("Stop observations reached", "observations", r.obs)
 		return true
-	case r.cfg.StopBytes > 0 && r.total >= r.cfg.StopBytes:
+	case r.stopBytes(0):
 		r.log.Info("Stop bytes reached", "bytes", r.total)
 		return true
 	}
 	return false
+}
+
+// lastObservation reports whether the observation now ending, with its bytes, meets
+// the stop condition: the receiver serves no sender after it.
+func (r *Receiver) lastObservation(bytes uint64) bool {
+	return r.stopping.Load() || r.stopObservations() || r.stopBytes(bytes)
+}
+
+// stopObservations: the observations started (the current one counted) reach the stop.
+func (r *Receiver) stopObservations() bool {
+	return r.cfg.StopObservations > 0 && r.obs >= r.cfg.StopObservations
+}
+
+// stopBytes: the bytes received, with more not yet counted, reach the stop.
+func (r *Receiver) stopBytes(more uint64) bool {
+	return r.cfg.StopBytes > 0 && r.total+more >= r.cfg.StopBytes
 }
 
 func rejectText(err error) string {

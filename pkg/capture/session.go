@@ -238,7 +238,18 @@ func (s *session) finish(fill []Filled) error {
 	if err := s.flushFull(); err != nil {
 		return err
 	}
+	s.endingObservation(s.bytes)
 	return s.rw.endOfData()
+}
+
+// endingObservation is called before the end of data reaches the readers: when this
+// observation meets the stop condition, the status says Finished from now on, so a
+// reader that exits at the end of data (ring read -s) exits because the capture is
+// done, while the session and the fabric still close.
+func (s *session) endingObservation(bytes uint64) {
+	if s.r.lastObservation(bytes) {
+		s.r.t.SetState(statusdoc.StateFinished, fmt.Sprintf("stop condition reached with observation %d; closing", s.obs))
+	}
 }
 
 // commit hands block f to the ring worker to be marked filled. Full blocks
@@ -253,6 +264,9 @@ func (s *session) commit(f Filled) error {
 	} else {
 		if err := s.flushFull(); err != nil {
 			return err
+		}
+		if f.Last {
+			s.endingObservation(s.bytes + f.Bytes)
 		}
 		if err := s.rw.fill(int(f.Bytes), 1, f.Last); err != nil {
 			return err
