@@ -65,7 +65,6 @@ func stepDRAPortDown(t *testing.T) {
 
 	restoreLink(t)
 	waitForSliceNetdev(t, draClaimNetdev)
-	waitForSliceNetdev(t, senderNetdev)
 	after := sliceDevice(t, draClaimNetdev)
 	t.Logf("after: %s", after)
 	if after.name != before.name || after.gid != before.gid {
@@ -208,7 +207,6 @@ func stepDRAPortHealth(t *testing.T) {
 	waitDeviceHealth(t, pod.Name, corev1.ResourceHealthStatusUnhealthy)
 	restoreLink(t)
 	waitForSliceNetdev(t, draClaimNetdev)
-	waitForSliceNetdev(t, senderNetdev)
 	waitDeviceHealth(t, pod.Name, corev1.ResourceHealthStatusHealthy)
 }
 
