@@ -136,25 +136,8 @@ func shortDir(t *testing.T) string {
 // an allocated claim, writes the claim's status.devices and removes the CDI spec; the
 // chart's role allows nothing obviously more.
 func TestDriverOnAPIServer(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env, admin := startAPIServer(t, node)
 	ctx := context.Background()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, o := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: chartNS}}, {ObjectMeta: metav1.ObjectMeta{Name: "work"}}} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	cs := driverClient(t, env)
 
 	roots := rdma.Roots{Sys: rdmatest.CopyDir(t, pciTree+"/sys"), Dev: rdmatest.CopyDir(t, pciTree+"/dev")}

@@ -9,10 +9,8 @@ import (
 	"reflect"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ringcap/ringcap/internal/testenv"
 	"github.com/ringcap/ringcap/pkg/rdma"
@@ -22,25 +20,8 @@ import (
 // a two-port HCA and of a four-port one (three ports described: 31 attributes, DRA
 // allows 32), and the claim status of a prepared multi-port device lists its ports.
 func TestMultiPortOnAPIServer(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env, admin := startAPIServer(t, node)
 	ctx := context.Background()
-	admin := kubernetes.NewForConfigOrDie(env.Config)
-	for _, o := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: chartNS}}, {ObjectMeta: metav1.ObjectMeta{Name: "work"}}} {
-		if _, err := admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	four := hca{name: "mlx4_1", pci: "0000:06:00.0", uverbs: 4}
 	for i, nd := range []string{"eth6", "eth7", "eth8", "eth9"} {
 		four.ports = append(four.ports, hcaPort{state: "ACTIVE", linkLayer: rdma.LinkLayerEthernet, netdev: nd, ip4: "10.6.0." + string(rune('1'+i))})
