@@ -173,7 +173,7 @@ func startOperatorPolling(tb testing.TB, poll time.Duration) *operator {
 		LeaseDuration:                 &testLeaseDuration,
 		RenewDeadline:                 &testRenewDeadline,
 		RetryPeriod:                   &testRetryPeriod,
-		Cache:                         controller.CacheOptions(""),
+		Cache:                         controller.CacheOptions(nil),
 		Controller:                    config.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {
