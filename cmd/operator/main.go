@@ -126,7 +126,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("Starting operator", "version", version, "receiverImage", receiverImage)
+	ctrl.Log.WithName("setup").Info("Starting operator", "version", version, "receiverImage", receiverImage, "namespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
