@@ -53,7 +53,8 @@ func helm(t *testing.T, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// rendered is the output of one `helm template`, indexed by kind/name.
+// rendered is the output of one `helm template`, indexed by kind/name, or by
+// kind/namespace/name for objects in a namespace other than the release's.
 type rendered map[string]*unstructured.Unstructured
 
 func render(t *testing.T, values string, set ...string) rendered {
@@ -88,6 +89,9 @@ func render(t *testing.T, values string, set ...string) rendered {
 		}
 		u := &unstructured.Unstructured{Object: m}
 		key := u.GetKind() + "/" + u.GetName()
+		if ns := u.GetNamespace(); ns != "" && ns != "ringcap-system" {
+			key = u.GetKind() + "/" + ns + "/" + u.GetName()
+		}
 		if _, dup := objs[key]; dup {
 			t.Fatalf("chart renders %s twice", key)
 		}
@@ -347,6 +351,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"plugin.config.pools[0].name=Bad_Name", "name"},
 		{"operator.imagee.repository=x", "imagee"},
 		{"operator.image.repository=", "repository"},
+		{"rbac.aggregateRoles=maybe", "aggregateRoles"},
+		{"operator.watchNamespaces[0]=1", "watchNamespaces"},
 	} {
 		_, err := helm(t, "template", "rc", chartDir, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -45,7 +45,7 @@ func run() error {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&leNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
-	flag.StringVar(&namespace, "namespace", "", "watch RingCaptures in this namespace only (default: all)")
+	flag.StringVar(&namespace, "namespace", "", "watch RingCaptures in these namespaces only, separated by commas (default: all)")
 	flag.StringVar(&receiverImage, "receiver-image", "ringcap/ringcap:"+version, "default image of the receiver and the readers (entrypoint ringcap)")
 	flag.StringVar(&pullPolicy, "image-pull-policy", "", "default pull policy of capture pods: Always, IfNotPresent or Never (default: the cluster's)")
 	flag.StringVar(&receiverMemory, "receiver-memory", "256Mi", "memory of the receiver process, added to the ring's bytes when a RingCapture sets none")
@@ -75,6 +75,10 @@ func run() error {
 		return fmt.Errorf("--receiver-memory %q: want a positive quantity such as 256Mi", receiverMemory)
 	}
 	pods.ReceiverMemory = mem
+	namespaces, err := controller.ParseNamespaces(namespace)
+	if err != nil {
+		return fmt.Errorf("--namespace %q: %w", namespace, err)
+	}
 	if workers < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles %d: want at least 1", workers)
 	}
@@ -96,7 +100,7 @@ func run() error {
 		LeaderElectionID:              "ringcap-operator.ringcap.io",
 		LeaderElectionNamespace:       leNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controller.CacheOptions(namespace),
+		Cache:                         controller.CacheOptions(namespaces),
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -122,7 +126,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	ctrl.Log.WithName("setup").Info("Starting operator", "version", version, "receiverImage", receiverImage)
+	ctrl.Log.WithName("setup").Info("Starting operator", "version", version, "receiverImage", receiverImage, "namespaces", namespaces)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,17 +69,41 @@ type poll struct {
 	err    string
 }
 
-// CacheOptions returns the manager's cache settings: RingCaptures (in namespace, or
-// everywhere when it is ""), and only the pods the operator made, so that the operator
-// does not hold every pod of the cluster in memory.
-func CacheOptions(namespace string) cache.Options {
+// CacheOptions returns the manager's cache settings: RingCaptures in namespaces (every
+// namespace when there are none), and only the pods the operator made, so that the
+// operator does not hold every pod of the cluster in memory. With namespaces the
+// operator lists and watches nothing outside them, so it needs no cluster-wide
+// permission (the chart's operator.watchNamespaces).
+func CacheOptions(namespaces []string) cache.Options {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})},
 	}}
-	if namespace != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
 	}
 	return opts
+}
+
+// ParseNamespaces parses the operator's --namespace: namespace names separated by
+// commas ("" for every namespace). Each must be a namespace name (a DNS label).
+func ParseNamespaces(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, ns := range strings.Split(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %d %q: %s", i+1, ns, strings.Join(errs, "; "))
+		}
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }
 
 // SetupWithManager registers the controller: it watches RingCaptures and the pods they own.

@@ -75,7 +75,9 @@ func run(m *testing.M) (int, error) {
 	if opConfig, err = env.OperatorConfig(ctx, operatorNamespace); err != nil {
 		return 1, err
 	}
-	if err := env.StartGarbageCollector(ctx); err != nil {
+	// The garbage collector deletes a deleted RingCapture's pod; the ClusterRole
+	// aggregation fills the built-in edit and view roles (chart_rbac_envtest_test.go).
+	if err := env.StartControllerManager(ctx, "garbagecollector", "clusterrole-aggregation"); err != nil {
 		return 1, err
 	}
 	receivers = newFakeReceivers()
@@ -160,7 +162,22 @@ func startOperator(tb testing.TB) *operator {
 // /status every poll (0: the shipped interval).
 func startOperatorPolling(tb testing.TB, poll time.Duration) *operator {
 	tb.Helper()
-	cfg := rest.CopyConfig(opConfig)
+	return startOperatorAs(tb, operatorRun{cfg: opConfig, leNamespace: operatorNamespace, poll: poll})
+}
+
+// operatorRun is who an operator runs as (cfg), where its Lease is, the namespaces it
+// watches (--namespace; none: all) and its /status poll.
+type operatorRun struct {
+	cfg         *rest.Config
+	leNamespace string
+	namespaces  []string
+	poll        time.Duration
+}
+
+func startOperatorAs(tb testing.TB, run operatorRun) *operator {
+	tb.Helper()
+	poll := run.poll
+	cfg := rest.CopyConfig(run.cfg)
 	cfg.QPS, cfg.Burst = 50, 100 // the operator's defaults (--kube-api-qps, --kube-api-burst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        testenv.NewScheme(),
@@ -168,12 +185,12 @@ func startOperatorPolling(tb testing.TB, poll time.Duration) *operator {
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                true,
 		LeaderElectionID:              "ringcap-operator.ringcap.io",
-		LeaderElectionNamespace:       operatorNamespace,
+		LeaderElectionNamespace:       run.leNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &testLeaseDuration,
 		RenewDeadline:                 &testRenewDeadline,
 		RetryPeriod:                   &testRetryPeriod,
-		Cache:                         controller.CacheOptions(""),
+		Cache:                         controller.CacheOptions(run.namespaces),
 		Controller:                    config.Controller{SkipNameValidation: ptr(true)},
 	})
 	if err != nil {

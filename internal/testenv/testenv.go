@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,29 +140,40 @@ func (e *Env) OperatorConfig(ctx context.Context, leNamespace string) (*rest.Con
 // (envtest has no controller manager), so that deleting an owner deletes its
 // dependents as in a real cluster. The binary is KUBEBUILDER_ASSETS/kube-controller-manager.
 func (e *Env) StartGarbageCollector(ctx context.Context) error {
+	return e.StartControllerManager(ctx, "garbagecollector")
+}
+
+// StartControllerManager runs kube-controller-manager with only the named controllers,
+// e.g. garbagecollector, or clusterrole-aggregation (which fills the built-in admin,
+// edit and view roles from the ClusterRoles labelled to aggregate into them). One
+// controller manager per Env; its log is GarbageCollectorLog.
+func (e *Env) StartControllerManager(ctx context.Context, controllers ...string) error {
+	if e.gc != nil {
+		return errors.New("the controller manager runs already")
+	}
 	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("garbage collector: %w (run `make envtest-assets`)", err)
+		return fmt.Errorf("controller manager: %w (run `make envtest-assets`)", err)
 	}
 	u, err := e.env.AddUser(envtest.User{Name: "gc-admin", Groups: []string{"system:masters"}}, e.Config)
 	if err != nil {
-		return fmt.Errorf("add garbage collector user: %w", err)
+		return fmt.Errorf("add controller manager user: %w", err)
 	}
 	kc, err := u.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("garbage collector kubeconfig: %w", err)
+		return fmt.Errorf("controller manager kubeconfig: %w", err)
 	}
 	e.gcDir, err = os.MkdirTemp("", "ringcap-gc-")
 	if err != nil {
-		return fmt.Errorf("garbage collector dir: %w", err)
+		return fmt.Errorf("controller manager dir: %w", err)
 	}
 	kcPath := filepath.Join(e.gcDir, "kubeconfig")
 	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-		return fmt.Errorf("write garbage collector kubeconfig: %w", err)
+		return fmt.Errorf("write controller manager kubeconfig: %w", err)
 	}
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kcPath,
-		"--controllers=garbagecollector",
+		"--controllers="+strings.Join(controllers, ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
@@ -169,7 +181,7 @@ func (e *Env) StartGarbageCollector(ctx context.Context) error {
 	)
 	logf, err := os.Create(filepath.Join(e.gcDir, "kcm.log"))
 	if err != nil {
-		return fmt.Errorf("garbage collector log: %w", err)
+		return fmt.Errorf("controller manager log: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithParent(cmd)
@@ -182,7 +194,7 @@ func (e *Env) StartGarbageCollector(ctx context.Context) error {
 	return nil
 }
 
-// GarbageCollectorLog returns the garbage collector's log (for failure messages).
+// GarbageCollectorLog returns the controller manager's log (for failure messages).
 func (e *Env) GarbageCollectorLog() string {
 	b, _ := os.ReadFile(filepath.Join(e.gcDir, "kcm.log"))
 	if len(b) > 4000 {

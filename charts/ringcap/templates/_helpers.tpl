@@ -29,3 +29,18 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "ringcap.operator.name" -}}{{ include "ringcap.fullname" . }}-operator{{- end -}}
 {{- define "ringcap.plugin.name" -}}{{ include "ringcap.fullname" . }}-plugin{{- end -}}
 {{- define "ringcap.dra.name" -}}{{ include "ringcap.fullname" . }}-dra{{- end -}}
+
+{{/* operator.watchNamespaces as a JSON list, each checked to be a namespace name, none twice. */}}
+{{- define "ringcap.operator.watchNamespaces" -}}
+{{- $seen := list -}}
+{{- range $i, $ns := .Values.operator.watchNamespaces | default list -}}
+{{- if or (not (kindIs "string" $ns)) (gt (len (toString $ns)) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (toString $ns))) -}}
+{{- fail (printf "operator.watchNamespaces[%d] %q is not a namespace name: a namespace name is a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)" $i (toString $ns)) -}}
+{{- end -}}
+{{- if has $ns $seen -}}
+{{- fail (printf "operator.watchNamespaces lists %q twice" $ns) -}}
+{{- end -}}
+{{- $seen = append $seen $ns -}}
+{{- end -}}
+{{- toJson $seen -}}
+{{- end -}}
