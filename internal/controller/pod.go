@@ -96,10 +96,9 @@ func RingBytes(r ringcapv1.RingSpec) int64 {
 }
 
 // HugePageBytes returns the hugepages-2Mi the ring needs when it uses huge pages: each
-// of its segments rounded up to whole 2 MiB pages.
+// data block rounded up to whole 2 MiB pages (the header blocks are in ordinary memory).
 func HugePageBytes(r ringcapv1.RingSpec) int64 {
-	roundUp := func(n int64) int64 { return (n + hugePageBytes - 1) / hugePageBytes * hugePageBytes }
-	return r.Blocks*roundUp(r.BlockBytes) + headerRingBlocks*roundUp(r.HeaderBlockBytes)
+	return r.Blocks * ((r.BlockBytes + hugePageBytes - 1) / hugePageBytes * hugePageBytes)
 }
 
 // ReceiverArgs builds the `ringcap recv` arguments for a RingCapture (after the image's
@@ -207,6 +206,7 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 		huge := *resource.NewQuantity(HugePageBytes(ring), resource.BinarySI)
 		res.Requests[corev1.ResourceHugePagesPrefix+"2Mi"] = huge
 		res.Limits[corev1.ResourceHugePagesPrefix+"2Mi"] = huge.DeepCopy()
+		mem.Add(*resource.NewQuantity(headerRingBlocks*ring.HeaderBlockBytes, resource.BinarySI))
 	} else {
 		mem.Add(*resource.NewQuantity(RingBytes(ring), resource.BinarySI))
 	}
