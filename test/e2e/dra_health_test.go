@@ -180,3 +180,66 @@ func sliceDevice(t *testing.T, netdev string) publishedDevice {
 	}
 	return d
 }
+
+// stepDRAPortHealth is step 11a, device health on the cluster (KEP-4680; the harness enables
+// the ResourceHealthStatus feature gate on the API server and the kubelet): a running pod
+// whose claim holds rxe1 shows its device Healthy in status.containerStatuses[].
+// allocatedResourcesStatus; taking rxe1's netdev down turns it Unhealthy while the pod keeps
+// running, and bringing the link up turns it Healthy again. The link is restored on failure too.
+//
+// The pod's claim entry has the ResourceClaim's own name: a 1.34 kubelet looks the claim up by
+// the container's claim name and shows nothing for a claim named otherwise or made from a
+// template (kubernetes/kubernetes#134482, fixed in 1.35 by #134875); docs/dra.md says so.
+func stepDRAPortHealth(t *testing.T) {
+	waitForSliceNetdev(t, draClaimNetdev)
+	claim := netdevClaim("health-"+draClaimNetdev, draClaimNetdev)
+	if _, err := s.cs.ResourceV1().ResourceClaims(testNamespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ResourceClaim %s: %v", claim.Name, err)
+	}
+	t.Cleanup(func() { deleteClaim(t, claim.Name) })
+	pod := claimPod("holds-"+draClaimDevice, claim.Name, `env | grep ^RINGCAP_ | sort; echo "END OF REPORT"; sleep 600`)
+	pod.Spec.ResourceClaims[0].Name = claim.Name
+	pod.Spec.Containers[0].Resources.Claims[0].Name = claim.Name
+	logs := runUntilReported(t, pod, 3*time.Minute)
+	if env := podEnv(logs); env["RINGCAP_RDMA_DEVICE"] != draClaimDevice {
+		t.Fatalf("the health pod got %v, want %s", env, draClaimDevice)
+	}
+	status := corev1.ResourceName("claim:" + claim.Name)
+	waitDeviceHealth(t, pod.Name, status, corev1.ResourceHealthStatusHealthy)
+
+	t.Cleanup(func() { restoreLink(t) })
+	if out, rc, err := guestRun("link-down", linkDownScript, time.Minute); err != nil || rc != 0 {
+		t.Fatalf("take %s down in the guest: rc %d %v: %s", draClaimNetdev, rc, err, out)
+	}
+	waitDeviceHealth(t, pod.Name, status, corev1.ResourceHealthStatusUnhealthy)
+	restoreLink(t)
+	waitForSliceNetdev(t, draClaimNetdev)
+	waitDeviceHealth(t, pod.Name, status, corev1.ResourceHealthStatusHealthy)
+}
+
+// waitDeviceHealth waits until the running pod's container reports the claim's one device
+// under name (claim:<claim>) with health want.
+func waitDeviceHealth(t *testing.T, pod string, name corev1.ResourceName, want corev1.ResourceHealthStatus) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "pod "+pod+" device "+string(want), func(ctx context.Context) (bool, string, error) {
+		p, err := s.cs.CoreV1().Pods(testNamespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return retry(err)
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return false, "", fmt.Errorf("pod %s stopped: %s", pod, podSummary(p))
+		}
+		var seen []string
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, rs := range cs.AllocatedResourcesStatus {
+				for _, r := range rs.Resources {
+					seen = append(seen, fmt.Sprintf("%s %s %s", rs.Name, r.ResourceID, r.Health))
+				}
+				if rs.Name == name && len(rs.Resources) == 1 && rs.Resources[0].Health == want {
+					return true, strings.Join(seen, "; "), nil
+				}
+			}
+		}
+		return false, fmt.Sprintf("allocatedResourcesStatus %v", seen), nil
+	})
+}

@@ -28,6 +28,7 @@ func TestRingcap(t *testing.T) {
 		{"9b-dra-driver-observable", stepDRADriverObservable},
 		{"10-dra-claimed-capture-streams", stepDRACapture},
 		{"11-dra-port-down-leaves-slice", stepDRAPortDown},
+		{"11a-dra-port-down-pod-told-unhealthy", stepDRAPortHealth},
 		{"11b-device-plugin-mode-restored", stepDevicePluginRestored},
 		{"12-ofi-verbs-capture-verified", stepOFICapture},
 		{"13-refused-pod-recovers", stepRefusedPod},
