@@ -28,7 +28,10 @@ func TestCapturesUnderPodSecurity(t *testing.T) {
 		rc.Spec.Readers = []ringcapv1.ReaderContainer{{Name: "verify", Args: []string{"ring", "read", "-k", "dada", "-s"}, RunAsUser: &uid}}
 	}
 	on := func(node string) func(rc *ringcapv1.RingCapture) {
-		return func(rc *ringcapv1.RingCapture) { reader(rc); rc.Spec.NodeSelector = map[string]string{"ringcap.io/psa-test": node} }
+		return func(rc *ringcapv1.RingCapture) {
+			reader(rc)
+			rc.Spec.NodeSelector = map[string]string{"ringcap.io/psa-test": node}
+		}
 	}
 
 	for _, level := range []string{"baseline", "restricted"} {
@@ -59,7 +62,10 @@ func TestCapturesUnderPodSecurity(t *testing.T) {
 	}
 
 	// receiver.ipcLock Never: admitted in baseline whatever the node says.
-	newCapture(t, ns, "never", func(rc *ringcapv1.RingCapture) { on("psa-tight")(rc); rc.Spec.Receiver.IPCLock = ringcapv1.IPCLockNever })
+	newCapture(t, ns, "never", func(rc *ringcapv1.RingCapture) {
+		on("psa-tight")(rc)
+		rc.Spec.Receiver.IPCLock = ringcapv1.IPCLockNever
+	})
 	if add := waitPod(t, ns, "never").Spec.Containers[0].SecurityContext.Capabilities.Add; slices.Contains(add, "IPC_LOCK") {
 		t.Errorf("receiver.ipcLock Never: capabilities added %v", add)
 	}

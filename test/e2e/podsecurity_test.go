@@ -77,4 +77,3 @@ func labelNamespace(t *testing.T, key, value string) {
 		t.Errorf("label namespace %s %s=%q: %v", testNamespace, key, value, err)
 	}
 }
-
