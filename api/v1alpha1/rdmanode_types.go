@@ -29,6 +29,13 @@ type RDMANodeStatus struct {
 	// +optional
 	LastScanTime *metav1.Time `json:"lastScanTime,omitempty"`
 
+	// containerMemlock is the memlock limit (RLIMIT_MEMLOCK) the container runtime gives
+	// containers on this node, as the plugin's own container has it: how much memory a
+	// container without the IPC_LOCK capability may pin, and so register with an RDMA
+	// device. The operator reads it to decide a capture's IPC_LOCK (receiver.ipcLock Auto).
+	// +optional
+	ContainerMemlock *MemlockLimit `json:"containerMemlock,omitempty"`
+
 	// pluginVersion is the version of the plugin that wrote this status.
 	// +optional
 	PluginVersion string `json:"pluginVersion,omitempty"`
@@ -38,6 +45,16 @@ type RDMANodeStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MemlockLimit is a memlock limit.
+type MemlockLimit struct {
+	// unlimited is true when there is no limit.
+	// +optional
+	Unlimited bool `json:"unlimited,omitempty"`
+	// bytes is the limit in bytes when there is one.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // RDMADevice is one RDMA device of a node.

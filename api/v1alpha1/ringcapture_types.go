@@ -325,6 +325,21 @@ const (
 	TransferModeWrite TransferMode = "Write"
 )
 
+// IPCLockPolicy says when the receiver container gets the IPC_LOCK capability.
+// +kubebuilder:validation:Enum=Auto;Always;Never
+type IPCLockPolicy string
+
+const (
+	// IPCLockAuto adds IPC_LOCK only when the memlock limit the container runtime gives
+	// containers (each candidate node's RDMANode status.containerMemlock) is below what
+	// the receiver registers, or unknown.
+	IPCLockAuto IPCLockPolicy = "Auto"
+	// IPCLockAlways always adds IPC_LOCK (a privileged namespace is then needed).
+	IPCLockAlways IPCLockPolicy = "Always"
+	// IPCLockNever never adds it: the node's memlock limit must cover the ring.
+	IPCLockNever IPCLockPolicy = "Never"
+)
+
 // MemoryRegistrationMode is how the ring is registered with the RDMA device.
 // +kubebuilder:validation:Enum=Auto;WholeRing;PerBlock
 type MemoryRegistrationMode string
@@ -397,6 +412,16 @@ type ReceiverSpec struct {
 	// +kubebuilder:default=Auto
 	// +optional
 	MemoryRegistration MemoryRegistrationMode `json:"memoryRegistration,omitempty"`
+
+	// ipcLock says when the receiver gets the IPC_LOCK capability, which lets it register
+	// (pin) the ring beyond the container's memlock limit but which Pod Security's
+	// baseline and restricted levels forbid. Auto (the default) adds it only when a node
+	// the pod may run on reports a memlock limit below the ring's bytes plus 16 MiB, or
+	// reports none (no RDMANode, as with the DRA driver alone); Always and Never decide
+	// for every node. status.running.ipcLock says what the pod got and why.
+	// +kubebuilder:default=Auto
+	// +optional
+	IPCLock IPCLockPolicy `json:"ipcLock,omitempty"`
 
 	// port is the TCP port of the receiver's connection handshake.
 	// +kubebuilder:default=18515
@@ -630,6 +655,19 @@ type ReaderContainer struct {
 	// +kubebuilder:default=FailCapture
 	// +optional
 	RestartPolicy ReaderRestartPolicy `json:"restartPolicy,omitempty"`
+
+	// runAsUser is the user ID the reader runs as (by default its image's user). A
+	// non-zero ID also sets runAsNonRoot, which Pod Security's restricted level needs.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+
+	// runAsGroup is the group ID the reader runs as (by default its image's group).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
 }
 
 // ReaderRestartPolicy is what happens when a reader exits while its capture runs.
@@ -907,10 +945,24 @@ type RunningStatus struct {
 	// from; empty when the device is the device plugin's extended resource.
 	// +optional
 	DeviceClaimTemplate string `json:"deviceClaimTemplate,omitempty"`
+	// ipcLock says whether the receiver container has the IPC_LOCK capability (read from
+	// the pod) and why the operator gave it or left it out.
+	// +optional
+	IPCLock *IPCLockStatus `json:"ipcLock,omitempty"`
 	// deviceClaim is the ResourceClaim the pod's RDMA device came through (from the
 	// pod's status.resourceClaimStatuses, once the claim exists).
 	// +optional
 	DeviceClaim string `json:"deviceClaim,omitempty"`
+}
+
+// IPCLockStatus is whether the receiver runs with IPC_LOCK, and why.
+type IPCLockStatus struct {
+	// granted is true when the receiver container has the IPC_LOCK capability.
+	Granted bool `json:"granted"`
+	// reason says why, for example "node n1 allows containers to lock 8 MiB, below the
+	// 1.0 GiB the receiver registers".
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // RunSummary is what a finished run left.

@@ -56,7 +56,12 @@ type PodOptions struct {
 	// ReceiverMemory is the receiver process's own memory, added to the ring's bytes
 	// when the RingCapture does not set receiver.resources.requests.memory.
 	ReceiverMemory resource.Quantity
+	// IPCLock is the receiver's IPC_LOCK, decided per pod (DecideIPCLock); nil grants it.
+	IPCLock *IPCLockDecision
 }
+
+// receiverUID is the user the receiver runs as: the ringcap image's user ringcap.
+const receiverUID = 65532
 
 // DefaultPodOptions returns the defaults of the operator's flags.
 func DefaultPodOptions() PodOptions {
@@ -91,10 +96,9 @@ func RingBytes(r ringcapv1.RingSpec) int64 {
 }
 
 // HugePageBytes returns the hugepages-2Mi the ring needs when it uses huge pages: each
-// of its segments rounded up to whole 2 MiB pages.
+// data block rounded up to whole 2 MiB pages (the header blocks are in ordinary memory).
 func HugePageBytes(r ringcapv1.RingSpec) int64 {
-	roundUp := func(n int64) int64 { return (n + hugePageBytes - 1) / hugePageBytes * hugePageBytes }
-	return r.Blocks*roundUp(r.BlockBytes) + headerRingBlocks*roundUp(r.HeaderBlockBytes)
+	return r.Blocks * ((r.BlockBytes + hugePageBytes - 1) / hugePageBytes * hugePageBytes)
 }
 
 // ReceiverArgs builds the `ringcap recv` arguments for a RingCapture (after the image's
@@ -202,6 +206,7 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 		huge := *resource.NewQuantity(HugePageBytes(ring), resource.BinarySI)
 		res.Requests[corev1.ResourceHugePagesPrefix+"2Mi"] = huge
 		res.Limits[corev1.ResourceHugePagesPrefix+"2Mi"] = huge.DeepCopy()
+		mem.Add(*resource.NewQuantity(headerRingBlocks*ring.HeaderBlockBytes, resource.BinarySI))
 	} else {
 		mem.Add(*resource.NewQuantity(RingBytes(ring), resource.BinarySI))
 	}
@@ -222,9 +227,10 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 
 // BuildPod returns the capture pod of a RingCapture: the receiver container and the
 // reader containers in one pod (one IPC namespace, so the readers see the ring the
-// receiver creates; the node's when ring.hostIPC is set), restartPolicy Never, no service account token, not privileged;
-// the receiver gets IPC_LOCK (to register the ring with the RDMA device beyond
-// RLIMIT_MEMLOCK) and nothing else. The controller reference is set by the caller.
+// receiver creates; the node's when ring.hostIPC is set), restartPolicy Never, no service account token, not privileged,
+// RuntimeDefault seccomp; the receiver runs as non-root and gets IPC_LOCK (to register
+// the ring with the RDMA device beyond RLIMIT_MEMLOCK) when opts.IPCLock grants it, and
+// nothing else. The controller reference is set by the caller.
 func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 	spec := rc.Spec
 	image := opts.ReceiverImage
@@ -236,7 +242,12 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		pull = spec.Images.PullPolicy
 	}
 	receiver := receiverContainer(rc, opts, image, pull)
+	if !ipcLockOf(opts).Grant {
+		receiver.SecurityContext.Capabilities.Add = nil
+	}
 	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10)}
+	lock := ipcLockOf(opts)
+	annotations[AnnotationIPCLock] = lock.Reason
 	var volumes []corev1.Volume
 	if vol, ok := headerVolumeOf(spec.Ring.Header, annotations); ok {
 		volumes = append(volumes, vol)
@@ -270,6 +281,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 			Affinity:                      spec.Affinity.DeepCopy(),
 			Tolerations:                   append([]corev1.Toleration(nil), spec.Tolerations...),
 			PriorityClassName:             spec.PriorityClassName,
+			SecurityContext:               podSecurity(spec.Ring, lock),
 		},
 	}
 	applyNetwork(rc, pod)
@@ -301,6 +313,9 @@ func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string,
 		SecurityContext: &corev1.SecurityContext{
 			Privileged:               ptr(false),
 			AllowPrivilegeEscalation: ptr(false),
+			RunAsNonRoot:             ptr(true),
+			RunAsUser:                ptr(int64(receiverUID)),
+			RunAsGroup:               ptr(int64(receiverUID)),
 			Capabilities: &corev1.Capabilities{
 				Drop: []corev1.Capability{"ALL"},
 				Add:  []corev1.Capability{"IPC_LOCK"},
@@ -373,14 +388,45 @@ func readerContainers(readers []ringcapv1.ReaderContainer, key, image string, pu
 			// A reader that fails without writing /dev/termination-log leaves the end
 			// of its log as its termination message, which the Failed condition shows.
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			SecurityContext: &corev1.SecurityContext{
-				Privileged:               ptr(false),
-				AllowPrivilegeEscalation: ptr(false),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			},
+			SecurityContext:          readerSecurity(rd),
 		})
 	}
 	return out
+}
+
+// readerSecurity is a reader's security context: unprivileged, no capabilities, as the
+// user and group the spec gives (non-root when that user is not 0).
+func readerSecurity(rd ringcapv1.ReaderContainer) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{
+		Privileged:               ptr(false),
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsUser:                rd.RunAsUser,
+		RunAsGroup:               rd.RunAsGroup,
+	}
+	if rd.RunAsUser != nil && *rd.RunAsUser != 0 {
+		sc.RunAsNonRoot = ptr(true)
+	}
+	return sc
+}
+
+// ipcLockOf is the pod's IPC_LOCK decision (granted when none was made).
+func ipcLockOf(opts PodOptions) IPCLockDecision {
+	if opts.IPCLock == nil {
+		return IPCLockDecision{Grant: true}
+	}
+	return *opts.IPCLock
+}
+
+// podSecurity is the pod's security context: the runtime's default seccomp profile, and
+// group 0 for a huge-page ring without IPC_LOCK (the kernel lets the group
+// vm.hugetlb_shm_group, 0 by default, create huge-page shared memory).
+func podSecurity(ring ringcapv1.RingSpec, lock IPCLockDecision) *corev1.PodSecurityContext {
+	sc := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if ring.HugePages && !lock.Grant {
+		sc.SupplementalGroups = []int64{0}
+	}
+	return sc
 }
 
 // externalReaderSlots returns how many of a ring's reader slots the pod's reader

@@ -168,13 +168,13 @@ func TestBuildPodHugePagesAndOverrides(t *testing.T) {
 	rc.Spec.Images = ringcapv1.ImagesSpec{Receiver: "mirror/ringcap:x", PullPolicy: corev1.PullAlways}
 	pod := BuildPod(rc, DefaultPodOptions())
 	recv := pod.Spec.Containers[0]
-	// 8 x 2 MiB data blocks + 8 header blocks of 4096 bytes, each rounded up to 2 MiB.
-	wantHuge := resource.MustParse("32Mi")
+	// 8 x 2 MiB data blocks; the 8 header blocks of 4096 bytes are in ordinary memory.
+	wantHuge := resource.MustParse("16Mi")
 	if q := recv.Resources.Limits["hugepages-2Mi"]; q.Cmp(wantHuge) != 0 {
 		t.Errorf("hugepages-2Mi limit %s, want %s", q.String(), wantHuge.String())
 	}
-	if q := recv.Resources.Requests[corev1.ResourceMemory]; q.Cmp(resource.MustParse("1Gi")) != 0 {
-		t.Errorf("memory request %s, want the user's 1Gi (the ring is in huge pages)", q.String())
+	if q := recv.Resources.Requests[corev1.ResourceMemory]; q.Cmp(resource.MustParse("1048608Ki")) != 0 {
+		t.Errorf("memory request %s, want the user's 1Gi and the header blocks' 32 KiB (the data blocks are in huge pages)", q.String())
 	}
 	if q := recv.Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
 		t.Errorf("cpu request %s, want 2", q.String())

@@ -251,7 +251,13 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 	if err := r.ensureClaimTemplate(ctx, rc); err != nil {
 		return nil, err
 	}
-	pod := BuildPod(rc, r.Pods)
+	lock, err := r.decideIPCLock(ctx, rc) // ipclock.go
+	if err != nil {
+		return nil, err
+	}
+	opts := r.Pods
+	opts.IPCLock = &lock
+	pod := BuildPod(rc, opts)
 	if msg := readerMountsProblem(rc.Spec); msg != "" {
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodCreateFailed, "CreatePod", "Create pod %s: %s", pod.Name, msg)
 		return nil, &podRefusal{msg: fmt.Sprintf("capture pod %s not created: %s", pod.Name, msg)}
@@ -259,7 +265,7 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 	if err := controllerutil.SetControllerReference(rc, pod, r.Scheme); err != nil {
 		return nil, fmt.Errorf("set controller reference on pod %s: %w", pod.Name, err)
 	}
-	err := r.Create(ctx, pod)
+	err = r.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		// The cache has not seen the pod yet (for example right after an operator
 		// restart): read it from the API server instead of creating a second one.
@@ -275,7 +281,7 @@ func (r *RingCaptureReconciler) createPod(ctx context.Context, rc *ringcapv1.Rin
 	if err != nil {
 		r.Recorder.Eventf(rc, nil, corev1.EventTypeWarning, ringcapv1.ReasonPodCreateFailed, "CreatePod", "Create pod %s: %v", pod.Name, err)
 		if isRefusal(err) {
-			return nil, &podRefusal{msg: fmt.Sprintf("the API server refused capture pod %s: %v", pod.Name, err)}
+			return nil, &podRefusal{msg: fmt.Sprintf("the API server refused capture pod %s: %v%s", pod.Name, err, ipcLockHint(lock, err))}
 		}
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}

@@ -34,6 +34,7 @@ func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStat
 	run := configFromArgs(podGeneration(pod), args)
 	run.DeviceClaimTemplate = podClaimTemplate(pod)
 	run.DeviceClaim, _ = podDeviceClaim(pod)
+	run.IPCLock = runningIPCLock(pod)
 	run.Transport, run.OFIProvider, run.TransportSource = runningTransport(run.Transport, run.OFIProvider, rs)
 	if rs != nil {
 		if rs.QueuePairs > 0 {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +23,8 @@ func TestRunningConfig(t *testing.T) {
 	pod := BuildPod(rc, DefaultPodOptions())
 	want := ringcapv1.RunningStatus{Generation: 7, RingKey: "eada", BlockBytes: 524288, Blocks: 16, Readers: 2,
 		QueuePairs: 8, Mode: "Write", MessageBytes: 65536, Port: 20000, Stop: "after 2 observations", Network: "Pod", AllowedSenders: "any",
-		Transport: "Verbs", TransportSource: transportFromArgs}
-	if got := RunningConfig(pod, nil); *got != want {
+		Transport: "Verbs", TransportSource: transportFromArgs, IPCLock: &ringcapv1.IPCLockStatus{Granted: true}}
+	if got := RunningConfig(pod, nil); !reflect.DeepEqual(*got, want) {
 		t.Errorf("RunningConfig(pod) = %+v, want %+v", *got, want)
 	}
 	// The receiver's own report wins over the arguments.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	ringcapv1alpha1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	// OtherConfig is the DRA driver's config when both run on the node (plugin.mode both):
 	// a device both configs select refuses Run, or is left out when it appears later.
 	OtherConfig *Config
+	// Memlock reads the memlock limit containers get on this node, for the inventory;
+	// nil: the process's own RLIMIT_MEMLOCK (the plugin runs as a container there).
+	Memlock func() (*ringcapv1alpha1.MemlockLimit, error)
 }
 
 // InventoryResync is how often the inventory is published even when nothing changed.

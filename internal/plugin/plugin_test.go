@@ -17,12 +17,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	ringcapv1alpha1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
@@ -577,6 +579,9 @@ func TestInventory(t *testing.T) {
 	if p := inv.Status.Pools; len(p) != 1 || p[0].Units != 3 || p[0].HealthyUnits != 2 {
 		t.Errorf("pools %+v", p)
 	}
+	if own, err := OwnMemlock(); err != nil || inv.Status.ContainerMemlock == nil || *inv.Status.ContainerMemlock != *own {
+		t.Errorf("containerMemlock %+v, want the process's own %+v (%v)", inv.Status.ContainerMemlock, own, err)
+	}
 
 	n := h.sink.count()
 	h.setPort("mlx5_1", "ACTIVE")
@@ -675,5 +680,25 @@ func TestPreferred(t *testing.T) {
 		if got := preferred(ps, c.avail, c.must, c.size); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("preferred(%v, must %v, %d) = %v, want %v", c.avail, c.must, c.size, got, c.want)
 		}
+	}
+}
+
+func TestMemlockOf(t *testing.T) {
+	if m := memlockOf(unix.RLIM_INFINITY); !m.Unlimited || m.Bytes != 0 {
+		t.Errorf("RLIM_INFINITY: %+v", m)
+	}
+	if m := memlockOf(8 << 20); m.Unlimited || m.Bytes != 8<<20 {
+		t.Errorf("8 MiB: %+v", m)
+	}
+}
+
+func TestInventoryWithoutMemlock(t *testing.T) {
+	h := startHarness(t, nil, func(o *Options) {
+		o.Memlock = func() (*ringcapv1alpha1.MemlockLimit, error) { return nil, errors.New("no rlimit") }
+	})
+	h.kubelet.registration(t)
+	inv := h.sink.waitFor(t, func(inv *Inventory) bool { return len(inv.Status.Devices) == 3 })
+	if inv.Status.ContainerMemlock != nil {
+		t.Errorf("containerMemlock %+v when it cannot be read, want none (unknown)", inv.Status.ContainerMemlock)
 	}
 }

@@ -38,6 +38,7 @@ func TestRingcap(t *testing.T) {
 		{"17-pod-evicted-mid-run-fails", stepPodEvicted},
 		{"18-node-not-ready", stepNodeNotReady},
 		{"19-readers-write-dada-files", stepReaderWritesDadaFiles},
+		{"20-capture-in-restricted-namespace", stepRestrictedNamespace},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {
