@@ -66,21 +66,26 @@ func TestAggregatedRoles(t *testing.T) {
 }
 
 // With operator.watchNamespaces the operator watches those namespaces only and its
-// permissions are a Role and RoleBinding in each: the chart renders no ClusterRole for it
-// (every rule of the generated role is on a namespaced resource).
+// permissions on namespaced resources are a Role and RoleBinding in each; its rules on
+// cluster-scoped resources (the RDMANodes and Nodes it reads for a capture's IPC_LOCK) stay
+// in a ClusterRole.
 func TestWatchNamespaces(t *testing.T) {
 	generated := operatorRoleRules(t)
+	cluster, namespaced := splitClusterScoped(generated, "nodes", "rdmanodes")
+	if len(cluster) != 2 {
+		t.Fatalf("generated role's rules on nodes and rdmanodes: %+v, want two", cluster)
+	}
 	objs := render(t, "operator: {watchNamespaces: [obs, lab-2]}\n")
-	for _, key := range []string{"ClusterRole/rc-ringcap-operator", "ClusterRoleBinding/rc-ringcap-operator"} {
-		if _, ok := objs[key]; ok {
-			t.Errorf("watchNamespaces set, the chart still renders %s", key)
-		}
+	var cr rbacv1.ClusterRole
+	objs.get(t, "ClusterRole/rc-ringcap-operator", &cr)
+	if !reflect.DeepEqual(cr.Rules, cluster) {
+		t.Errorf("watchNamespaces set: ClusterRole rules %+v, want only the cluster-scoped %+v", cr.Rules, cluster)
 	}
 	for _, ns := range []string{"obs", "lab-2"} {
 		var role rbacv1.Role
 		objs.get(t, "Role/"+ns+"/rc-ringcap-operator", &role)
-		if !reflect.DeepEqual(role.Rules, generated) {
-			t.Errorf("Role in %s: rules %+v, want the generated role's %+v", ns, role.Rules, generated)
+		if !reflect.DeepEqual(role.Rules, namespaced) {
+			t.Errorf("Role in %s: rules %+v, want the generated role's namespaced %+v", ns, role.Rules, namespaced)
 		}
 		var rb rbacv1.RoleBinding
 		objs.get(t, "RoleBinding/"+ns+"/rc-ringcap-operator", &rb)
@@ -98,7 +103,6 @@ func TestWatchNamespaces(t *testing.T) {
 
 	// unset: one ClusterRole with every rule, no --namespace
 	def := render(t, "")
-	var cr rbacv1.ClusterRole
 	def.get(t, "ClusterRole/rc-ringcap-operator", &cr)
 	if !reflect.DeepEqual(cr.Rules, generated) {
 		t.Errorf("ClusterRole rules %+v, want the generated role's %+v", cr.Rules, generated)
@@ -154,4 +158,17 @@ func operatorArgs(t *testing.T, objs rendered) []string {
 	var dep appsv1.Deployment
 	objs.get(t, "Deployment/rc-ringcap-operator", &dep)
 	return dep.Spec.Template.Spec.Containers[0].Args
+}
+
+// splitClusterScoped splits rules into those on the named cluster-scoped resources and the
+// rest (the generated role has one resource per rule).
+func splitClusterScoped(rules []rbacv1.PolicyRule, clusterScoped ...string) (cluster, namespaced []rbacv1.PolicyRule) {
+	for _, r := range rules {
+		if len(r.Resources) == 1 && slices.Contains(clusterScoped, r.Resources[0]) {
+			cluster = append(cluster, r)
+		} else {
+			namespaced = append(namespaced, r)
+		}
+	}
+	return cluster, namespaced
 }
