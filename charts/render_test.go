@@ -329,6 +329,21 @@ plugin:
 	if len(cfg.Pools) != 2 || cfg.Pools[1].Sharing.MaxPodsPerDevice != 4 || !slices.Equal(cfg.Pools[1].Selector.Drivers, []string{"mlx5_core"}) {
 		t.Errorf("plugin config not passed through: %q -> %+v", cm.Data["config.yaml"], cfg)
 	}
+	// image.registry prefixes every image
+	reg := render(t, "image: {registry: registry.example.org:5000/obs/, tag: t1}\n")
+	var regDep appsv1.Deployment
+	var regDS appsv1.DaemonSet
+	reg.get(t, "Deployment/rc-ringcap-operator", &regDep)
+	reg.get(t, "DaemonSet/rc-ringcap-plugin", &regDS)
+	if img := regDep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.org:5000/obs/ringcap/operator:t1" {
+		t.Errorf("operator image %q with image.registry", img)
+	}
+	if img := regDS.Spec.Template.Spec.Containers[0].Image; img != "registry.example.org:5000/obs/ringcap/plugin:t1" {
+		t.Errorf("plugin image %q with image.registry", img)
+	}
+	if !slices.Contains(regDep.Spec.Template.Spec.Containers[0].Args, "--receiver-image=registry.example.org:5000/obs/ringcap/ringcap:t1") {
+		t.Errorf("operator args %q: the receiver image without image.registry", regDep.Spec.Template.Spec.Containers[0].Args)
+	}
 	// a changed pool configuration rolls the DaemonSet
 	def := render(t, "")
 	var defDS appsv1.DaemonSet
@@ -353,6 +368,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"operator.image.repository=", "repository"},
 		{"rbac.aggregateRoles=maybe", "aggregateRoles"},
 		{"operator.watchNamespaces[0]=1", "watchNamespaces"},
+		{"image.registry=https://registry.example.org", "registry"},
 	} {
 		_, err := helm(t, "template", "rc", chartDir, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -39,6 +39,8 @@ func TestRingcap(t *testing.T) {
 		{"18-node-not-ready", stepNodeNotReady},
 		{"19-readers-write-dada-files", stepReaderWritesDadaFiles},
 		{"20-capture-in-restricted-namespace", stepRestrictedNamespace},
+		{"21-helm-upgrade-while-streaming", stepHelmUpgradeWhileStreaming},
+		{"22-helm-uninstall-leaves-captures", stepHelmUninstallLeaves},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

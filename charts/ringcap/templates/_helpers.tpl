@@ -23,7 +23,9 @@ app.kubernetes.io/component: {{ .component }}
 {{/* "repository:tag" with the tag defaulting to image.tag, then appVersion. */}}
 {{- define "ringcap.image" -}}
 {{- $tag := .image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion -}}
-{{- printf "%s:%s" .image.repository $tag -}}
+{{- $repo := .image.repository -}}
+{{- with .root.Values.image.registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" .) $repo }}{{ end -}}
+{{- printf "%s:%s" $repo $tag -}}
 {{- end -}}
 
 {{- define "ringcap.operator.name" -}}{{ include "ringcap.fullname" . }}-operator{{- end -}}
