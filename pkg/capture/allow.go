@@ -28,7 +28,7 @@ func (r *Receiver) refuseSender(c net.Conn) {
 	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
 	var verr *wire.VersionError
-	if err := k.ReadPreamble(); errors.As(err, &verr) {
+	if _, err := k.ReadPreamble(); errors.As(err, &verr) {
 		_, _ = k.Recv() // a sender of another version sends its hello at once
 	}
 	_ = k.Send(wire.Reject{Message: msg})

@@ -254,15 +254,17 @@ type pendingConn struct {
 	log   *slog.Logger
 }
 
-// greet reads and checks a connection's preamble and hello, answering bad
-// ones with a Reject, and queues good ones for the (single) session loop. A
-// sender that arrives while another is streaming waits up to the handshake
-// timeout for its turn.
 // settings is what the receiver tells each sender first.
 func (r *Receiver) settings() wire.Settings {
 	return wire.Settings{Mode: r.cfg.Mode, QPs: uint16(r.cfg.QPs), MsgBytes: uint32(r.cfg.MsgBytes), Fabric: r.fab.Fabric()}
 }
 
+// greet reads and checks a connection's preamble and hello, answering bad
+// ones with a Reject, and queues good ones for the (single) session loop. A
+// sender that arrives while another is streaming waits up to the handshake
+// timeout for its turn. A sender of the previous protocol version
+// (wire.MinProtocolVersion) is served as that version was: the connection
+// speaks its version.
 func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
 	if !r.cfg.Senders.Allows(c.RemoteAddr()) {
 		r.refuseSender(c)
@@ -276,9 +278,13 @@ func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendin
 		_ = k.Send(wire.Reject{Message: msg})
 		_ = c.Close()
 	}
-	if err := k.ReadPreamble(); err != nil {
+	version, err := k.ReadPreamble()
+	if err != nil {
 		reject(rejectText(err))
 		return
+	}
+	if version != wire.ProtocolVersion {
+		log = log.With("protocolVersion", version)
 	}
 	if err := k.Send(r.settings()); err != nil {
 		log.Warn("Sender went away before the hello", "err", err)

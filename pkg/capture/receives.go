@@ -83,8 +83,12 @@ func (s *session) postSlices() error {
 // low, yet without a deadlock: a queue pair's news goes out once it amounts
 // to half the receive queue, or as soon as fewer than half a queue of the
 // slices the sender was told of are still to arrive (a sender that may run
-// dry on it hears at once).
+// dry on it hears at once). A sender of a version before wire.PostedSince
+// sends without grants, and hears of none.
 func (s *session) queueGrants() (bool, error) {
+	if s.k.Version() < wire.PostedSince {
+		return false, nil
+	}
 	half := max(1, s.r.cfg.RxDepth/2)
 	queued := false
 	for q, n := range s.untold {

@@ -74,7 +74,7 @@ func (s *session) run(ctx context.Context) (err error) {
 	}
 	r.obs++
 	r.t.SetState(statusdoc.StateReceiving, fmt.Sprintf("observation %d from %s", n, s.k.NetConn().RemoteAddr()))
-	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w, "busyPoll", r.cfg.BusyPoll)
+	s.log.Info("Observation started", "observation", n, "mode", s.hello.Mode, "qps", len(s.hello.QPs), "msgBytes", s.hello.MsgBytes, "totalBytes", s.hello.TotalBytes, "window", w, "busyPoll", r.cfg.BusyPoll, "protocolVersion", s.k.Version())
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

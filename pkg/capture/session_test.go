@@ -455,7 +455,7 @@ func TestHandshakeRejectsAndKeepsServing(t *testing.T) {
 		want     string
 	}{
 		{"garbage", []byte("GET / HTTP/1.1\r\n\r\n"), nil, "not a ringcap sender"},
-		{"version", []byte("RCAP\x00\x06"), nil, "handshake version 6 is not supported (this side speaks version 8)"},
+		{"version", []byte("RCAP\x00\x06"), nil, "handshake version 6 is not supported (this side accepts versions 7 and 8)"},
 		{"transport", pre, wire.Hello{Mode: wire.ModeSend, MsgBytes: 2048, Fabric: wire.Fabric{Transport: wire.TransportOFI, Provider: "tcp;ofi_rxm"},
 			QPs: []wire.QPInfo{{Addr: []byte{1}}, {Addr: []byte{2}}, {Addr: []byte{3}}, {Addr: []byte{4}}}},
 			`sender uses transport ofi, provider "tcp;ofi_rxm", this receiver uses transport verbs (--transport, --ofi-provider)`},

@@ -554,7 +554,7 @@ func (rig *txRig) serve(fab *benchfabric.Sender, total uint64) error {
 	}
 	defer func() { _ = c.Close() }()
 	k := wire.NewConn(c)
-	if err := k.ReadPreamble(); err != nil {
+	if _, err := k.ReadPreamble(); err != nil {
 		return err
 	}
 	if err := k.Send(wire.Settings{Mode: rig.mode, QPs: uint16(rig.qps), MsgBytes: uint32(rig.msg), Fabric: wire.Fabric{Transport: wire.TransportVerbs}}); err != nil {

@@ -14,7 +14,8 @@ import (
 )
 
 // ProtocolVersion is the version of the out-of-band handshake this package
-// speaks. A peer with another version is refused with a message naming both.
+// speaks. A receiver refuses a peer of a version it does not accept (see
+// MinProtocolVersion) with a message naming the versions it accepts.
 // Version 2: in write mode only a queue pair's last slice in a block carries
 // an immediate (version 1: every slice). Version 3: write mode stripes whole
 // blocks over the queue pairs (Geometry.WholeBlocks), so each block has one
@@ -32,6 +33,17 @@ import (
 // a slice only once its receive is posted, instead of sending into receiver-
 // not-ready retries while the ring's readers hold blocks.
 const ProtocolVersion = 8
+
+// MinProtocolVersion is the oldest version a receiver accepts. A receiver
+// accepts its own version and the one before, so that senders can be
+// upgraded after it; a sender speaks ProtocolVersion only. Version 7's
+// messages are byte-identical to version 8's; it lacks Posted, and a
+// version-7 sender sends without waiting for receive grants, so a receiver
+// sends none to it (Conn refuses to).
+const MinProtocolVersion = 7
+
+// PostedSince is the first version with Posted (send-mode receive grants).
+const PostedSince = 8
 
 // HeaderField is one keyword of an observation's PSRDADA header, as a sender
 // sends it in its Hello.
@@ -351,28 +363,38 @@ func WritePreamble(w io.Writer) error {
 }
 
 // VersionError is returned by ReadPreamble for a ringcap peer that speaks
-// another protocol version.
+// a protocol version this side does not accept.
 type VersionError struct{ Got uint16 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("handshake version %d is not supported (this side speaks version %d)", e.Got, ProtocolVersion)
+	return fmt.Sprintf("handshake version %d is not supported (this side accepts versions %d and %d)", e.Got, MinProtocolVersion, ProtocolVersion)
 }
 
-// ReadPreamble reads and checks the magic and version. Bytes that are not a
-// ringcap preamble give an error wrapping ErrProtocol; a ringcap peer of
-// another version gives a *VersionError.
-func ReadPreamble(r io.Reader) error {
+// ReadPreamble reads and checks the magic and version, and returns the
+// version: MinProtocolVersion..ProtocolVersion. Bytes that are not a ringcap
+// preamble give an error wrapping ErrProtocol; a ringcap peer of another
+// version gives a *VersionError.
+func ReadPreamble(r io.Reader) (uint16, error) {
 	var b [preambleLen]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return fmt.Errorf("read handshake preamble: %w", err)
+		return 0, fmt.Errorf("read handshake preamble: %w", err)
 	}
 	if string(b[:len(Magic)]) != Magic {
-		return fmt.Errorf("%w: not a ringcap handshake (first bytes %q)", ErrProtocol, b[:])
+		return 0, fmt.Errorf("%w: not a ringcap handshake (first bytes %q)", ErrProtocol, b[:])
 	}
-	if v := binary.BigEndian.Uint16(b[len(Magic):]); v != ProtocolVersion {
-		return &VersionError{Got: v}
+	v := binary.BigEndian.Uint16(b[len(Magic):])
+	if v < MinProtocolVersion || v > ProtocolVersion {
+		return 0, &VersionError{Got: v}
 	}
-	return nil
+	return v, nil
+}
+
+// since is the first protocol version that has messages of type typ.
+func since(typ byte) uint16 {
+	if typ == typePosted {
+		return PostedSince
+	}
+	return MinProtocolVersion
 }
 
 // WriteMessage writes one framed message: type byte, big-endian uint32 payload
@@ -899,11 +921,14 @@ func (m Accept) BlockTarget(index uint32) (addr uint64, rkey uint64, err error) 
 }
 
 // Conn frames messages over one stream connection (TCP), buffered both ways.
+// It speaks the peer's version: ProtocolVersion, or the version ReadPreamble
+// read; it refuses to send or take a message that version lacks.
 type Conn struct {
 	c       net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
 	scratch []byte // QueueCredit's and QueuePosted's frame, reused
+	version uint16
 }
 
 // appendCredit appends a Credit's body.
@@ -920,7 +945,19 @@ func appendPosted(b []byte, m Posted) []byte {
 
 // NewConn wraps c; the caller still owns (and closes) c.
 func NewConn(c net.Conn) *Conn {
-	return &Conn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c)}
+	return &Conn{c: c, r: bufio.NewReader(c), w: bufio.NewWriter(c), version: ProtocolVersion}
+}
+
+// Version is the protocol version the connection speaks: ProtocolVersion,
+// or the peer's since ReadPreamble.
+func (c *Conn) Version() uint16 { return c.version }
+
+// speaks checks that the peer's version has messages of type typ.
+func (c *Conn) speaks(typ byte) error {
+	if v := since(typ); c.version < v {
+		return fmt.Errorf("%w: message type %d does not exist in version %d, which %s speaks (it came in version %d)", ErrProtocol, typ, c.version, c.c.RemoteAddr(), v)
+	}
+	return nil
 }
 
 // NetConn is the wrapped connection (for deadlines, addresses and Close).
@@ -935,11 +972,21 @@ func (c *Conn) WritePreamble() error {
 	return c.w.Flush()
 }
 
-// ReadPreamble reads and checks the peer's preamble (see ReadPreamble).
-func (c *Conn) ReadPreamble() error { return ReadPreamble(c.r) }
+// ReadPreamble reads and checks the peer's preamble (see ReadPreamble);
+// from then on the connection speaks the peer's version.
+func (c *Conn) ReadPreamble() (uint16, error) {
+	v, err := ReadPreamble(c.r)
+	if err == nil {
+		c.version = v
+	}
+	return v, err
+}
 
 // Send writes one message and flushes.
 func (c *Conn) Send(m Message) error {
+	if err := c.speaks(m.msgType()); err != nil {
+		return fmt.Errorf("send %T: %w", m, err)
+	}
 	if err := WriteMessage(c.w, m); err != nil {
 		return fmt.Errorf("send %T to %s: %w", m, c.c.RemoteAddr(), err)
 	}
@@ -952,6 +999,9 @@ func (c *Conn) Send(m Message) error {
 // Queue writes one message without flushing it: Flush, or the next Send,
 // puts it on the wire, so that several queued messages go out in one write.
 func (c *Conn) Queue(m Message) error {
+	if err := c.speaks(m.msgType()); err != nil {
+		return fmt.Errorf("queue %T: %w", m, err)
+	}
 	if err := WriteMessage(c.w, m); err != nil {
 		return fmt.Errorf("queue %T to %s: %w", m, c.c.RemoteAddr(), err)
 	}
@@ -969,6 +1019,9 @@ func (c *Conn) QueueCredit(m Credit) error {
 func (c *Conn) QueuePosted(m Posted) error {
 	if m.QP >= MaxQPs {
 		return fmt.Errorf("queue wire.Posted to %s: %w: queue pair %d", c.c.RemoteAddr(), ErrProtocol, m.QP)
+	}
+	if err := c.speaks(typePosted); err != nil {
+		return fmt.Errorf("queue wire.Posted: %w", err)
 	}
 	return c.queueFrame("wire.Posted", appendPosted(append(c.scratch[:0], typePosted, 0, 0, 0, 0), m))
 }
@@ -992,5 +1045,14 @@ func (c *Conn) Flush() error {
 	return nil
 }
 
-// Recv reads one message.
-func (c *Conn) Recv() (Message, error) { return ReadMessage(c.r) }
+// Recv reads one message; one the peer's version lacks is a protocol error.
+func (c *Conn) Recv() (Message, error) {
+	m, err := ReadMessage(c.r)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.speaks(m.msgType()); err != nil {
+		return nil, fmt.Errorf("receive: %w", err)
+	}
+	return m, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -74,7 +75,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 			t.Fatalf("write %T: %v", m, err)
 		}
 	}
-	if err := ReadPreamble(&buf); err != nil {
+	if _, err := ReadPreamble(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range msgs {
@@ -91,18 +92,31 @@ func TestMessagesRoundTrip(t *testing.T) {
 	}
 }
 
+// A receiver accepts its own version and the one before; any other is
+// refused with the versions it accepts named.
 func TestPreamble(t *testing.T) {
-	if err := ReadPreamble(bytes.NewReader([]byte("GET / HTTP/1.1\r\n"))); !errors.Is(err, ErrProtocol) {
+	if _, err := ReadPreamble(bytes.NewReader([]byte("GET / HTTP/1.1\r\n"))); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("garbage: %v", err)
 	}
-	var ve *VersionError
-	if err := ReadPreamble(bytes.NewReader([]byte("RCAP\x00\x01"))); !errors.As(err, &ve) || ve.Got != 1 {
-		t.Fatalf("version 1: %v", err)
+	for _, v := range []uint16{1, 6, 9, 0x0800} {
+		var ve *VersionError
+		_, err := ReadPreamble(bytes.NewReader([]byte{'R', 'C', 'A', 'P', byte(v >> 8), byte(v)}))
+		if !errors.As(err, &ve) || ve.Got != v {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		if want := fmt.Sprintf("handshake version %d is not supported (this side accepts versions 7 and 8)", v); err.Error() != want {
+			t.Fatalf("version %d: %q, want %q", v, err, want)
+		}
 	}
-	if err := ReadPreamble(bytes.NewReader(Preamble())); err != nil {
-		t.Fatalf("this version: %v", err)
+	for _, v := range []uint16{7, 8} {
+		if got, err := ReadPreamble(bytes.NewReader([]byte{'R', 'C', 'A', 'P', 0, byte(v)})); err != nil || got != v {
+			t.Fatalf("version %d: %d, %v", v, got, err)
+		}
 	}
-	if err := ReadPreamble(bytes.NewReader([]byte("RCA"))); err == nil {
+	if v, err := ReadPreamble(bytes.NewReader(Preamble())); err != nil || v != ProtocolVersion {
+		t.Fatalf("this version: %d, %v", v, err)
+	}
+	if _, err := ReadPreamble(bytes.NewReader([]byte("RCA"))); err == nil {
 		t.Fatal("short preamble accepted")
 	}
 }
@@ -198,7 +212,7 @@ func FuzzReadMessage(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
-		if err := ReadPreamble(r); err != nil {
+		if _, err := ReadPreamble(r); err != nil {
 			return
 		}
 		for {
