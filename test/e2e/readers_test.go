@@ -98,7 +98,9 @@ func stepReaderRestartResumes(t *testing.T) {
 	rlog := podLogs(t, testNamespace, podName, "verify")
 	t.Logf("restarted reader: %s", strings.TrimSpace(rlog))
 	if !strings.Contains(rlog, "resuming the observation in progress at byte") || !strings.Contains(rlog, "was killed") {
-		t.Errorf("the restarted reader did not resume the observation of the killed one:\n%s", rlog)
+		prev, err := s.cs.CoreV1().Pods(testNamespace).GetLogs(podName, &corev1.PodLogOptions{Container: "verify", Previous: true}).DoRaw(ctx)
+		p, _ := s.cs.CoreV1().Pods(testNamespace).Get(ctx, podName, metav1.GetOptions{})
+		t.Errorf("the restarted reader did not resume the observation of the killed one:\n%s\nthe container before it (%v):\n%s\npod: %s", rlog, err, prev, podSummary(p))
 	}
 	if strings.Contains(rlog, "read: mismatch in") {
 		t.Errorf("the resumed reader found bytes that do not match the pattern:\n%s", rlog)
