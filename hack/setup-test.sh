@@ -3,13 +3,14 @@
 # go.mod needs: a debootstrap minbase root of bookworm (no Go, no make) gets this tree
 # bind-mounted read-only at /src and runs, in a chroot, `SKIP_APT=1 SKIP_TOOLS=1 hack/setup.sh`
 # (the Go step: bookworm-backports' Go fetches the pinned toolchain from the Go module proxy into
-# /usr/local/go), then `go version`, `go vet` and `go test` of small packages (one needs a module
+# /usr/local/go), then `go version`, `go build` and `go test` of small packages (one needs a module
 # from the proxy), and the setup again, which must find nothing to do.
 #
 #   hack/setup-test.sh                  # make test-setup
 #   SETUP_TEST_FULL=1 hack/setup-test.sh  # the whole hack/setup.sh: every apt package and Go tool (long)
-# Env: SETUP_TEST_DIR (default $RINGCAP_CACHE/setup-test: the cached minbase tarball, the root of a
-#      run), SETUP_TEST_SRC (the tree to test, default this one), DEBIAN_MIRROR, KEEP=1 (keep the root).
+# Env: SETUP_TEST_DIR (default $RINGCAP_CACHE/setup-test: the root of a run, the minbase tarball when
+#      the podman bases have none), SETUP_TEST_TAR (a bookworm root tarball to use), SETUP_TEST_SRC
+#      (the tree to test, default this one), DEBIAN_MIRROR, KEEP=1 (keep the root).
 # Run as root. The root gets the host's resolv.conf and extra CAs (/usr/local/share/ca-certificates).
 # Its mounts (/proc, /sys, /dev, /dev/pts, /src) are undone on every exit; the root is removed.
 set -euo pipefail
@@ -17,7 +18,11 @@ cd "$(dirname "$0")/.."
 . hack/env.sh
 WORK=${SETUP_TEST_DIR:-$RINGCAP_CACHE/setup-test}
 SRC=$(cd "${SETUP_TEST_SRC:-.}" && pwd)
-TAR=$WORK/bookworm-minbase.tar
+# The minbase tarball: the one the podman image bases already made (make images-podman, in test-all
+# before this test), else this test's own.
+PODMAN_TAR=$RINGCAP_CACHE/podman/bases/bookworm-minbase.tar
+TAR=${SETUP_TEST_TAR:-$WORK/bookworm-minbase.tar}
+if [ -z "${SETUP_TEST_TAR:-}" ] && [ ! -s "$TAR" ] && [ -s "$PODMAN_TAR" ]; then TAR=$PODMAN_TAR; fi
 ROOT=$WORK/root
 T0=$SECONDS
 log() { echo "[setup-test $((SECONDS - T0))s] $*" >&2; }
@@ -41,6 +46,8 @@ minbase_tar() { # debootstrap bookworm minbase once, cached as a tarball without
   tar --numeric-owner -C "$tmp" -cf "$TAR.tmp" . && mv "$TAR.tmp" "$TAR"
   rm -rf --one-file-system "$tmp" "$tmp.log"
 }
+
+size() { du -shc --one-file-system --exclude="$ROOT/src" "$@" 2>/dev/null | tail -n1 | cut -f1; }
 
 mounts_under() { # every mount point at or under $ROOT, deepest first
   awk -v r="$ROOT" '$5 == r || index($5, r "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
@@ -75,9 +82,18 @@ fresh_root() { # the cached minbase, unpacked anew, with the host's DNS and the 
   mount -o remount,bind,ro "$ROOT/src"
 }
 
-in_root() { # run a bash script in the root, with a clean environment
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -euo pipefail -c "$1"
+CHILD=
+in_root() { # run a bash script in the root, with a clean environment, in its own process group
+  setsid chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -euo pipefail -c "$1" < /dev/null &
+  CHILD=$!
+  local rc=0; wait "$CHILD" || rc=$?
+  CHILD=; return "$rc"
+}
+
+interrupted() { # a signal: stop what runs in the root (its process group), then exit (cleanup runs)
+  if [ -n "$CHILD" ]; then kill -TERM -- "-$CHILD" 2>/dev/null || true; wait "$CHILD" 2>/dev/null || true; fi
+  log "interrupted"; exit 130
 }
 
 main() {
@@ -88,6 +104,7 @@ main() {
   flock -n 9 || die "another setup test holds $WORK/lock"
   minbase_tar
   trap cleanup EXIT
+  trap interrupted INT TERM HUP
   fresh_root
   log "fresh bookworm minbase root at $ROOT ($(du -sh --one-file-system "$ROOT" | cut -f1)), $SRC at /src (read-only)"
   in_root '! command -v go && [ ! -e /usr/local/go ] && ! command -v make' ||
@@ -105,15 +122,15 @@ main() {
   in_root '. /src/hack/env.sh; cd /src && export GOFLAGS=-buildvcs=false
     echo "$(command -v go): $(go version) (go.mod: $(awk "\$1 == \"go\" {print \$2}" go.mod))"
     [ "$(go env GOVERSION)" = "go$RINGCAP_GO_VERSION" ] || { echo "go reports $(go env GOVERSION), not go$RINGCAP_GO_VERSION"; exit 1; }
-    go vet ./pkg/capture/wire ./pkg/pattern ./pkg/dada
+    go build ./pkg/dada ./pkg/capture/wire ./pkg/pattern
     go test -count=1 ./pkg/capture/wire ./pkg/pattern' || die "the installed go does not build this tree"
-  log "go vet and go test in the root took $((SECONDS - t))s"
+  log "go build and go test in the root took $((SECONDS - t))s"
 
   local again
   again=$(in_root "$setup" 2>&1) || { echo "$again" >&2; die "the second setup failed"; }
   grep -q 'install-go: go .* nothing to do' <<< "$again" || { echo "$again" >&2; die "the second setup did not find go in place"; }
   log "second setup: $(grep 'install-go:' <<< "$again")"
-  log "root: $(du -sh --one-file-system "$ROOT" | cut -f1) ($(du -sh "$ROOT/usr/local/go" | cut -f1) Go at /usr/local/go, $(du -sh "$ROOT/usr/lib/go-"* | cut -f1 | tr '\n' ' ')backports Go, $(du -sh "$ROOT/root/go" "$ROOT/root/.cache" 2>/dev/null | cut -f1 | tr '\n' ' ')module and build caches)"
+  log "root: $(size "$ROOT") (Go at /usr/local/go $(size "$ROOT/usr/local/go"), backports Go $(size "$ROOT"/usr/lib/go-*), Go module cache $(size "$ROOT/root/go"), build cache $(size "$ROOT/root/.cache"))"
   log "PASS in $((SECONDS - T0))s"
 }
 
