@@ -8,6 +8,7 @@
 #
 #   hack/setup-test.sh                  # make test-setup
 #   SETUP_TEST_FULL=1 hack/setup-test.sh  # the whole hack/setup.sh: every apt package and Go tool (long)
+#   SETUP_TEST_CMD='SKIP_TOOLS=1 /src/hack/setup.sh' hack/setup-test.sh  # another setup command: here apt + Go
 # Env: SETUP_TEST_DIR (default $RINGCAP_CACHE/setup-test: the root of a run, the minbase tarball when
 #      the podman bases have none), SETUP_TEST_TAR (a bookworm root tarball to use), SETUP_TEST_SRC
 #      (the tree to test, default this one), DEBIAN_MIRROR, KEEP=1 (keep the root).
@@ -111,7 +112,7 @@ main() {
     die "the fresh root already has go or make"
   log "the root has neither go nor make"
 
-  local setup='SKIP_APT=1 SKIP_TOOLS=1 /src/hack/setup.sh' t
+  local setup=${SETUP_TEST_CMD:-SKIP_APT=1 SKIP_TOOLS=1 /src/hack/setup.sh} t
   if [ -n "${SETUP_TEST_FULL:-}" ]; then setup='/src/hack/setup.sh'; fi
   t=$SECONDS
   log "in the root: $setup"
