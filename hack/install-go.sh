@@ -3,12 +3,13 @@
 # when the `go` found after hack/env.sh is missing or older than go.mod's `go` line.
 # Idempotent: a second run only checks the version.
 #
-# How: bookworm's own golang-go (1.19) is too old to fetch toolchains, so this adds the
-# bookworm-backports suite to apt (/etc/apt/sources.list.d/ringcap-bookworm-backports.sources,
-# only when no source has it yet), installs its Go ($GO_BOOTSTRAP_PKG), and runs that Go with
-# GOTOOLCHAIN=go$RINGCAP_GO_VERSION: it fetches golang.org/toolchain@v0.0.1-go$RINGCAP_GO_VERSION.linux-ARCH
-# from the Go module proxy (checked against the checksum database) into a scratch module
-# cache, from where the toolchain moves to /usr/local/go.
+# How: a Go >= 1.21 fetches the toolchain. When the one on PATH is older (bookworm's own
+# golang-go is 1.19) or missing, this adds the bookworm-backports suite to apt
+# (/etc/apt/sources.list.d/ringcap-bookworm-backports.sources, only when no source has it yet) and
+# installs its Go ($GO_BOOTSTRAP_PKG). That Go, run with GOTOOLCHAIN=go$RINGCAP_GO_VERSION, fetches
+# golang.org/toolchain@v0.0.1-go$RINGCAP_GO_VERSION.linux-ARCH from the Go module proxy (checked
+# against the checksum database) into a scratch module cache, from where it moves to /usr/local/go
+# (replacing an older Go there).
 #
 #   hack/install-go.sh
 # Env: RINGCAP_GO_VERSION (hack/env.sh), GO_BOOTSTRAP_PKG (default golang-1.23-go),
@@ -53,9 +54,13 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 }
 
-bootstrap_go() { # prints the path of a Debian Go able to fetch toolchains (>= 1.21)
-  local pkg_go="/usr/lib/go-${GO_BOOTSTRAP_PKG#golang-}"; pkg_go="${pkg_go%-go}/bin/go"
+bootstrap_go() { # prints the path of a Go able to fetch toolchains (>= 1.21): the one on PATH, else Debian's
+  local cur pkg_go="/usr/lib/go-${GO_BOOTSTRAP_PKG#golang-}"; pkg_go="${pkg_go%-go}/bin/go"
+  cur=$(command -v go || true)
+  if [ -n "$cur" ] && at_least "$(go_version "$cur")" 1.21; then echo "$cur"; return; fi
   if ! at_least "$(go_version "$pkg_go")" 1.21; then
+    [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ] ||
+      die "no Go >= 1.21 to fetch go$RINGCAP_GO_VERSION with, and this is not Debian bookworm: install Debian's golang-go (trixie or later) or any Go >= 1.21, then rerun"
     add_backports
     # apt's lists may predate the suite (just added, or never fetched on a fresh root)
     apt-cache show "$GO_BOOTSTRAP_PKG" >/dev/null 2>&1 || apt-get update -q >&2
