@@ -25,7 +25,7 @@ all: build
 help:
 	@awk '/^## [A-Za-z0-9_.-]+: / { t = $$2; sub(/:$$/, "", t); d = $$0; sub(/^## [^:]+: /, "", d); printf "  %-22s %s\n", t, d }' $(MAKEFILE_LIST)
 
-## setup: install apt packages and Go tools (idempotent)
+## setup: install apt packages, Go at /usr/local/go when missing or older than go.mod, and Go tools (idempotent)
 setup:
 	hack/setup.sh
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything ringcap's demo and test suite need on a fresh Debian bookworm
-# machine (run as root). Idempotent: a second run only re-checks.
+# machine (run as root), in three steps, each saying what it installs:
+#   1. Debian packages (apt-get), the list below;
+#   2. Go at /usr/local/go when the `go` on PATH is missing or older than go.mod's
+#      (hack/install-go.sh: Go from bookworm-backports fetches go$RINGCAP_GO_VERSION from the Go module proxy);
+#   3. Go tools into $RINGCAP_TOOLS (hack/install-tools.sh: golangci-lint, controller-gen, helm, kind).
+# Idempotent: a second run only re-checks.
 #
-#   hack/setup.sh            # apt packages + Go tools
-#   SKIP_APT=1 hack/setup.sh # Go tools only
+#   hack/setup.sh            # all three
+#   SKIP_APT=1 hack/setup.sh # steps 2 and 3 only
+#   SKIP_TOOLS=1 hack/setup.sh # steps 1 and 2 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
@@ -24,8 +30,11 @@ if [ -z "${SKIP_APT:-}" ]; then
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -q
+    echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
     apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
 fi
 
-hack/install-tools.sh
+hack/install-go.sh
+
+[ -n "${SKIP_TOOLS:-}" ] || hack/install-tools.sh
