@@ -448,7 +448,7 @@ static uint32_t random_psn(void)
 	return r & 0xffffff;
 }
 
-/* qp_to_init creates queue pair i and moves it to INIT. */
+/* create_qp creates queue pair i and moves it to INIT. */
 static void create_qp(struct sender *s, unsigned i)
 {
 	struct ibv_qp_init_attr ia = {
@@ -761,6 +761,21 @@ static void handle_posted(struct sender *s, const struct msg *m)
 	s->upto[q] = upto;
 }
 
+/* print_done prints the receiver's Done; it returns the bytes the ring holds, or 0 when not ok. */
+static uint64_t print_done(const struct msg *m)
+{
+	struct dec d = msg_dec(m, "done");
+	uint64_t bytes = dec_uint(&d, 8), blocks = dec_uint(&d, 8);
+	unsigned ok = (unsigned)dec_uint(&d, 1);
+	char *why = dec_text(&d);
+
+	dec_end(&d);
+	printf("c-sender: done bytes=%" PRIu64 " blocks=%" PRIu64 " ok=%u message=%s\n", bytes, blocks, ok, why);
+	fflush(stdout);
+	free(why);
+	return ok == 1 ? bytes : 0;
+}
+
 /* handle_control reads one message from the receiver during the stream. */
 static void handle_control(struct sender *s)
 {
@@ -774,7 +789,8 @@ static void handle_control(struct sender *s)
 	case MSG_HELD:
 		break;
 	case MSG_DONE:
-		die("the receiver ended the observation before the End (Done during the stream)");
+		print_done(&m);
+		die("the receiver ended the observation before the End");
 	default:
 		die("unexpected message type %u during the stream", m.type);
 	}
@@ -840,10 +856,7 @@ static int finish(struct sender *s)
 	free(e.p);
 	for (;;) {
 		struct msg m;
-		struct dec d;
-		uint64_t bytes, blocks;
-		unsigned ok;
-		char *why;
+		uint64_t bytes;
 
 		read_msg(s->fd, &m);
 		if (m.type == MSG_POSTED || m.type == MSG_HELD) {
@@ -852,16 +865,9 @@ static int finish(struct sender *s)
 		}
 		if (m.type != MSG_DONE)
 			die("expected the Done, got message type %u", m.type);
-		d = msg_dec(&m, "done");
-		bytes = dec_uint(&d, 8);
-		blocks = dec_uint(&d, 8);
-		ok = (unsigned)dec_uint(&d, 1);
-		why = dec_text(&d);
-		dec_end(&d);
-		printf("c-sender: done bytes=%" PRIu64 " blocks=%" PRIu64 " ok=%u message=%s\n", bytes, blocks, ok, why);
-		free(why);
+		bytes = print_done(&m);
 		free(m.payload);
-		return ok == 1 && bytes == s->opt.bytes ? 0 : 1;
+		return bytes == s->opt.bytes ? 0 : 1;
 	}
 }
 
@@ -870,6 +876,7 @@ int main(int argc, char **argv)
 	struct sender s = {0};
 	int rc;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_options(argc, argv, &s.opt);
 	s.fd = dial(s.opt.connect);
 	send_preamble(s.fd);

@@ -52,7 +52,7 @@ if go list ./cmd/ringcap >/dev/null 2>&1; then
 fi
 if [ -f examples/c-sender/Makefile ]; then
   echo "run-tests.sh: make examples/c-sender"
-  make -s -C examples/c-sender BIN="$SHARE/bin/c-sender"
+  make -s -C examples/c-sender OUT="$SHARE/bin"
 fi
 LIST=$SHARE/tests/list
 : > "$LIST"
