@@ -84,7 +84,7 @@ static void pattern_fill(uint8_t *dst, size_t n, uint64_t seed, uint64_t off)
 		if (o % 8 == 0 && n - k >= 8) {
 			uint64_t w = pattern_word(seed, o / 8);
 
-			for (int b = 0; b < 8; b++)
+			for (unsigned b = 0; b < 8; b++)
 				dst[k + b] = (uint8_t)(w >> (8 * b));
 			k += 7;
 			continue;
