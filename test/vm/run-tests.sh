@@ -8,10 +8,10 @@
 #   test/vm/run-tests.sh --bench 'BenchmarkX' --benchtime 3x ./pkg/rdma/verbs   # make bench-verbs
 #   test/vm/run-tests.sh --tags vmattachment --run TestVMAttachmentStream ./pkg/capture   # more build tags
 #
-# On the host it builds, with cgo: `go test -c -tags vm` for each package and bin/ringcap
-# (when cmd/ringcap exists) into a fresh share directory; in the guest each test binary runs
-# as root with cwd = its package directory (read-only, under /mnt/src), PATH and RINGCAP_VM_BIN
-# pointing at the guest binaries. Logs: <share>/results/<package>.log, printed as they run.
+# On the host it builds, with cgo: `go test -c -tags vm` for each package, bin/ringcap
+# (when cmd/ringcap exists) and bin/c-sender (examples/c-sender, gcc and libibverbs-dev) into
+# a fresh share directory; in the guest each test binary runs as root with cwd = its package
+# directory (read-only, under /mnt/src), PATH and RINGCAP_VM_BIN pointing at the guest binaries. Logs: <share>/results/<package>.log, printed as they run.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -49,6 +49,10 @@ export CGO_ENABLED=1
 if go list ./cmd/ringcap >/dev/null 2>&1; then
   echo "run-tests.sh: go build bin/ringcap"
   go build -o "$SHARE/bin/ringcap" ./cmd/ringcap
+fi
+if [ -f examples/c-sender/Makefile ]; then
+  echo "run-tests.sh: make examples/c-sender"
+  make -s -C examples/c-sender OUT="$SHARE/bin"
 fi
 LIST=$SHARE/tests/list
 : > "$LIST"
