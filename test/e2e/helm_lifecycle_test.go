@@ -26,7 +26,7 @@ const (
 // Succeeded with every byte verified.
 func stepHelmUpgradeWhileStreaming(t *testing.T) {
 	ctx := context.Background()
-	newCapture(t, "upgrade", "u9a", nil)
+	newCapture(t, "upgrade", "a9a", nil)
 	u := waitCapture(t, "upgrade", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
