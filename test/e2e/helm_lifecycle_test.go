@@ -26,7 +26,7 @@ const (
 // Succeeded with every byte verified.
 func stepHelmUpgradeWhileStreaming(t *testing.T) {
 	ctx := context.Background()
-	newCapture(t, "upgrade", "a9a", nil)
+	newCapture(t, "upgrade", "a9a", verifyingReader("a9a"))
 	u := waitCapture(t, "upgrade", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
@@ -86,7 +86,7 @@ func stepHelmUpgradeWhileStreaming(t *testing.T) {
 // Succeeded, verified. The suite goes on with the chart installed.
 func stepHelmUninstallLeaves(t *testing.T) {
 	ctx := context.Background()
-	newCapture(t, "orphan", "0fa", nil)
+	newCapture(t, "orphan", "0fa", verifyingReader("0fa"))
 	waitCapture(t, "orphan", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening"
 	})
@@ -146,6 +146,15 @@ func stepHelmUninstallLeaves(t *testing.T) {
 	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender.Name, "main"))
 	if after := podUIDs(capturePods(t, "orphan")); !sameUIDs(before, after) {
 		t.Errorf("capture pods %v before, %v after the operator came back: the new operator replaced the pod", before, after)
+	}
+}
+
+// verifyingReader gives the sample's reader (verify the seed-1 pattern, print a summary) the
+// capture's own ring key.
+func verifyingReader(key string) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+			"name": "verify", "args": []any{"ring", "read", "-k", key, "--wait", "60s", "--verify", "1", "-s"}}}, "spec", "readers")
 	}
 }
 
