@@ -3,7 +3,7 @@
 # and ALWAYS tears it down (down.sh), on success, failure or interrupt. On failure it prints the
 # tail of every component log first. KEEP=1 leaves the cluster running for debugging
 # (. $E2E_WORK/e2e.env; kubectl ...; then make e2e-down).
-# Env: E2E_RUN (go test -run filter; default the suite, ^TestRingcap$, not the benchmarks), E2E_TIMEOUT (go test -timeout, default 40m).
+# Env: E2E_RUN (go test -run filter; default the suite, ^TestRingcap$, not the benchmarks), E2E_TIMEOUT (go test -timeout, default 50m).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/common.sh"
@@ -24,5 +24,5 @@ trap 'exit 130' INT TERM
 (cd "$REPO_ROOT" && go test -tags e2e -c -o "$E2E_WORK/e2e.test" ./test/e2e) || exit 1
 "$HERE/up.sh" || exit 1
 . "$E2E_WORK/e2e.env"
-cd "$REPO_ROOT/test/e2e" && "$E2E_WORK/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-40m}" -test.run "${E2E_RUN:-^TestRingcap\$}"
+cd "$REPO_ROOT/test/e2e" && "$E2E_WORK/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-50m}" -test.run "${E2E_RUN:-^TestRingcap\$}"
 rc=$?
