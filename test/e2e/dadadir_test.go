@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -31,7 +29,6 @@ const (
 // each file written back into a ring (`ring write -f`, header from the file) verifies
 // byte-exact against the pattern at its OBS_OFFSET.
 func stepReaderWritesDadaFiles(t *testing.T) {
-	ctx := context.Background()
 	if out, rc, err := guestRun("dada-dir-make", "rm -rf "+dadaDirOnNode+" && mkdir -m 0777 "+dadaDirOnNode, time.Minute); err != nil || rc != 0 {
 		t.Fatalf("make %s on the node: rc %d %v: %s", dadaDirOnNode, rc, err, out)
 	}
@@ -50,17 +47,8 @@ func stepReaderWritesDadaFiles(t *testing.T) {
 	u := waitCapture(t, "diskwriter", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
-	podName := str(u, "status", "pod")
-	sender := senderPod("diskwriter-sender", u, fmt.Sprintf("--qps 4 --mode send --msg-bytes 65536 --bytes %d --seed 1 --header FILE_SIZE=%d", dadaStreamBytes, dadaFileSize))
-	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	t.Cleanup(func() { logsOnFailure(t, sender.Name, "main", podName, "receiver", podName, "verify") })
-	end := waitCapture(t, "diskwriter", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
-		return str(u, "status", "phase") == "Succeeded"
-	})
-	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender.Name, "main"))
+	sender := startSender(t, "diskwriter-sender", u, fmt.Sprintf("--qps 4 --mode send --msg-bytes 65536 --bytes %d --seed 1 --header FILE_SIZE=%d", dadaStreamBytes, dadaFileSize))
+	waitVerified(t, "diskwriter", sender)
 	out, rc, err := guestRun("dada-dir-check", dadaCheckScript, 2*time.Minute)
 	t.Logf("files on the node, written back and verified:\n%s", out)
 	if err != nil || rc != 0 {

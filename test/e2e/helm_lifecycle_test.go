@@ -30,14 +30,8 @@ func stepHelmUpgradeWhileStreaming(t *testing.T) {
 	u := waitCapture(t, "upgrade", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
-	podName := str(u, "status", "pod")
 	before := capturePods(t, "upgrade")
-	sender := senderPod("upgrade-sender", u, fmt.Sprintf("--qps 4 --mode send --msg-bytes 65536 --bytes %d --seed 1 --rate-gbps %s", upgradeStreamBytes, upgradeRate))
-	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	t.Cleanup(func() { logsOnFailure(t, sender.Name, "main", podName, "receiver", podName, "verify") })
+	sender := startSender(t, "upgrade-sender", u, fmt.Sprintf("--qps 4 --mode send --msg-bytes 65536 --bytes %d --seed 1 --rate-gbps %s", upgradeStreamBytes, upgradeRate))
 	waitCapture(t, "upgrade", 2*time.Minute, "Receiving", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Receiving"
 	})
@@ -59,10 +53,7 @@ func stepHelmUpgradeWhileStreaming(t *testing.T) {
 	if p := str(mid, "status", "phase"); p != "Receiving" {
 		t.Errorf("after the upgrade the capture is %s, want still Receiving (the stream outlasts the upgrade): %s", p, captureSummary(mid))
 	}
-	end := waitCapture(t, "upgrade", 4*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
-		return str(u, "status", "phase") == "Succeeded"
-	})
-	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender.Name, "main"))
+	end := waitVerified(t, "upgrade", sender)
 	if num(end, "status", "bytesReceived") != upgradeStreamBytes {
 		t.Errorf("bytesReceived %d, want %d", num(end, "status", "bytesReceived"), upgradeStreamBytes)
 	}
@@ -133,17 +124,7 @@ func stepHelmUninstallLeaves(t *testing.T) {
 	u := waitCapture(t, "orphan", 3*time.Minute, "Listening under the new operator", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
-	podName := str(u, "status", "pod")
-	sender := senderPod("orphan-sender", u, "--qps 4 --mode send --msg-bytes 65536 --bytes 8388608 --seed 1")
-	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	t.Cleanup(func() { logsOnFailure(t, sender.Name, "main", podName, "receiver", podName, "verify") })
-	end := waitCapture(t, "orphan", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
-		return str(u, "status", "phase") == "Succeeded"
-	})
-	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender.Name, "main"))
+	waitVerified(t, "orphan", startSender(t, "orphan-sender", u, "--qps 4 --mode send --msg-bytes 65536 --bytes 8388608 --seed 1"))
 	if after := podUIDs(capturePods(t, "orphan")); !sameUIDs(before, after) {
 		t.Errorf("capture pods %v before, %v after the operator came back: the new operator replaced the pod", before, after)
 	}

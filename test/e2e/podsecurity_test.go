@@ -53,16 +53,8 @@ func stepRestrictedNamespace(t *testing.T) {
 	if sc := pod.Spec.Containers[0].SecurityContext; slices.Contains(sc.Capabilities.Add, "IPC_LOCK") || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
 		t.Errorf("receiver security context %+v, want no IPC_LOCK and a non-root user", sc)
 	}
-	sender := senderPod("restricted-sender", u, "--qps 4 --mode send --msg-bytes 65536 --bytes 8388608 --seed 1")
-	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
-	t.Cleanup(func() { logsOnFailure(t, sender.Name, "main", podName, "receiver", podName, "verify") })
-	end := waitCapture(t, "restricted", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
-		return str(u, "status", "phase") == "Succeeded"
-	})
-	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender.Name, "main"))
+	sender := startSender(t, "restricted-sender", u, "--qps 4 --mode send --msg-bytes 65536 --bytes 8388608 --seed 1")
+	waitVerified(t, "restricted", sender)
 }
 
 // labelNamespace sets (value "": removes) a label on the test namespace.

@@ -80,6 +80,32 @@ func captureEvents(ctx context.Context, name string) ([]string, error) {
 }
 
 // senderPod streams a seeded pattern to the capture's endpoint.
+// startSender creates a sender pod (senderPod) streaming into the capture u, deleted at the
+// end of the test; on failure the test logs the sender's, the receiver's and reader verify's
+// output. It returns the sender pod's name.
+func startSender(t *testing.T, name string, u *unstructured.Unstructured, args string) string {
+	t.Helper()
+	sender := senderPod(name, u, args)
+	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(context.Background(), sender, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podName := str(u, "status", "pod")
+	t.Cleanup(func() { deletePodAndWait(t, testNamespace, sender.Name) })
+	t.Cleanup(func() { logsOnFailure(t, sender.Name, "main", podName, "receiver", podName, "verify") })
+	return sender.Name
+}
+
+// waitVerified waits until the capture has Succeeded and checks its run: one observation,
+// every container exited 0, and the reader verified what the sender sent.
+func waitVerified(t *testing.T, capture, sender string) *unstructured.Unstructured {
+	t.Helper()
+	end := waitCapture(t, capture, 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "phase") == "Succeeded"
+	})
+	checkVerifiedRun(t, end, podLogs(t, testNamespace, sender, "main"))
+	return end
+}
+
 func senderPod(name string, u *unstructured.Unstructured, args string) *corev1.Pod {
 	addr := str(u, "status", "endpoint", "address") + ":" + str(u, "status", "endpoint", "port")
 	p := shellPod(name, "exec ringcap send --connect "+addr+" "+args)
