@@ -148,15 +148,7 @@ func TestDriverOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runUntilCleanup(t, d)
 
 	slice := waitSlice(t, admin, []string{"mlx5-0-p1", "mlx5-2-p1"})
 	if slice.Spec.NodeName == nil || *slice.Spec.NodeName != node || slice.Spec.Pool.Name != node || len(slice.OwnerReferences) != 1 || slice.OwnerReferences[0].Kind != "Node" {

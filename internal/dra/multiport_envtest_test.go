@@ -32,15 +32,7 @@ func TestMultiPortOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runUntilCleanup(t, d)
 
 	slice := waitSlice(t, admin, []string{"mlx4-0", "mlx4-1"})
 	d.mu.Lock()

@@ -182,15 +182,7 @@ func TestRollingUpdateOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(runCtx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run %s: %v", uid, err)
-			}
-		})
+		runUntilCleanup(t, d)
 		waitSlice(t, admin, []string{"synth0-p1"})
 		waitPublished(t, d)
 		reg := filepath.Join(dir, "r", kubeletplugin.RollingUpdateRegistrarSocketFile(filepath.Join(dir, "r"), DriverName, uid))
