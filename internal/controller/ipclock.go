@@ -85,9 +85,13 @@ func (r *RingCaptureReconciler) decideIPCLock(ctx context.Context, rc *ringcapv1
 
 // candidateMemlocks are the memlock limits of the RDMANodes of the given nodes, by name.
 func candidateMemlocks(rnodes []ringcapv1.RDMANode, nodes []corev1.Node) []NodeMemlock {
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
 	var out []NodeMemlock
 	for _, rn := range rnodes {
-		if slices.ContainsFunc(nodes, func(n corev1.Node) bool { return n.Name == rn.Name }) {
+		if names[rn.Name] {
 			out = append(out, NodeMemlock{Node: rn.Name, Limit: rn.Status.ContainerMemlock})
 		}
 	}

@@ -241,13 +241,9 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 	if spec.Images.PullPolicy != "" {
 		pull = spec.Images.PullPolicy
 	}
-	receiver := receiverContainer(rc, opts, image, pull)
-	if !ipcLockOf(opts).Grant {
-		receiver.SecurityContext.Capabilities.Add = nil
-	}
-	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10)}
 	lock := ipcLockOf(opts)
-	annotations[AnnotationIPCLock] = lock.Reason
+	receiver := receiverContainer(rc, opts, image, pull, lock)
+	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10), AnnotationIPCLock: lock.Reason}
 	var volumes []corev1.Volume
 	if vol, ok := headerVolumeOf(spec.Ring.Header, annotations); ok {
 		volumes = append(volumes, vol)
@@ -292,7 +288,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 // receiverContainer is the receiver: ringcap recv with its ports, identity,
 // resources, summary as termination message, IPC_LOCK alone, and a readiness
 // probe on /status.
-func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string, pull corev1.PullPolicy) corev1.Container {
+func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string, pull corev1.PullPolicy, lock IPCLockDecision) corev1.Container {
 	spec := rc.Spec
 	return corev1.Container{
 		Name:            ringcapv1.ReceiverContainerName,
@@ -318,7 +314,7 @@ func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string,
 			RunAsGroup:               ptr(int64(receiverUID)),
 			Capabilities: &corev1.Capabilities{
 				Drop: []corev1.Capability{"ALL"},
-				Add:  []corev1.Capability{"IPC_LOCK"},
+				Add:  lock.capabilities(),
 			},
 		},
 		ReadinessProbe: &corev1.Probe{
@@ -408,6 +404,14 @@ func readerSecurity(rd ringcapv1.ReaderContainer) *corev1.SecurityContext {
 		sc.RunAsNonRoot = ptr(true)
 	}
 	return sc
+}
+
+// capabilities are what the decision adds to the receiver: IPC_LOCK or nothing.
+func (d IPCLockDecision) capabilities() []corev1.Capability {
+	if !d.Grant {
+		return nil
+	}
+	return []corev1.Capability{"IPC_LOCK"}
 }
 
 // ipcLockOf is the pod's IPC_LOCK decision (granted when none was made).

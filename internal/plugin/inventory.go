@@ -56,7 +56,7 @@ type InventorySink interface {
 
 func (p *Plugin) buildInventory(devs []rdma.Device, skipped []rdma.Skipped) *Inventory {
 	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
-	st := ringcapv1alpha1.RDMANodeStatus{LastScanTime: &now, PluginVersion: p.opts.Version, ContainerMemlock: p.memlock()}
+	st := ringcapv1alpha1.RDMANodeStatus{LastScanTime: &now, PluginVersion: p.opts.Version, ContainerMemlock: p.containerMemlock}
 	pools, poolOf, units := p.poolsStatus()
 	st.Pools = pools
 	h := nodeHealth{all: true}
@@ -271,16 +271,16 @@ func keepTransitionTime(cur *unstructured.Unstructured, st *ringcapv1alpha1.RDMA
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
-// memlock is the memlock limit for the inventory; nil (not reported) when it cannot be
-// read, which the operator treats as unknown.
-func (p *Plugin) memlock() *ringcapv1alpha1.MemlockLimit {
-	read := p.opts.Memlock
+// readMemlock reads the memlock limit for the inventory once (a process's limit does not
+// change); nil (not reported) when it cannot be read, which the operator treats as unknown.
+func readMemlock(opts Options) *ringcapv1alpha1.MemlockLimit {
+	read := opts.Memlock
 	if read == nil {
 		read = OwnMemlock
 	}
 	m, err := read()
 	if err != nil {
-		p.log.Error(err, "Memlock limit left out of the inventory")
+		opts.Log.Error(err, "Memlock limit left out of the inventory")
 		return nil
 	}
 	return m

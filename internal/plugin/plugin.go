@@ -51,6 +51,8 @@ type Plugin struct {
 	cfg     *Config
 	pools   []*poolServer
 	metrics *metrics
+	// containerMemlock is the inventory's containerMemlock, read once by New.
+	containerMemlock *ringcapv1alpha1.MemlockLimit
 
 	mu          sync.Mutex
 	devs        []rdma.Device
@@ -96,7 +98,8 @@ func New(opts Options) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{opts: opts, log: opts.Log, cfg: opts.Config, metrics: m, lastSkipped: map[string]bool{}, lastOverlap: map[string]bool{}, scanned: make(chan struct{})}
+	p := &Plugin{opts: opts, log: opts.Log, cfg: opts.Config, metrics: m, lastSkipped: map[string]bool{}, lastOverlap: map[string]bool{}, scanned: make(chan struct{}),
+		containerMemlock: readMemlock(opts)}
 	for _, pc := range opts.Config.Pools {
 		p.pools = append(p.pools, newPoolServer(p, pc))
 	}
