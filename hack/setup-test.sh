@@ -124,7 +124,8 @@ main() {
     echo "$(command -v go): $(go version) (go.mod: $(awk "\$1 == \"go\" {print \$2}" go.mod))"
     [ "$(go env GOVERSION)" = "go$RINGCAP_GO_VERSION" ] || { echo "go reports $(go env GOVERSION), not go$RINGCAP_GO_VERSION"; exit 1; }
     go build ./pkg/dada ./pkg/capture/wire ./pkg/pattern
-    go test -count=1 ./pkg/capture/wire ./pkg/pattern' || die "the installed go does not build this tree"
+    # TestCSender* builds examples/c-sender with make and gcc, which SKIP_APT leaves out; make test runs it.
+    go test -count=1 -skip "^TestCSender" ./pkg/capture/wire ./pkg/pattern' || die "the installed go does not build this tree"
   log "go build and go test in the root took $((SECONDS - t))s"
 
   local again
