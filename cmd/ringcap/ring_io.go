@@ -339,13 +339,11 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 		return err
 	}
 	defer func() { _ = h.Close() }()
-	var out *os.File
-	if o.out != "" {
-		// Write-only: os.Create opens O_RDWR, which makes a pipe (-o /dev/stdout) its own
-		// reader, so a consumer that leaves never ends the write (no EPIPE).
-		if out, err = os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
+	out, err := openReadOutput(o.out)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if out != nil {
 		defer func() {
 			if cerr := out.Close(); err == nil && cerr != nil {
 				err = cerr
@@ -357,12 +355,11 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 		return err
 	}
 	defer func() { _ = r.Close() }()
-	var disk *dadaDir
+	to := sinks{out, nil}
 	if o.dadaDir != "" {
-		disk = newDadaDir(o.dadaDir, h.Header.BufSize())
-		defer disk.abort()
+		to.disk = newDadaDir(o.dadaDir, h.Header.BufSize())
+		defer to.disk.abort()
 	}
-	resumed := sayResumed(errw, r)
 	var st readStats
 	defer func() {
 		outf(errw, "read: bytes=%d blocks=%d observations=%d mismatches=%d\n", st.bytes, st.blocks, st.observations, st.mismatches)
@@ -370,6 +367,23 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 			err = fmt.Errorf("%d blocks did not match the pattern with seed %d", st.mismatches, o.seed)
 		}
 	}()
+	return readObservations(ctx, errw, r, o, to, &st)
+}
+
+// openReadOutput opens --output write-only (nil for none): os.Create opens O_RDWR, which
+// makes a pipe (-o /dev/stdout) its own reader, so a consumer that leaves never ends the
+// write (no EPIPE).
+func openReadOutput(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// readObservations reads observation after observation into to until the context ends
+// between two of them, or after one with --single.
+func readObservations(ctx context.Context, errw io.Writer, r *dada.Reader, o *ringReadOpts, to sinks, st *readStats) error {
+	resumed := sayResumed(errw, r)
 	for {
 		hdr, err := r.ReadHeader(ctx)
 		if err != nil {
@@ -378,7 +392,6 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 			}
 			return err
 		}
-		to := sinks{out, disk}
 		if st.observations > 0 {
 			resumed = 0 // only the first observation can be one taken over
 		}
@@ -386,7 +399,7 @@ func runRingRead(ctx context.Context, errw io.Writer, o *ringReadOpts) (err erro
 		if err != nil {
 			return fmt.Errorf("observation %d: %w", st.observations, err)
 		}
-		if err := readObservation(ctx, errw, r, o, to, offset, &st); err != nil {
+		if err := readObservation(ctx, errw, r, o, to, offset, st); err != nil {
 			return err
 		}
 		st.observations++

@@ -353,38 +353,7 @@ func checkFields(v any, t reflect.Type, path string) error {
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if t.Kind() != reflect.Struct {
-			return fieldErr(path, "want %s, got a mapping", kindName(t))
-		}
-		if t == reflect.TypeOf(Duration{}) {
-			return nil
-		}
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name != "" && name != "-" {
-				fields[name] = f.Type
-			}
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			ft, ok := fields[k]
-			if !ok {
-				return fieldErr(p, "unknown field")
-			}
-			if err := checkFields(x[k], ft, p); err != nil {
-				return err
-			}
-		}
+		return checkMapping(x, t, path)
 	case []any:
 		if t.Kind() != reflect.Slice {
 			return fieldErr(path, "want %s, got a list", kindName(t))
@@ -399,20 +368,63 @@ func checkFields(v any, t reflect.Type, path string) error {
 			return fieldErr(path, "want %s, got string %q", kindName(t), trunc(x))
 		}
 	case float64:
-		switch t.Kind() {
-		case reflect.Int, reflect.Int32, reflect.Int64:
-			if x != float64(int64(x)) {
-				return fieldErr(path, "want an integer, got %v", x)
-			}
-		default:
-			return fieldErr(path, "want %s, got number %v", kindName(t), x)
-		}
+		return checkNumber(x, t, path)
 	case bool:
 		if t.Kind() != reflect.Bool {
 			return fieldErr(path, "want %s, got %v", kindName(t), x)
 		}
 	}
 	return nil
+}
+
+// checkMapping checks a decoded mapping against struct type t, keys in sorted order.
+func checkMapping(x map[string]any, t reflect.Type, path string) error {
+	if t.Kind() != reflect.Struct {
+		return fieldErr(path, "want %s, got a mapping", kindName(t))
+	}
+	if t == reflect.TypeOf(Duration{}) {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			fields[name] = f.Type
+		}
+	}
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := k
+		if path != "" {
+			p = path + "." + k
+		}
+		ft, ok := fields[k]
+		if !ok {
+			return fieldErr(p, "unknown field")
+		}
+		if err := checkFields(x[k], ft, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNumber checks a decoded number against type t: integers for integer fields.
+func checkNumber(x float64, t reflect.Type, path string) error {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		if x != float64(int64(x)) {
+			return fieldErr(path, "want an integer, got %v", x)
+		}
+		return nil
+	default:
+		return fieldErr(path, "want %s, got number %v", kindName(t), x)
+	}
 }
 
 func kindName(t reflect.Type) string {

@@ -160,7 +160,12 @@ func (p *Plugin) Run(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", p.opts.KubeletDir, err)
 	}
 	p.log.Info("Serving", "resources", p.Resources(), "kubeletDir", p.opts.KubeletDir, "rescanInterval", p.cfg.RescanInterval.Duration)
+	return p.serve(ctx, w)
+}
 
+// serve keeps the endpoints registered and the inventory published until ctx is done:
+// at once, when the kubelet restarts or an endpoint's socket goes, and every rescan interval.
+func (p *Plugin) serve(ctx context.Context, w *fsnotify.Watcher) error {
 	p.reconcileEndpoints(ctx)
 	p.publish(ctx)
 	tick := time.NewTicker(p.cfg.RescanInterval.Duration)
@@ -173,8 +178,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 			if !ok {
 				return errors.New("kubelet directory watcher closed")
 			}
-			base := filepath.Base(ev.Name)
-			if (base == "kubelet.sock" && ev.Has(fsnotify.Create)) || (strings.HasPrefix(base, "ringcap-") && ev.Has(fsnotify.Remove)) {
+			if kubeletRestartedOrSocketGone(ev) {
 				p.reconcileEndpoints(ctx)
 			}
 		case err, ok := <-w.Errors:
@@ -189,6 +193,12 @@ func (p *Plugin) Run(ctx context.Context) error {
 			p.publish(ctx)
 		}
 	}
+}
+
+// kubeletRestartedOrSocketGone: the kubelet's socket was created, or one of ours removed.
+func kubeletRestartedOrSocketGone(ev fsnotify.Event) bool {
+	base := filepath.Base(ev.Name)
+	return (base == "kubelet.sock" && ev.Has(fsnotify.Create)) || (strings.HasPrefix(base, "ringcap-") && ev.Has(fsnotify.Remove))
 }
 
 // reconcileEndpoints restarts and (re-)registers every pool endpoint that needs it.

@@ -328,38 +328,55 @@ func connectRing(key Key, contiguous bool) (r *Ring, err error) {
 			_ = r.close()
 		}
 	}()
+	if err := r.checkGeometry(size); err != nil {
+		return r, err
+	}
+	if err := r.getIPC(); err != nil {
+		return r, err
+	}
+	return r, r.attachBlocks(contiguous)
+}
+
+// checkGeometry validates the geometry the sync segment (size bytes) holds and takes it.
+func (r *Ring) checkGeometry(size uint64) error {
+	key := r.key
 	nbufs, bufsz, nread := r.sync.nbufs(), r.sync.bufsz(), r.sync.nReaders()
 	if nbufs == 0 && bufsz == 0 && nread == 0 {
-		return r, fmt.Errorf("sync segment %#x holds no geometry yet: %w", uint32(key), ErrRingIncomplete)
+		return fmt.Errorf("sync segment %#x holds no geometry yet: %w", uint32(key), ErrRingIncomplete)
 	}
 	if nbufs == 0 || nbufs > MaxNBufs || bufsz == 0 || bufsz > 1<<40 || nread < 1 || nread > MaxReaders {
-		return r, fmt.Errorf("sync segment %#x holds an invalid ring (nbufs=%d bufsz=%d n_readers=%d)", uint32(key), nbufs, bufsz, nread)
+		return fmt.Errorf("sync segment %#x holds an invalid ring (nbufs=%d bufsz=%d n_readers=%d)", uint32(key), nbufs, bufsz, nread)
 	}
 	if size < syncSize(nbufs) {
-		return r, fmt.Errorf("sync segment %#x is %d bytes, need %d for %d blocks", uint32(key), size, syncSize(nbufs), nbufs)
+		return fmt.Errorf("sync segment %#x is %d bytes, need %d for %d blocks", uint32(key), size, syncSize(nbufs), nbufs)
 	}
 	if dev := r.sync.onDeviceID(); dev >= 0 {
-		return r, fmt.Errorf("ring %s lives in GPU memory (on_device_id=%d, dada_db -g): not supported", key, dev)
+		return fmt.Errorf("ring %s lives in GPU memory (on_device_id=%d, dada_db -g): not supported", key, dev)
 	}
 	r.nbufs, r.bufsz, r.nreaders = int(nbufs), int(bufsz), nread
+	return nil
+}
+
+// getIPC looks up the ring's semaphore sets and block segments by the sync segment's keys.
+func (r *Ring) getIPC() (err error) {
 	if r.connSem, err = semGet(r.sync.semkeyConnect(), 2, perm); err != nil {
-		return r, fmt.Errorf("get connection semaphores %#x: %w", uint32(r.sync.semkeyConnect()), incomplete(err))
+		return fmt.Errorf("get connection semaphores %#x: %w", uint32(r.sync.semkeyConnect()), incomplete(err))
 	}
-	r.dataSem = make([]int, nread)
+	r.dataSem = make([]int, r.nreaders)
 	for i := range r.dataSem {
 		k := r.sync.semkeyData(i)
 		if r.dataSem[i], err = semGet(k, 5, perm); err != nil {
-			return r, fmt.Errorf("get data semaphores of reader %d %#x: %w", i, uint32(k), incomplete(err))
+			return fmt.Errorf("get data semaphores of reader %d %#x: %w", i, uint32(k), incomplete(err))
 		}
 	}
-	r.blockIDs = make([]int, nbufs)
+	r.blockIDs = make([]int, r.nbufs)
 	for b := range r.blockIDs {
 		k := r.sync.shmKey(uint64(b))
-		if r.blockIDs[b], err = shmGet(k, bufsz, perm); err != nil {
-			return r, fmt.Errorf("get block %d %#x: %w", b, uint32(k), incomplete(err))
+		if r.blockIDs[b], err = shmGet(k, uint64(r.bufsz), perm); err != nil {
+			return fmt.Errorf("get block %d %#x: %w", b, uint32(k), incomplete(err))
 		}
 	}
-	return r, r.attachBlocks(contiguous)
+	return nil
 }
 
 // attachBlocks attaches every block: back to back when contiguous is requested and possible,

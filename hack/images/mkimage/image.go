@@ -130,93 +130,114 @@ func Build(s Spec) (v1.Hash, error) {
 // collect walks every source and returns the layer's entries, parents first, sorted by path.
 // A later source replaces an earlier entry with the same path.
 func collect(s Spec) ([]entry, error) {
-	byPath := map[string]entry{}
-	dir := func(p string, mode int64) {
-		if _, ok := byPath[p]; !ok {
-			byPath[p] = entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: mode}}
-		}
-	}
-	parents := func(p string) {
-		for d := path.Dir(p); d != "/" && d != "."; d = path.Dir(d) {
-			dir(d, 0o755)
-		}
-	}
+	t := layerTree{}
 	// every image gets a world-writable /tmp (with the sticky bit) and /etc
-	byPath["/tmp"] = entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: "/tmp/", Mode: 0o1777}}
-	dir("/etc", 0o755)
-	add := func(dest string, e entry) {
-		parents(dest)
-		e.hdr.Name = dest
-		if e.hdr.Typeflag == tar.TypeDir {
-			e.hdr.Name += "/"
-		}
-		byPath[dest] = e
-	}
+	t["/tmp"] = entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: "/tmp/", Mode: 0o1777}}
+	t.dir("/etc", 0o755)
 	for _, c := range s.Files {
-		st, err := os.Stat(c.Src)
-		if err != nil {
-			return nil, fmt.Errorf("read source %s: %w", c.Src, err)
-		}
-		dest := path.Clean("/" + c.Dest)
-		if !st.IsDir() {
-			if strings.HasSuffix(c.Dest, "/") {
-				dest = path.Join(dest, filepath.Base(c.Src))
-			}
-			add(dest, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Mode: int64(st.Mode().Perm()), Size: st.Size()}, src: c.Src})
-			continue
-		}
-		err = filepath.WalkDir(c.Src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(c.Src, p)
-			if err != nil {
-				return err
-			}
-			target := path.Join(dest, filepath.ToSlash(rel))
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			switch {
-			case d.IsDir():
-				if target != "/" {
-					add(target, entry{hdr: tar.Header{Typeflag: tar.TypeDir, Mode: int64(info.Mode().Perm())}})
-				}
-			case info.Mode()&fs.ModeSymlink != 0:
-				l, err := os.Readlink(p)
-				if err != nil {
-					return err
-				}
-				add(target, entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Linkname: l, Mode: 0o777}})
-			case info.Mode().IsRegular():
-				add(target, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Mode: int64(info.Mode().Perm()), Size: info.Size()}, src: p})
-			default:
-				return fmt.Errorf("%s: unsupported file type %s", p, info.Mode().Type())
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("copy %s: %w", c.Src, err)
+		if err := t.copy(c); err != nil {
+			return nil, err
 		}
 	}
 	for _, l := range s.Symlinks {
-		add(path.Clean("/"+l.Link), entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Linkname: l.Target, Mode: 0o777}})
+		t.add(path.Clean("/"+l.Link), entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Linkname: l.Target, Mode: 0o777}})
 	}
-	paths := make([]string, 0, len(byPath))
-	for p := range byPath {
+	return t.sorted(), nil
+}
+
+// layerTree is the layer's entries by absolute path.
+type layerTree map[string]entry
+
+// dir adds directory p unless an entry is there already.
+func (t layerTree) dir(p string, mode int64) {
+	if _, ok := t[p]; !ok {
+		t[p] = entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: p + "/", Mode: mode}}
+	}
+}
+
+// add puts e at dest, replacing what was there, with its missing parents.
+func (t layerTree) add(dest string, e entry) {
+	for d := path.Dir(dest); d != "/" && d != "."; d = path.Dir(d) {
+		t.dir(d, 0o755)
+	}
+	e.hdr.Name = dest
+	if e.hdr.Typeflag == tar.TypeDir {
+		e.hdr.Name += "/"
+	}
+	t[dest] = e
+}
+
+// copy adds a source file, or a source directory's tree, at its destination.
+func (t layerTree) copy(c Copy) error {
+	st, err := os.Stat(c.Src)
+	if err != nil {
+		return fmt.Errorf("read source %s: %w", c.Src, err)
+	}
+	dest := path.Clean("/" + c.Dest)
+	if !st.IsDir() {
+		if strings.HasSuffix(c.Dest, "/") {
+			dest = path.Join(dest, filepath.Base(c.Src))
+		}
+		t.add(dest, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Mode: int64(st.Mode().Perm()), Size: st.Size()}, src: c.Src})
+		return nil
+	}
+	err = filepath.WalkDir(c.Src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(c.Src, p)
+		if err != nil {
+			return err
+		}
+		return t.addWalked(p, path.Join(dest, filepath.ToSlash(rel)), d)
+	})
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", c.Src, err)
+	}
+	return nil
+}
+
+// addWalked adds the walked file p (a directory, symlink or regular file) at target.
+func (t layerTree) addWalked(p, target string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	switch {
+	case d.IsDir():
+		if target != "/" {
+			t.add(target, entry{hdr: tar.Header{Typeflag: tar.TypeDir, Mode: int64(info.Mode().Perm())}})
+		}
+	case info.Mode()&fs.ModeSymlink != 0:
+		l, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		t.add(target, entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Linkname: l, Mode: 0o777}})
+	case info.Mode().IsRegular():
+		t.add(target, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Mode: int64(info.Mode().Perm()), Size: info.Size()}, src: p})
+	default:
+		return fmt.Errorf("%s: unsupported file type %s", p, info.Mode().Type())
+	}
+	return nil
+}
+
+// sorted returns the entries by path, names relative, times zero, in PAX format.
+func (t layerTree) sorted() []entry {
+	paths := make([]string, 0, len(t))
+	for p := range t {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	out := make([]entry, 0, len(paths))
 	for _, p := range paths {
-		e := byPath[p]
+		e := t[p]
 		e.hdr.Name = strings.TrimPrefix(e.hdr.Name, "/")
 		e.hdr.ModTime = time.Unix(0, 0)
 		e.hdr.Format = tar.FormatPAX
 		out = append(out, e)
 	}
-	return out, nil
+	return out
 }
 
 func writeLayer(entries []entry) ([]byte, error) {

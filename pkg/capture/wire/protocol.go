@@ -873,6 +873,11 @@ func (m Accept) validate() error {
 	if err := m.validateKeys(); err != nil {
 		return err
 	}
+	return m.validateRegions()
+}
+
+// validateRegions checks the region table against the mode and the ring's geometry.
+func (m Accept) validateRegions() error {
 	switch {
 	case m.Mode == ModeSend && len(m.Regions) != 0:
 		return fmt.Errorf("%w: send mode with a region table", ErrProtocol)
