@@ -9,7 +9,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,22 +18,13 @@ import (
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
-// Test keys: high bits from the pid, low bits 0xb000.. in steps of 2 (pkg/dada's tests use
+// testKeys: high bits from the pid, low bits 0xb000.. in steps of 2 (pkg/dada's tests use
 // 0xa000..), so concurrent test binaries do not collide. Never 0xdada.
-var (
-	keyMu   sync.Mutex
-	keyNext = 0xb000
-	used    []dada.Key
-)
+var testKeys = ipctest.NewKeys(0x3000, 64, 0x100, 0xb000)
 
 func testKey(t testing.TB) dada.Key {
 	t.Helper()
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	k := dada.Key((0x3000+(os.Getpid()%64)*0x100)<<16 | keyNext)
-	keyNext += 2
-	used = append(used, k)
-	return k
+	return dada.Key(testKeys.Next())
 }
 
 // ringcap runs the CLI in-process and returns its stdout and stderr.
@@ -266,7 +256,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	// Fail when any shared memory segment or semaphore set of a test key is left.
-	if !ipctest.CheckLeaks(used, 70) {
+	if !ipctest.CheckLeaks(testKeys.Used(), 70) {
 		code = 1
 	}
 	os.Exit(code)

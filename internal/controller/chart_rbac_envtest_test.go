@@ -23,6 +23,7 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 )
 
 // TestChartRoleAggregatesRingCapturesIntoEditAndView applies the chart's editor and viewer
@@ -42,7 +43,7 @@ func TestChartRoleAggregatesRingCapturesIntoEditAndView(t *testing.T) {
 	applyChart(t, "aggregated-system", func(o client.Object) bool {
 		return o.GetName() == "rc-ringcap-ringcapture-editor" || o.GetName() == "rc-ringcap-ringcapture-viewer"
 	})
-	err := testenv.Eventually(waitTimeout, nil, func() (bool, string) {
+	err := testkit.Eventually(waitTimeout, nil, func() (bool, string) {
 		return allowed(t, "alice", ns, "create", "ringcaptures") && allowed(t, "bob", ns, "list", "ringcaptures"), "not yet aggregated"
 	})
 	if err != nil {
@@ -67,7 +68,7 @@ func TestChartRoleAggregatesRingCapturesIntoEditAndView(t *testing.T) {
 		t.Errorf("bob (view in %s only) lists RDMANodes: %v, want forbidden (they are cluster-scoped)", ns, err)
 	}
 	bindRole(t, "", "ClusterRole", "rc-ringcap-ringcapture-viewer", "carol")
-	err = testenv.Eventually(waitTimeout, nil, func() (bool, string) {
+	err = testkit.Eventually(waitTimeout, nil, func() (bool, string) {
 		err := as(t, "carol").List(ctx, &ringcapv1.RDMANodeList{})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -32,6 +32,7 @@ import (
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/controller"
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
@@ -254,7 +255,7 @@ func operatorExited() error {
 
 // waitFor polls cond until it holds, timeout passes or the operator exits.
 func waitFor(timeout time.Duration, cond func() (bool, string)) error {
-	return testenv.Eventually(timeout, operatorExited, cond)
+	return testkit.Eventually(timeout, operatorExited, cond)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ringcap/ringcap/internal/plugin"
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
@@ -29,7 +30,7 @@ func parseConfig(t *testing.T, y string) *plugin.Config {
 // TestRunRefusesOverlap: a device the device plugin's config selects too refuses the
 // start, naming the device and both pools, before anything is registered.
 func TestRunRefusesOverlap(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	dir := t.TempDir()
 	d, err := New(Options{Roots: treeRoots(rxeTree), NodeName: node, CDIDir: filepath.Join(dir, "cdi"), Client: fake.NewClientset(),
 		PluginDir: filepath.Join(dir, "p"), RegistryDir: filepath.Join(dir, "r"),
@@ -60,7 +61,7 @@ func TestRunRefusesOverlap(t *testing.T) {
 // both configs is not published, each of its ports is left out with the reason, and a claim
 // for it is refused.
 func TestRescanLeavesOutLateOverlap(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	roots := rdma.Roots{Sys: rdmatest.CopyDir(t, rxeTree+"/sys"), Dev: rdmatest.CopyDir(t, rxeTree+"/dev")}
 	link := filepath.Join(roots.Sys, "class", "infiniband", "rxe1")
 	target, err := os.Readlink(link)

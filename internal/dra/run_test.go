@@ -24,6 +24,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 )
 
 // TestRunStops runs the driver with an in-memory API (client-go's fake clientset;
@@ -31,7 +32,7 @@ import (
 // it: Run returns nil, its sockets are gone and no goroutine is left behind; alone, and
 // as one pod of a rolling update (its own socket names, the state checks' lock).
 func TestRunStops(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	for _, uid := range []types.UID{"", "pod-1"} {
 		t.Run("podUID="+string(uid), func(t *testing.T) { runAndStop(t, uid) })
 	}
@@ -92,13 +93,6 @@ func runAndStop(t *testing.T, uid types.UID) {
 	}
 }
 
-func hostOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("RINGCAP_VM") == "1" {
-		t.Skip("testdata-tree test: runs on the host (make test)")
-	}
-}
-
 // patience bounds a failing wait (nothing here measures speed).
 const patience = 60 * time.Second
 
@@ -106,7 +100,7 @@ const patience = 60 * time.Second
 // (then it checks Run returned nil); done gets Run's result.
 func runDriver(t *testing.T, timeout time.Duration) (d *Driver, dir string, reg *prometheus.Registry, done chan error) {
 	t.Helper()
-	hostOnly(t)
+	testkit.HostOnly(t)
 	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, UID: "node-uid"}})
 	dir, err := os.MkdirTemp("", "rdra")
 	if err != nil {
@@ -131,7 +125,7 @@ func runDriver(t *testing.T, timeout time.Duration) (d *Driver, dir string, reg 
 func waitHealthy(t *testing.T, d *Driver, done chan error) {
 	t.Helper()
 	var last error
-	err := testenv.Eventually(patience, func() error {
+	err := testkit.Eventually(patience, func() error {
 		select {
 		case err := <-done:
 			return fmt.Errorf("Run returned: %w", err)
@@ -174,7 +168,7 @@ func TestHealthyFailsWithoutSocket(t *testing.T) {
 	d, dir, reg, done := runDriver(t, time.Hour)
 	waitHealthy(t, d, done)
 	kubeletRegisters(t, filepath.Join(dir, "r", DriverName+"-reg.sock"), true, "")
-	if err := testenv.Eventually(patience, nil, func() (bool, string) {
+	if err := testkit.Eventually(patience, nil, func() (bool, string) {
 		v := testutil.ToFloat64(d.metrics.registered)
 		return v == 1, fmt.Sprintf("ringcap_dra_registered %v", v)
 	}); err != nil {

@@ -20,6 +20,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
@@ -229,7 +230,7 @@ func prepareErr(t *testing.T, c drapb.DRAPluginClient, claim *drapb.Claim) strin
 // waitFile waits until path exists (a socket the driver is about to create).
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	if err := testenv.Eventually(wait, nil, func() (bool, string) {
+	if err := testkit.Eventually(wait, nil, func() (bool, string) {
 		_, err := os.Stat(path)
 		return err == nil, fmt.Sprint(err)
 	}); err != nil {
@@ -241,7 +242,7 @@ func waitFile(t *testing.T, path string) {
 // ResourceSlice controller has started).
 func waitPublished(t *testing.T, d *Driver) {
 	t.Helper()
-	if err := testenv.Eventually(wait, nil, func() (bool, string) {
+	if err := testkit.Eventually(wait, nil, func() (bool, string) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return d.published != nil, "not published"

@@ -22,6 +22,7 @@ import (
 	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
@@ -192,7 +193,7 @@ func TestSlicePolicyOnAPIServer(t *testing.T) {
 
 	// The policy takes effect once the API server has compiled it: wait for the first
 	// refusal (slices let through before are removed).
-	if err := testenv.Eventually(wait, nil, func() (bool, string) {
+	if err := testkit.Eventually(wait, nil, func() (bool, string) {
 		_, err := onNode1.Create(ctx, testSlice("foreign", "node-2"), metav1.CreateOptions{})
 		if err == nil {
 			_ = admin.ResourceV1().ResourceSlices().Delete(ctx, "foreign", metav1.DeleteOptions{})

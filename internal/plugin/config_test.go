@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -95,7 +96,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestAssign(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	devs, _, err := rdma.Discover(rdma.Roots{Sys: "../../pkg/rdma/testdata/pci/sys", Dev: "../../pkg/rdma/testdata/pci/dev"})
 	if err != nil {
 		t.Fatal(err)

@@ -19,14 +19,3 @@ func shortTempDir(t *testing.T) string {
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
 }
-
-// hostOnly skips tests that read the committed testdata trees inside the Soft-RoCE
-// VM (make test-vm), where the repository is on 9p under emulation and reading many
-// small files takes minutes; they run on the host (make test), and the VM test
-// exercises the plugin on the live devices.
-func hostOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("RINGCAP_VM") == "1" {
-		t.Skip("testdata-tree test: runs on the host (make test); the VM tests the live devices")
-	}
-}

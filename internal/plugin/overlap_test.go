@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
@@ -58,7 +59,7 @@ func TestOverlaps(t *testing.T) {
 // TestRunRefusesOverlapWithOtherConfig: a device the DRA driver's config selects too
 // refuses the start, with an error naming the device and both pools, and no socket.
 func TestRunRefusesOverlapWithOtherConfig(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	dir := shortTempDir(t)
 	p, err := New(Options{Config: DefaultConfig(), Roots: rdma.Roots{Sys: "../../pkg/rdma/testdata/pci/sys", Dev: "../../pkg/rdma/testdata/pci/dev"},
 		KubeletDir: dir, OtherConfig: mustParse(t, "version: v1\npools: [{name: soft, selector: {devices: [rxe9, mlx5_2]}}]")})
@@ -84,7 +85,7 @@ func TestRunRefusesOverlapWithOtherConfig(t *testing.T) {
 // TestRescanLeavesOutLateOverlap: a device that appears after the start and is selected by
 // both configs is not advertised; the inventory says why.
 func TestRescanLeavesOutLateOverlap(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	roots := rdma.Roots{Sys: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/sys"), Dev: rdmatest.CopyDir(t, "../../pkg/rdma/testdata/pci/dev")}
 	link := filepath.Join(roots.Sys, "class", "infiniband", "mlx5_2")
 	target, err := os.Readlink(link)

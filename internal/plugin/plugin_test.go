@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/testenv"
+	"github.com/ringcap/ringcap/internal/testkit"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -138,7 +139,7 @@ func startHarnessOn(t *testing.T, cfg *Config, real bool, mutate func(*Options))
 // startHarnessTree runs the plugin over a copy of a testdata tree of pkg/rdma ("pci", "efa").
 func startHarnessTree(t *testing.T, tree string, cfg *Config, mutate func(*Options)) *harness {
 	t.Helper()
-	hostOnly(t)
+	testkit.HostOnly(t)
 	base := "../../pkg/rdma/testdata/" + tree
 	return startHarnessRoots(t, cfg, rdma.Roots{Sys: rdmatest.CopyDir(t, base+"/sys"), Dev: rdmatest.CopyDir(t, base+"/dev")}, mutate)
 }
@@ -505,7 +506,7 @@ func TestReregistersAfterKubeletRestart(t *testing.T) {
 }
 
 func TestShutdownRemovesSockets(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	before := runtime.NumGoroutine()
 	h := startHarness(t, nil, nil)
 	r := h.kubelet.registration(t)
@@ -536,7 +537,7 @@ func TestShutdownRemovesSockets(t *testing.T) {
 }
 
 func TestRefusesOverlappingExclusivePools(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	cfg, err := ParseConfig([]byte("version: v1\npools: [{name: a}, {name: b, selector: {drivers: [mlx5_core]}}]"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -212,27 +211,4 @@ func readYAML(path string, into any) error {
 		return fmt.Errorf("parse %s: %w", path, err)
 	}
 	return nil
-}
-
-// Eventually polls cond until it returns true or timeout passes; the timeout only
-// bounds a failing test (nothing here measures speed). It gives up at once when
-// abort (if not nil) returns an error, e.g. because the process that would make
-// cond true has exited.
-func Eventually(timeout time.Duration, abort func() error, cond func() (bool, string)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		if abort != nil {
-			if err := abort(); err != nil {
-				return fmt.Errorf("gave up waiting (%s): %w", why, err)
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("condition not met after %s: %s", timeout, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

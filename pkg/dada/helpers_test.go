@@ -4,47 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/ringcap/ringcap/internal/ipctest"
 )
 
-// Test keys: the high 16 bits derive from the pid (so concurrent test binaries, including
-// other packages' tests, do not collide), the low 16 bits count up in steps of 2 (so K+1,
-// the header ring, never meets the next ring). 0xdada is never used.
-var (
-	keyMu   sync.Mutex
-	keyNext = uint32(0xa000)
-	keyHigh = uint32(0x3000 + (os.Getpid()%64)*0x100)
-	// usedKeys records every key a test created a ring at, for the leak check.
-	usedKeys []Key
-)
+// testKeys: the high 16 bits derive from the pid (so concurrent test binaries, including
+// other packages' tests, do not collide), the low 16 bits count up from 0xa000 in steps of 2
+// (so K+1, the header ring, never meets the next ring). 0xdada is never used.
+var testKeys = ipctest.NewKeys(0x3000, 64, 0x100, 0xa000)
 
-func nextKey() Key {
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	if v := os.Getenv("RINGCAP_TEST_KEY"); v != "" { // a child process of a test
-		k, _ := ParseKey(v)
-		return k
-	}
-	k := Key(keyHigh<<16 | keyNext)
-	keyNext += 2
-	usedKeys = append(usedKeys, k)
-	return k
-}
-
-// testKey returns a key at which no object of a ring (data or header) exists.
+// testKey returns a key at which no object of a ring (data or header) exists; a child
+// process of a test takes its parent's from RINGCAP_TEST_KEY.
 func testKey(t testing.TB) Key {
 	t.Helper()
-	for i := 0; i < 100; i++ {
-		k := nextKey()
-		if !ringKeysInUse(k, 64) {
-			return k
+	if v := os.Getenv("RINGCAP_TEST_KEY"); v != "" {
+		k, err := ParseKey(v)
+		if err != nil {
+			t.Fatalf("RINGCAP_TEST_KEY %q: %v", v, err)
 		}
+		return k
 	}
-	t.Fatal("no free test key")
-	return 0
+	k, err := testKeys.Free(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Key(k)
 }
 
 // createTestRing creates a HDU at a fresh key and destroys it when the test ends.
@@ -88,7 +73,7 @@ func TestMain(m *testing.M) {
 	removeStaleTestRings(0xa000)
 	code := m.Run()
 	printRatios()
-	if !ipctest.CheckLeaks(usedKeys, 256) {
+	if !ipctest.CheckLeaks(testKeys.Used(), 256) {
 		code = 1
 	}
 	os.Exit(code)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ringcap/ringcap/internal/testkit"
 )
 
 // devinfo is what `ibv_devinfo -v` says about a device (the fields sysfs also has).
@@ -180,7 +182,7 @@ func compareWithDevinfo(t *testing.T, devs []Device, info map[string]*devinfo, s
 // Soft-RoCE devices in the VM (testdata/capture-sysfs.sh) and compares it with the
 // ibv_devinfo -v output captured in the same boot.
 func TestDiscoverCapturedRXE(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	r := Roots{Sys: "testdata/rxe-vm/sys", Dev: "testdata/rxe-vm/dev"}
 	devs, skipped, err := Discover(r)
 	if err != nil {

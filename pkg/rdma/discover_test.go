@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
 
@@ -34,7 +35,7 @@ func names(devs []Device) []string {
 }
 
 func TestDiscoverPCI(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	devs, skipped, err := Discover(pciRoots())
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestDiscoverNoRDMA(t *testing.T) {
 // TestDiscoverMalformed damages one attribute at a time in a copy of the PCI tree and
 // checks that exactly the affected device or port is skipped with a reason.
 func TestDiscoverMalformed(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	dev0 := "devices/pci0000:00/0000:00:02.0/0000:03:00.0/infiniband/mlx5_0"
 	cases := []struct {
 		name, file, content string
@@ -204,7 +205,7 @@ func TestDiscoverUnreadableClass(t *testing.T) {
 }
 
 func TestChooseGID(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	devs, _, err := Discover(pciRoots())
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func TestChooseGID(t *testing.T) {
 }
 
 func TestFindGIDByIP(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	devs, _, err := Discover(pciRoots())
 	if err != nil {
 		t.Fatal(err)
@@ -299,15 +300,4 @@ func TestRoCEMTU(t *testing.T) {
 func CopyTree(t *testing.T, r Roots) Roots {
 	t.Helper()
 	return Roots{Sys: rdmatest.CopyDir(t, r.Sys), Dev: rdmatest.CopyDir(t, r.Dev)}
-}
-
-// hostOnly skips tests that read the committed testdata trees when they run inside
-// the Soft-RoCE VM (make test-vm): there the repository is on 9p under emulation,
-// where reading thousands of small files takes minutes. They run on the host (make
-// test); in the VM the TestVM* tests check discovery against the live devices.
-func hostOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("RINGCAP_VM") == "1" {
-		t.Skip("testdata-tree test: runs on the host (make test); the VM tests the live devices")
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
 )
 
@@ -16,7 +17,7 @@ func efaRoots() Roots { return Roots{Sys: "testdata/efa/sys", Dev: "testdata/efa
 // driver shows in sysfs): both devices are found, with the link layer the driver leaves
 // unspecified, the one non-RoCE GID (the EFA address) and nothing skipped.
 func TestDiscoverEFA(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	devs, skipped, err := Discover(efaRoots())
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestDiscoverEFA(t *testing.T) {
 
 // TestDiscoverEFANoGIDTable: an EFA port without a gids directory is discovered too.
 func TestDiscoverEFANoGIDTable(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	sys := rdmatest.CopyDir(t, "testdata/efa/sys")
 	if err := os.RemoveAll(filepath.Join(sys, "class/infiniband/efa_1/ports/1/gids")); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/ringcap/ringcap/internal/testkit"
 )
 
 // TestDiscoverGIDTable: a port's GID entries come from Roots.GIDTable when it answers (in
 // index order, netdevs read from sysfs for those entries only), and from sysfs when it fails.
 func TestDiscoverGIDTable(t *testing.T) {
-	hostOnly(t)
+	testkit.HostOnly(t)
 	sysfs, _, err := Discover(pciRoots())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/ipctest"
 	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/capture/benchfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
@@ -169,17 +170,16 @@ func TestHeadroom(t *testing.T) {
 	})
 }
 
-// Ring keys: a band of 16 high values of their own (0x7a00..0x7dff), stepping by 2
+// ringKeys: a band of 16 high values of their own (0x7a00..0x7dff), stepping by 2
 // (key+1 is the header ring); keys another process holds are skipped.
-var keyNext = dada.Key(uint32(0x7a00+(os.Getpid()%0x40)*0x10)<<16 | 0x100)
+var ringKeys = ipctest.NewKeys(0x7a00, 0x40, 0x10, 0x100)
 
 func createRing(t *testing.T, nbufs, bufSize uint64) *dada.HDU {
 	t.Helper()
 	cfg := dada.DefaultConfig()
 	cfg.NBufs, cfg.BufSize, cfg.Readers = nbufs, bufSize, 1
 	for range 64 {
-		cfg.Key = keyNext
-		keyNext += 2
+		cfg.Key = dada.Key(ringKeys.Next())
 		h, err := dada.Create(cfg)
 		if err == nil {
 			return h
