@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -90,23 +91,43 @@ func WriteRecords(w io.Writer, rs []Record) error {
 }
 
 // Upsert replaces the record of r's metric, keeping its anchor and goal when r has none,
-// or adds r after the last record of the same command (at the end when there is none).
+// or adds r: after the last record of its family (the same metric at another GOMAXPROCS,
+// " G1" and " G2"), whose anchor and goal it takes when it has none, else after the last
+// record of its command, else at the end.
 func Upsert(rs []Record, r Record) []Record {
 	if i := slices.IndexFunc(rs, func(o Record) bool { return o.Metric == r.Metric }); i >= 0 {
-		if r.Anchor == "" {
-			r.Anchor = rs[i].Anchor
-		}
-		if r.Goal == "" {
-			r.Goal = rs[i].Goal
-		}
-		rs[i] = r
+		rs[i] = inherit(r, rs[i])
 		return rs
 	}
-	at := len(rs)
+	at, kin := len(rs), -1
 	for i, o := range rs {
-		if o.Command == r.Command {
+		switch {
+		case family(o.Metric) == family(r.Metric):
+			kin, at = i, i+1
+		case o.Command == r.Command && kin < 0:
 			at = i + 1
 		}
 	}
+	if kin >= 0 {
+		r = inherit(r, rs[kin])
+	}
 	return slices.Insert(rs, at, r)
+}
+
+// inherit gives r o's anchor and goal where r has none.
+func inherit(r, o Record) Record {
+	if r.Anchor == "" {
+		r.Anchor = o.Anchor
+	}
+	if r.Goal == "" {
+		r.Goal = o.Goal
+	}
+	return r
+}
+
+var gomaxprocsSuffix = regexp.MustCompile(` G[0-9]+$`)
+
+// family is a metric without its GOMAXPROCS suffix.
+func family(metric string) string {
+	return gomaxprocsSuffix.ReplaceAllString(metric, "")
 }

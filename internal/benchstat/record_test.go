@@ -56,3 +56,15 @@ func TestUpsert(t *testing.T) {
 		t.Errorf("order %s: a new metric goes after its command's last record, else last", got)
 	}
 }
+
+// A metric at a new GOMAXPROCS goes beside its family and takes its goal.
+func TestUpsertFamily(t *testing.T) {
+	rs := []Record{
+		{Metric: "headroom x@400G G1", Goal: "≥ 4", Anchor: "400 Gb/s link", Command: "make bench-headroom"},
+		{Metric: "headroom y@400G G1", Goal: "≥ 1", Command: "make bench-headroom"},
+	}
+	rs = Upsert(rs, Record{Metric: "headroom x@400G G2", Figure: "9", Command: "make bench-headroom"})
+	if rs[1].Metric != "headroom x@400G G2" || rs[1].Goal != "≥ 4" || rs[1].Anchor != "400 Gb/s link" {
+		t.Errorf("new G2 record %+v: want it second, with G1's goal and anchor", rs[1])
+	}
+}
