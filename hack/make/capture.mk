@@ -31,6 +31,7 @@ HEADROOM_RUN ?= TestHeadroom
 HEADROOM_FLAGS ?=
 HEADROOM_PROCS ?= 1 2
 bench-headroom:
+	@mkdir -p bin
 	$(GO) test -c -tags headroom -o bin/headroom.test ./pkg/capture/benchfabric
 	for p in $(HEADROOM_PROCS); do \
 	  GOMAXPROCS=$$p taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS); \
