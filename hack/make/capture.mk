@@ -4,12 +4,17 @@
 
 ## bench-rdma: ringcap send/write vs ib_send_bw/ib_write_bw and PerBlock vs WholeRing, in the VM
 bench-rdma: vm-image
-	hack/capture/bench-rdma.sh
+	@mkdir -p bin
+	hack/capture/bench-rdma.sh | tee $(call bench-log,bench-rdma)
+	$(call bench-record,make bench-rdma,VM,$(call bench-log,bench-rdma))
 
 ## bench-ofi: ringcap over libfabric: tcp;ofi_rxm vs a single-stream iperf3 on the host loopback (ratio ofi-tcp/iperf3) and its CPU per GiB vs a C libfabric floor (ratio ofi-tcp/ofi-floor-tcp), then verbs;ofi_rxm vs raw verbs and vs a C libfabric floor (hack/capture/ofifloor) on one rxe link in the Soft-RoCE VM (ratios ofi-verbs/verbs, ofi-floor/verbs, ofi-verbs/ofi-floor)
 bench-ofi: vm-image
-	hack/capture/bench-ofi-host.sh
-	hack/capture/bench-ofi-vm.sh
+	@mkdir -p bin
+	hack/capture/bench-ofi-host.sh | tee $(call bench-log,bench-ofi-host)
+	$(call bench-record,hack/capture/bench-ofi-host.sh,host,$(call bench-log,bench-ofi-host))
+	hack/capture/bench-ofi-vm.sh | tee $(call bench-log,bench-ofi-vm)
+	$(call bench-record,hack/capture/bench-ofi-vm.sh,VM,$(call bench-log,bench-ofi-vm))
 
 ## fuzz-capture: fuzz the handshake decoder (framed, and each message type) for FUZZTIME (default 60s); new finds land in the corpus
 FUZZTIME ?= 60s
@@ -26,9 +31,11 @@ HEADROOM_RUN ?= TestHeadroom
 HEADROOM_FLAGS ?=
 HEADROOM_PROCS ?= 1 2
 bench-headroom:
+	@mkdir -p bin
 	$(GO) test -c -tags headroom -o bin/headroom.test ./pkg/capture/benchfabric
 	for p in $(HEADROOM_PROCS); do \
 	  GOMAXPROCS=$$p taskset -c $(HEADROOM_CPU) bin/headroom.test -test.run '$(HEADROOM_RUN)' -test.benchtime 1s -test.timeout 20m $(HEADROOM_FLAGS); \
-	done
+	done | tee $(call bench-log,bench-headroom)
 	$(GO) test -c -o bin/dada.test ./pkg/dada
-	cd pkg/dada && taskset -c $(HEADROOM_CPU) ../../bin/dada.test -test.run '^$$' -test.bench BenchmarkHandoffFloor -test.benchtime 1x
+	cd pkg/dada && taskset -c $(HEADROOM_CPU) ../../bin/dada.test -test.run '^$$' -test.bench BenchmarkHandoffFloor -test.benchtime 1x | tee -a ../../$(call bench-log,bench-headroom)
+	$(call bench-record,make bench-headroom,host$(comma) CPU $(HEADROOM_CPU),$(call bench-log,bench-headroom))

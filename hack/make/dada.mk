@@ -19,7 +19,9 @@ test-demo:
 # the per-block handoff cost, each beside a plain copy measured in the same run, and
 # `ring write -f` of a tmpfs file beside dd reading it (ratio write-file/dd-read)
 bench-dada:
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/dada ./pkg/pattern ./cmd/ringcap
+	@mkdir -p bin
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2s ./pkg/dada ./pkg/pattern ./cmd/ringcap | tee $(call bench-log,bench-dada)
+	$(call bench-record,make bench-dada,host,$(call bench-log,bench-dada))
 
 ## fuzz-dada: fuzz the ASCII header parser for FUZZTIME (new failures land in pkg/dada/testdata/fuzz)
 fuzz-dada:

@@ -12,13 +12,17 @@ test-dra-envtest: envtest-assets
 
 .PHONY: bench-dra bench-dra-combine
 
-## bench-dra: on the e2e cluster (plugin.mode both): claim -> pod Running against the device plugin's extended resource, and port down -> slice against ListAndWatch (wrap in flock /work/vm.lock)
+## bench-dra: on the e2e cluster (plugin.mode both): claim -> pod Running against the device plugin's extended resource, and port down -> slice against ListAndWatch (one VM user at a time: hold the VM lock)
 # The test's timeout grows with BENCH_DRA_ROUNDS: 2 min a round (what a round takes on the
 # TCG node when the machine is busy) and 5 min for the install and the port-down runs.
 bench-dra:
-	E2E_RUN='^TestBenchDRA$$' RINGCAP_BENCH_DRA=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-$$((5 + 2 * $${BENCH_DRA_ROUNDS:-6}))m} test/e2e/harness/e2e.sh
+	@mkdir -p bin
+	E2E_RUN='^TestBenchDRA$$' RINGCAP_BENCH_DRA=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-$$((5 + 2 * $${BENCH_DRA_ROUNDS:-6}))m} test/e2e/harness/e2e.sh | tee $(call bench-log,bench-dra)
+	$(call bench-record,make bench-dra,e2e,$(call bench-log,bench-dra))
 
 ## bench-dra-combine: one figure from several bench-dra logs (BENCH_DRA_LOGS='a.log b.log ...'; each part run with its own BENCH_DRA_FIRST_ROUND, see hack/benchdra)
 bench-dra-combine:
 	@test -n "$(BENCH_DRA_LOGS)" || { echo "bench-dra-combine: set BENCH_DRA_LOGS to the logs of the bench-dra parts" >&2; exit 2; }
-	$(GO) run ./hack/benchdra -test TestBenchDRA $(BENCH_DRA_LOGS)
+	@mkdir -p bin
+	$(GO) run ./hack/benchdra -test TestBenchDRA $(BENCH_DRA_LOGS) | tee $(call bench-log,bench-dra-combine)
+	$(call bench-record,make bench-dra-combine,e2e,$(call bench-log,bench-dra-combine))

@@ -22,16 +22,20 @@ chart-manifests: $$(filter-out chart-manifests,$$(GENERATE))
 e2e:
 	test/e2e/harness/e2e.sh
 
-## bench-capture-start: on the e2e cluster: RingCapture created -> receiver Listening with its endpoint in status, beside a plain pod of the same image and resource reaching Running (ratio capture-start/pod-start; BENCH_START_ROUNDS rounds, default 5, numbered from BENCH_START_FIRST_ROUND, default 1: issue 38's 10 rounds are two parts, BENCH_START_FIRST_ROUND=1 and 6, pooled by bench-capture-start-combine; wrap in flock /work/vm.lock)
+## bench-capture-start: on the e2e cluster: RingCapture created -> receiver Listening with its endpoint in status, beside a plain pod of the same image and resource reaching Running (ratio capture-start/pod-start; BENCH_START_ROUNDS rounds, default 5, numbered from BENCH_START_FIRST_ROUND, default 1: issue 38's 10 rounds are two parts, BENCH_START_FIRST_ROUND=1 and 6, pooled by bench-capture-start-combine; one VM user at a time: hold the VM lock)
 # The test's timeout grows with BENCH_START_ROUNDS: 2 min a round (a round takes about 90 s on
 # the TCG node) and 2 min for the install.
 bench-capture-start:
-	E2E_RUN='^TestBenchCaptureStart$$' RINGCAP_BENCH_START=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-$$((2 + 2 * $${BENCH_START_ROUNDS:-5}))m} test/e2e/harness/e2e.sh
+	@mkdir -p bin
+	E2E_RUN='^TestBenchCaptureStart$$' RINGCAP_BENCH_START=1 E2E_TIMEOUT=$${E2E_TIMEOUT:-$$((2 + 2 * $${BENCH_START_ROUNDS:-5}))m} test/e2e/harness/e2e.sh | tee $(call bench-log,bench-capture-start)
+	$(call bench-record,make bench-capture-start,e2e,$(call bench-log,bench-capture-start))
 
 ## bench-capture-start-combine: one figure from several bench-capture-start logs (BENCH_START_LOGS='a.log b.log ...'; each part run with its own BENCH_START_FIRST_ROUND; only passed runs, no round twice; see hack/benchdra)
 bench-capture-start-combine:
 	@test -n "$(BENCH_START_LOGS)" || { echo "bench-capture-start-combine: set BENCH_START_LOGS to the logs of the bench-capture-start parts" >&2; exit 2; }
-	$(GO) run ./hack/benchdra -test TestBenchCaptureStart $(BENCH_START_LOGS)
+	@mkdir -p bin
+	$(GO) run ./hack/benchdra -test TestBenchCaptureStart $(BENCH_START_LOGS) | tee $(call bench-log,bench-capture-start-combine)
+	$(call bench-record,make bench-capture-start-combine,e2e,$(call bench-log,bench-capture-start-combine))
 
 ## e2e-up: bring the e2e cluster up and leave it running (e2e-down tears it down)
 e2e-up:

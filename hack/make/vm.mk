@@ -30,7 +30,9 @@ test-vm-attachment:
 
 ## bench-verbs: memory registration and RDMA WRITE, whole-ring vs per-block MRs (in the VM)
 bench-verbs: vm-image
-	test/vm/run-tests.sh --bench 'BenchmarkRegistration|BenchmarkRingWrite' --benchtime 1x ./pkg/rdma/verbs ./pkg/capture/verbsfabric
+	@mkdir -p bin
+	test/vm/run-tests.sh --bench 'BenchmarkRegistration|BenchmarkRingWrite' --benchtime 1x ./pkg/rdma/verbs ./pkg/capture/verbsfabric | tee $(call bench-log,bench-verbs)
+	$(call bench-record,make bench-verbs,VM,$(call bench-log,bench-verbs))
 
 ## vm-shell: interactive shell in the Soft-RoCE VM (exit powers it off)
 vm-shell: vm-image

@@ -2,6 +2,10 @@
 // median of its runs (or rounds) with a distribution-free interval for the median. The
 // e2e benchmarks (test/e2e) and the tool that combines their logs (hack/benchdra) share it,
 // so that a combined figure uses the very method of a single run.
+//
+// It also holds what the benchmarks' results become: the figure lines they print
+// (ParseResults) and the records of each metric's latest figure (Record) that
+// docs/benchmarks.tsv keeps and hack/benchtable turns into docs/benchmarks.md's table.
 package benchstat
 
 import (
