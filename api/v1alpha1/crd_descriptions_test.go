@@ -52,6 +52,7 @@ func walkDescriptions(path string, v any, f func(path, desc string)) {
 // of a sentence (where a Go doc comment wrapped) shows as a broken sentence. The
 // generated CRDs, and the chart's copies, have one line per paragraph.
 func TestCRDDescriptionsHaveNoMidSentenceBreaks(t *testing.T) {
+	t.Parallel()
 	var files []string
 	for _, dir := range []string{"config/crd/bases", "charts/ringcap/files/crds"} {
 		m, err := filepath.Glob(filepath.Join("..", "..", dir, "*.yaml"))
@@ -83,6 +84,7 @@ func TestCRDDescriptionsHaveNoMidSentenceBreaks(t *testing.T) {
 }
 
 func TestMidSentenceBreaks(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		desc string
 		want int

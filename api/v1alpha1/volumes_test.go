@@ -16,6 +16,7 @@ import (
 const crdJSONBudget = 128 << 10
 
 func TestCRDsWithinApplyBudget(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs in config/crd/bases: %v", err)

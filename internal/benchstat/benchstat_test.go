@@ -6,6 +6,7 @@ import (
 )
 
 func TestRank(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n, k  int
 		cover float64
@@ -27,6 +28,7 @@ func TestRank(t *testing.T) {
 }
 
 func TestMedianCI(t *testing.T) {
+	t.Parallel()
 	xs := make([]float64, 20)
 	for i := range xs {
 		xs[i] = float64(20 - i) // 20 .. 1, unsorted on purpose

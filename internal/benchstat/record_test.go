@@ -7,6 +7,7 @@ import (
 )
 
 func TestRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
 	rs := []Record{
 		{Metric: "ratio a/b", Figure: "1.0", Low: "0.9", High: "1.1", Anchor: "b", Goal: "≥ 0.9", Date: "2026-11-28", Commit: "abc1234", Machine: "host", Command: "make bench-x", Note: "met"},
 		{Metric: "ratio c/d", Figure: "2", Command: `A="1 2" make bench-y`, Note: "tab\there, line\nbreak"},
@@ -26,6 +27,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 }
 
 func TestReadRecordsRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	for name, text := range map[string]string{
 		"empty":      "",
 		"no header":  "ratio a/b\t1\t\t\t\t\t\t\t\t\t\n",
@@ -38,6 +40,7 @@ func TestReadRecordsRefusesBadFiles(t *testing.T) {
 }
 
 func TestUpsert(t *testing.T) {
+	t.Parallel()
 	rs := []Record{
 		{Metric: "ratio a/b", Figure: "1", Goal: "≥ 1", Anchor: "b", Command: "x"},
 		{Metric: "ratio c/d", Figure: "2", Command: "y"},
@@ -59,6 +62,7 @@ func TestUpsert(t *testing.T) {
 
 // A metric at a new GOMAXPROCS goes beside its family and takes its goal.
 func TestUpsertFamily(t *testing.T) {
+	t.Parallel()
 	rs := []Record{
 		{Metric: "headroom x@400G G1", Goal: "≥ 4", Anchor: "400 Gb/s link", Command: "make bench-headroom"},
 		{Metric: "headroom y@400G G1", Goal: "≥ 1", Command: "make bench-headroom"},

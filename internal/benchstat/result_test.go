@@ -7,6 +7,7 @@ import (
 
 // The figure lines the bench targets print today, each to the records it makes.
 func TestParseResults(t *testing.T) {
+	t.Parallel()
 	out := strings.Join([]string{
 		"goos: linux",
 		"ratio write-file/dd-read=0.80 write-file/ring-floor=0.90  ring write -f 4.30 GB/s  dd bs=1048576 5.40 GB/s  floor 4.80 GB/s  (256 MiB tmpfs file, 8 x 1048576 B ring, 5 runs)",

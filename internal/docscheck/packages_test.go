@@ -29,6 +29,7 @@ var backticked = regexp.MustCompile("`([^`]+)`")
 // Every Go package of the module (as `go list ./...` finds them: directories holding .go
 // files, without testdata and dot or underscore directories) is named in each page's table.
 func TestPackageTablesNameEveryPackage(t *testing.T) {
+	t.Parallel()
 	pkgs := modulePackages(t)
 	if !slices.Contains(pkgs, "pkg/capture/wire") {
 		t.Fatalf("found no package pkg/capture/wire under %s: found %v", root, pkgs)

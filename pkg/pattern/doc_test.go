@@ -17,6 +17,7 @@ var docSeed7 = regexp.MustCompile("(?s)<!-- golden: pattern-seed-7 -->\n```\n(.*
 // The bytes docs/ring.md shows for seed 7 are the stream's: the definition a
 // sender in another language implements cannot drift from Fill.
 func TestDocumentedBytes(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(patternDoc)
 	if err != nil {
 		t.Fatalf("read the pattern's definition: %v", err)

@@ -8,6 +8,7 @@ import (
 // The stream is position-addressable: any sub-slice generated on its own matches the
 // same bytes of one long generation, for every alignment.
 func TestFillIsPositionAddressable(t *testing.T) {
+	t.Parallel()
 	const seed = 42
 	whole := make([]byte, 1000)
 	Fill(whole, seed, 0)
@@ -31,6 +32,7 @@ func TestFillIsPositionAddressable(t *testing.T) {
 }
 
 func TestVerifyFindsFirstBadByte(t *testing.T) {
+	t.Parallel()
 	buf := make([]byte, 257)
 	for _, off := range []uint64{0, 3, 1 << 40} {
 		for _, bad := range []int{0, 1, 7, 8, 100, 255, 256} {
@@ -45,6 +47,7 @@ func TestVerifyFindsFirstBadByte(t *testing.T) {
 }
 
 func TestSeedsAndOffsetsDiffer(t *testing.T) {
+	t.Parallel()
 	a, b := make([]byte, 64), make([]byte, 64)
 	Fill(a, 1, 0)
 	Fill(b, 2, 0)

@@ -109,6 +109,7 @@ func childRSS(b *testing.B, r Roots, reps int) float64 {
 // TestDiscoverChild is the child of BenchmarkDiscover's RSS measurement; it does
 // nothing unless RINGCAP_DISCOVER_CHILD is set.
 func TestDiscoverChild(t *testing.T) {
+	t.Parallel()
 	v := os.Getenv("RINGCAP_DISCOVER_CHILD")
 	if v == "" {
 		return

@@ -182,6 +182,7 @@ func compareWithDevinfo(t *testing.T, devs []Device, info map[string]*devinfo, s
 // Soft-RoCE devices in the VM (testdata/capture-sysfs.sh) and compares it with the
 // ibv_devinfo -v output captured in the same boot.
 func TestDiscoverCapturedRXE(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	r := Roots{Sys: "testdata/rxe-vm/sys", Dev: "testdata/rxe-vm/dev"}
 	devs, skipped, err := Discover(r)
@@ -229,6 +230,7 @@ func checkRXE(t *testing.T, devs []Device) {
 }
 
 func TestParseDevinfo(t *testing.T) {
+	t.Parallel()
 	info, err := parseDevinfo("hca_id:\tmlx5_0\n\tnode_guid:\t\t0c42:a103:0065:4f2a\n\tfw_ver:\t16.35.2000\n\t\tport:\t1\n" +
 		"\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tactive_mtu:\t\t1024 (3)\n\t\t\tlink_layer:\t\tEthernet\n" +
 		"\t\t\tphys_state:\t\tDISABLED (3)\n\t\t\tGID[  3]:\t\t::ffff:10.0.0.5, RoCE v2\n")

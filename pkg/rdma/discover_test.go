@@ -35,6 +35,7 @@ func names(devs []Device) []string {
 }
 
 func TestDiscoverPCI(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	devs, skipped, err := Discover(pciRoots())
 	if err != nil {
@@ -129,6 +130,7 @@ func TestDiscoverPCI(t *testing.T) {
 }
 
 func TestDiscoverNoRDMA(t *testing.T) {
+	t.Parallel()
 	devs, skipped, err := Discover(Roots{Sys: t.TempDir(), Dev: t.TempDir()})
 	if err != nil || len(devs) != 0 || len(skipped) != 0 {
 		t.Fatalf("empty sysfs: %v %v %v", devs, skipped, err)
@@ -138,6 +140,7 @@ func TestDiscoverNoRDMA(t *testing.T) {
 // TestDiscoverMalformed damages one attribute at a time in a copy of the PCI tree and
 // checks that exactly the affected device or port is skipped with a reason.
 func TestDiscoverMalformed(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	dev0 := "devices/pci0000:00/0000:00:02.0/0000:03:00.0/infiniband/mlx5_0"
 	cases := []struct {
@@ -191,6 +194,7 @@ func TestDiscoverMalformed(t *testing.T) {
 }
 
 func TestDiscoverUnreadableClass(t *testing.T) {
+	t.Parallel()
 	r := Roots{Sys: t.TempDir(), Dev: t.TempDir()}
 	if err := os.MkdirAll(filepath.Join(r.Sys, "class"), 0o755); err != nil {
 		t.Fatal(err)
@@ -205,6 +209,7 @@ func TestDiscoverUnreadableClass(t *testing.T) {
 }
 
 func TestChooseGID(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	devs, _, err := Discover(pciRoots())
 	if err != nil {
@@ -274,6 +279,7 @@ func TestChooseGID(t *testing.T) {
 }
 
 func TestFindGIDByIP(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	devs, _, err := Discover(pciRoots())
 	if err != nil {
@@ -289,6 +295,7 @@ func TestFindGIDByIP(t *testing.T) {
 }
 
 func TestRoCEMTU(t *testing.T) {
+	t.Parallel()
 	for mtu, want := range map[int]int{9000: 4096, 4192: 4096, 4191: 2048, 1500: 1024, 1100: 512, 300: 0} {
 		if got := RoCEMTU(mtu); got != want {
 			t.Errorf("RoCEMTU(%d) = %d, want %d", mtu, got, want)

@@ -17,6 +17,7 @@ func efaRoots() Roots { return Roots{Sys: "testdata/efa/sys", Dev: "testdata/efa
 // driver shows in sysfs): both devices are found, with the link layer the driver leaves
 // unspecified, the one non-RoCE GID (the EFA address) and nothing skipped.
 func TestDiscoverEFA(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	devs, skipped, err := Discover(efaRoots())
 	if err != nil {
@@ -63,6 +64,7 @@ func TestDiscoverEFA(t *testing.T) {
 
 // TestDiscoverEFANoGIDTable: an EFA port without a gids directory is discovered too.
 func TestDiscoverEFANoGIDTable(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	sys := rdmatest.CopyDir(t, "testdata/efa/sys")
 	if err := os.RemoveAll(filepath.Join(sys, "class/infiniband/efa_1/ports/1/gids")); err != nil {
@@ -78,6 +80,7 @@ func TestDiscoverEFANoGIDTable(t *testing.T) {
 }
 
 func TestParseLinkLayer(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"Ethernet": "Ethernet", "InfiniBand": "InfiniBand", "Unknown": "Unspecified", "Unspecified": "Unspecified"} {
 		if got, err := parseLinkLayer(in); got != want || err != nil {
 			t.Errorf("parseLinkLayer(%q) = %q, %v; want %q", in, got, err, want)

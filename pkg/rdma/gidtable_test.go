@@ -11,6 +11,7 @@ import (
 // TestDiscoverGIDTable: a port's GID entries come from Roots.GIDTable when it answers (in
 // index order, netdevs read from sysfs for those entries only), and from sysfs when it fails.
 func TestDiscoverGIDTable(t *testing.T) {
+	t.Parallel()
 	testkit.HostOnly(t)
 	sysfs, _, err := Discover(pciRoots())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckSetting(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key, value string
 		want       error
@@ -42,6 +43,7 @@ func TestCheckSetting(t *testing.T) {
 }
 
 func TestCheckTemplate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text string
 		want       error
@@ -66,6 +68,7 @@ func TestCheckTemplate(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 200)
 	var twenty [][2]string
 	for i := range 20 {
@@ -101,6 +104,7 @@ func TestCheck(t *testing.T) {
 // The CRD's CEL estimate (ReceiverKeyMinBytes plus a "%-12s %s\n" line per value)
 // is a lower bound of the header's size: it refuses nothing that fits.
 func TestReceiverKeyMinBytes(t *testing.T) {
+	t.Parallel()
 	hd := dada.NewHeader()
 	for _, kv := range [][2]string{{"HDR_SIZE", "4096"}, {"OBS_OFFSET", "0"}, {"RINGCAP_MODE", "send"},
 		{"RINGCAP_QPS", "1"}, {"RINGCAP_OBSERVATION", "0"}, {"RINGCAP_UTC_START_SOURCE", "sender"}} {

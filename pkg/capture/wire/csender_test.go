@@ -15,6 +15,7 @@ const cSenderDir = "../../../examples/c-sender"
 // package does, and streams the documented test pattern: the page is enough
 // to write a sender. TestVMCSender streams from it over Soft-RoCE.
 func TestCSenderSpeaksTheSpecification(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("make", "-s", "-C", cSenderDir, "OUT="+t.TempDir(), "check").CombinedOutput()
 	if err != nil {
 		t.Fatalf("make -C examples/c-sender check: %v\n%s", err, out)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestGeometrySlices(t *testing.T) {
+	t.Parallel()
 	g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 3, NBufs: 4}
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestGeometrySlices(t *testing.T) {
 // block's first slice it walks that block's slices and then has none again
 // (it takes the next block nobody has).
 func TestGeometryQueuePairWalk(t *testing.T) {
+	t.Parallel()
 	g := Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 4} // 3 slices per block
 	const n = 30
 	got := make([][]uint64, g.QPs)
@@ -80,6 +82,7 @@ func TestGeometryQueuePairWalk(t *testing.T) {
 }
 
 func TestGeometryValidate(t *testing.T) {
+	t.Parallel()
 	for _, g := range []Geometry{
 		{BlockBytes: 0, MsgBytes: 1, QPs: 1, NBufs: 1},
 		{BlockBytes: 1, MsgBytes: 0, QPs: 1, NBufs: 1},

@@ -152,6 +152,7 @@ func docExamples(t *testing.T) map[string]string {
 // gives the bytes written here and in docs/wire-protocol.md, and those bytes
 // decode back to the message: the specification cannot drift from the code.
 func TestGoldenBytes(t *testing.T) {
+	t.Parallel()
 	doc := docExamples(t)
 	seen := map[byte]bool{}
 	for _, g := range goldenMessages() {
@@ -212,6 +213,7 @@ const (
 // it refuses to send a Posted (version 8's receive grants, which a version-7
 // sender cannot decode) or to take one.
 func TestVersion7Peer(t *testing.T) {
+	t.Parallel()
 	client, server := net.Pipe()
 	defer func() { _ = client.Close() }()
 	defer func() { _ = server.Close() }()

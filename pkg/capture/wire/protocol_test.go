@@ -65,6 +65,7 @@ func sampleMessages() []Message {
 }
 
 func TestMessagesRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := WritePreamble(&buf); err != nil {
 		t.Fatal(err)
@@ -95,6 +96,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 // A receiver accepts its own version and the one before; any other is
 // refused with the versions it accepts named.
 func TestPreamble(t *testing.T) {
+	t.Parallel()
 	if _, err := ReadPreamble(bytes.NewReader([]byte("GET / HTTP/1.1\r\n"))); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("garbage: %v", err)
 	}
@@ -122,6 +124,7 @@ func TestPreamble(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
 	enc := func(m Message) []byte {
 		b, err := encode(m)
 		if err != nil {
@@ -182,6 +185,7 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestBlockTarget(t *testing.T) {
+	t.Parallel()
 	whole := Accept{Mode: ModeWrite, MRMode: MRWholeRing, NBufs: 4, BufSize: 100, Regions: []Region{{Addr: 1000, Len: 400, RKey: 9}}}
 	if a, k, err := whole.BlockTarget(3); err != nil || a != 1300 || k != 9 {
 		t.Fatalf("whole ring block 3 = %d %d %v", a, k, err)
@@ -237,6 +241,7 @@ func FuzzReadMessage(f *testing.F) {
 
 // Settings naming what no link can use are refused on both sides of the wire.
 func TestSettingsRefusesWhatNoLinkCanUse(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Settings{{Mode: 0, QPs: 4, MsgBytes: 4096}, {Mode: ModeSend, QPs: 0, MsgBytes: 4096}, {Mode: ModeSend, QPs: MaxQPs + 1, MsgBytes: 4096}, {Mode: ModeWrite, QPs: 1, MsgBytes: 0}} {
 		if _, err := encode(m); !errors.Is(err, ErrProtocol) {
 			t.Errorf("encode %+v: %v, want a protocol error", m, err)
@@ -254,6 +259,7 @@ func TestSettingsRefusesWhatNoLinkCanUse(t *testing.T) {
 // A Fabric names a known transport, and a provider exactly for ofi: a short
 // printable name.
 func TestFabricValidate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		f  Fabric
 		ok bool
@@ -323,6 +329,7 @@ func FuzzDecode(f *testing.F) {
 // several freed blocks cost one system call); QueueCredit and QueuePosted
 // queue the same frames as Queue.
 func TestQueuedMessagesGoOutInOneWrite(t *testing.T) {
+	t.Parallel()
 	a, b := net.Pipe()
 	defer func() { _ = a.Close(); _ = b.Close() }()
 	k := NewConn(a)

@@ -64,6 +64,7 @@ var versionBytes = map[uint16]struct {
 // for the golden examples' messages; a sender opens with the current version's preamble.
 // Round trips and fuzzing cannot catch an encoding change; this can.
 func TestHandshakeBytesPerVersion(t *testing.T) {
+	t.Parallel()
 	for v := MinProtocolVersion; v <= ProtocolVersion; v++ {
 		if _, ok := versionBytes[uint16(v)]; !ok {
 			t.Errorf("version %d, which a receiver accepts, has no pinned bytes: add them to versionBytes", v)
