@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
@@ -505,9 +506,11 @@ func TestHDUCloseUnblocksAndReleases(t *testing.T) {
 	}
 	werr := make(chan error, 1)
 	go func() { _, err := w.OpenBlock(ctx); werr <- err }()
-	// Give the writer time to block in OpenBlock; if Close came first, OpenBlock fails
-	// with ErrClosed all the same, so the assertion below does not depend on timing.
-	time.Sleep(200 * time.Millisecond)
+	// Close once the writer waits in OpenBlock (on the ring's semaphore).
+	testkit.WaitFor(t, time.Minute, "the writer to wait for a free block", func() (bool, string) {
+		n := semWaiters.Load()
+		return n > 0, fmt.Sprintf("%d goroutines waiting on a semaphore", n)
+	})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
