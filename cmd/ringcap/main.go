@@ -33,6 +33,7 @@ func ownDefault(fs *pflag.FlagSet, name string) {
 }
 
 func newRootCmd(prof *cpuProfile) *cobra.Command {
+	cobra.EnableTraverseRunHooks = true // the root's --cpuprofile hook, then a command group's own
 	root := &cobra.Command{
 		Use:           "ringcap",
 		Short:         "High-rate RDMA capture into PSRDADA ring buffers",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,8 @@ func newRingCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ring",
 		Short: "Create, inspect, write and read PSRDADA ring buffers (dada_db compatible)",
+		// A capture's reader containers get their ring's key in RINGCAP_RING_KEY: -k defaults to it.
+		PersistentPreRunE: keyFromEnv,
 	}
 	c.AddCommand(newRingCreateCmd(), newRingDestroyCmd(), newRingInfoCmd(), newRingMonitorCmd(),
 		newRingWriteCmd(), newRingReadCmd(), newRingHeaderCmd())
@@ -27,8 +30,24 @@ func newRingCmd() *cobra.Command {
 
 func addKeyFlag(fs *pflag.FlagSet) *dada.Key {
 	k := dada.DefaultKey
-	fs.VarP((*keyValue)(&k), "key", "k", "ring key in hexadecimal (header ring uses key+1)")
+	fs.VarP((*keyValue)(&k), "key", "k", "ring key in hexadecimal (header ring uses key+1); default $"+envRingKey+" when set (a capture's readers get it), else")
 	return &k
+}
+
+// envRingKey holds the key of the ring a RingCapture's reader containers read.
+const envRingKey = "RINGCAP_RING_KEY"
+
+// keyFromEnv gives a ring command without -k the key in $RINGCAP_RING_KEY, when set.
+func keyFromEnv(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags().Lookup("key")
+	v := os.Getenv(envRingKey)
+	if f == nil || f.Changed || v == "" {
+		return nil
+	}
+	if err := f.Value.Set(v); err != nil {
+		return fmt.Errorf("%s=%q, the default of -k: %w", envRingKey, v, err)
+	}
+	return nil
 }
 
 func newRingCreateCmd() *cobra.Command {

@@ -365,3 +365,22 @@ func checkLowerCamel(t *testing.T, doc string) {
 	}
 	walk("", v)
 }
+
+// A ring command without -k takes the key a capture's readers get in RINGCAP_RING_KEY;
+// -k wins over it, and a key it cannot parse is refused, naming the variable.
+func TestRingKeyDefaultsFromTheEnvironment(t *testing.T) {
+	k := createRing(t, "-b", "4096", "-n", "2")
+	t.Setenv("RINGCAP_RING_KEY", k)
+	out, _ := mustRun(t, "ring", "info")
+	if !strings.Contains(out, k) {
+		t.Errorf("ring info with RINGCAP_RING_KEY=%s, no -k, printed another ring:\n%s", k, out)
+	}
+	other := testKey(t).String()
+	if _, _, err := ringcap(context.Background(), "ring", "info", "-k", other); err == nil || !strings.Contains(err.Error(), other) {
+		t.Errorf("ring info -k %s with RINGCAP_RING_KEY=%s = %v, want -k's ring (which does not exist)", other, k, err)
+	}
+	t.Setenv("RINGCAP_RING_KEY", "zz")
+	if _, _, err := ringcap(context.Background(), "ring", "info"); err == nil || !strings.Contains(err.Error(), "RINGCAP_RING_KEY") {
+		t.Errorf("ring info with RINGCAP_RING_KEY=zz = %v, want an error naming the variable", err)
+	}
+}
