@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	ringcapv1alpha1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/internal/linkmetrics"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -102,6 +103,9 @@ func New(opts Options) (*Plugin, error) {
 		containerMemlock: readMemlock(opts)}
 	for _, pc := range opts.Config.Pools {
 		p.pools = append(p.pools, newPoolServer(p, pc))
+	}
+	if err := reg.Register(linkmetrics.NewCollector(opts.Roots, p.linkPorts)); err != nil {
+		return nil, fmt.Errorf("register link counters: %w", err)
 	}
 	return p, nil
 }
@@ -266,6 +270,13 @@ func (p *Plugin) Rescan() error {
 	p.scanned = make(chan struct{})
 	p.mu.Unlock()
 	return nil
+}
+
+// linkPorts are the ports of every device the last scan found, for the link counters.
+func (p *Plugin) linkPorts() []linkmetrics.Port {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return linkmetrics.Ports(p.devs)
 }
 
 // Scanned returns a channel closed after the next completed scan.

@@ -47,3 +47,31 @@ func TestVMDiscoveryMatchesDevinfo(t *testing.T) {
 			d.UVerbs, d.Ports[0].Num, d.Ports[0].State, d.Ports[0].ActiveMTU, d.Ports[0].Netdevs, len(d.Ports[0].GIDs))
 	}
 }
+
+// Every live rxe port's hardware counters read as numbers, with the packet counters rxe
+// keeps (rdma_rxe's hw_counters: sent_pkts, rcvd_pkts, duplicate_request, ...).
+func TestVMPortCountersOfLiveRXE(t *testing.T) {
+	vmtest.Require(t)
+	devs, _, err := Discover(DefaultRoots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		for _, p := range d.Ports {
+			cs, skipped, err := PortCounters(DefaultRoots, d.Name, p.Num)
+			if err != nil || len(skipped) != 0 {
+				t.Errorf("%s port %d: %v, skipped %q", d.Name, p.Num, err, skipped)
+				continue
+			}
+			names := map[string]bool{}
+			for _, c := range cs {
+				names[c.Source+"/"+c.Name] = true
+			}
+			for _, want := range []string{"hw_counters/sent_pkts", "hw_counters/rcvd_pkts", "hw_counters/duplicate_request"} {
+				if !names[want] {
+					t.Errorf("%s port %d has no %s among %d counters", d.Name, p.Num, want, len(cs))
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package linkmetrics
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ringcap/ringcap/pkg/rdma"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each scrape reads sysfs anew: a counter that moved between scrapes shows its new
+// value; settings (lifespan) are left out; an unreadable file and a gone port are counted.
+func TestCollectorReadsSysfsAtEachScrape(t *testing.T) {
+	t.Parallel()
+	sys := t.TempDir()
+	hw := filepath.Join(sys, "class/infiniband/rxe0/ports/1/hw_counters")
+	write(t, filepath.Join(hw, "duplicate_request"), "3\n")
+	write(t, filepath.Join(hw, "lifespan"), "10\n")
+	write(t, filepath.Join(hw, "broken"), "N/A\n")
+	ports := []Port{{"rxe0", 1}, {"rxe9", 1}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(rdma.Roots{Sys: sys}, func() []Port { return ports }))
+
+	want := func(dup string) string {
+		return `
+# HELP ringcap_link_counter_read_errors Counter files of the port that could not be read at this scrape, or 1 when the port's counters could not be listed.
+# TYPE ringcap_link_counter_read_errors gauge
+ringcap_link_counter_read_errors{device="rxe0",port="1"} 1
+ringcap_link_counter_read_errors{device="rxe9",port="1"} 1
+# HELP ringcap_link_counter_total A counter of an RDMA port, as sysfs gives it: source counters (InfiniBand port counters) or hw_counters (the driver's: retransmissions, out-of-sequence, RNR NAKs, duplicate requests, ...).
+# TYPE ringcap_link_counter_total counter
+ringcap_link_counter_total{counter="duplicate_request",device="rxe0",port="1",source="hw_counters"} ` + dup + "\n"
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("3"))); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(hw, "duplicate_request"), "5\n")
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("5"))); err != nil {
+		t.Fatalf("after the counter moved: %v", err)
+	}
+}
+
+func TestPortsListsEveryPort(t *testing.T) {
+	t.Parallel()
+	got := Ports([]rdma.Device{{Name: "mlx4_0", Ports: []rdma.Port{{Num: 1}, {Num: 2}}}, {Name: "rxe0", Ports: []rdma.Port{{Num: 1}}}})
+	if len(got) != 3 || got[1] != (Port{"mlx4_0", 2}) || got[2] != (Port{"rxe0", 1}) {
+		t.Fatalf("Ports = %+v", got)
+	}
+}
