@@ -23,6 +23,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
+	"github.com/ringcap/ringcap/internal/linkmetrics"
 	"github.com/ringcap/ringcap/internal/plugin"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -157,6 +158,9 @@ func New(opts Options) (*Driver, error) {
 	m, err := newMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
+	}
+	if err := opts.Registry.Register(linkmetrics.NewCollector(opts.Roots, linkmetrics.SysfsPorts(opts.Roots))); err != nil {
+		return nil, fmt.Errorf("register link counters: %w", err)
 	}
 	d := &Driver{opts: opts, log: opts.Log, metrics: m, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
 		health: newHealthState()}

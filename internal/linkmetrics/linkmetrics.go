@@ -5,6 +5,8 @@
 package linkmetrics
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +29,24 @@ func Ports(devs []rdma.Device) []Port {
 		}
 	}
 	return out
+}
+
+// SysfsPorts lists every port under roots' class/infiniband by reading directory names
+// only (no discovery of GID tables): for a collector with no scan of its own to lean on.
+func SysfsPorts(roots rdma.Roots) func() []Port {
+	return func() []Port {
+		devs, _ := os.ReadDir(filepath.Join(roots.Sys, "class/infiniband"))
+		var out []Port
+		for _, d := range devs {
+			ports, _ := os.ReadDir(filepath.Join(roots.Sys, "class/infiniband", d.Name(), "ports"))
+			for _, p := range ports {
+				if n, err := strconv.Atoi(p.Name()); err == nil {
+					out = append(out, Port{Device: d.Name(), Port: n})
+				}
+			}
+		}
+		return out
+	}
 }
 
 // notCounters are hw_counters files that hold a setting, not a count.

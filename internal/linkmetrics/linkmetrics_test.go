@@ -61,3 +61,19 @@ func TestPortsListsEveryPort(t *testing.T) {
 		t.Fatalf("Ports = %+v", got)
 	}
 }
+
+func TestSysfsPortsListsPortDirectories(t *testing.T) {
+	t.Parallel()
+	sys := t.TempDir()
+	write(t, filepath.Join(sys, "class/infiniband/mlx4_0/ports/1/state"), "4: ACTIVE\n")
+	write(t, filepath.Join(sys, "class/infiniband/mlx4_0/ports/2/state"), "1: DOWN\n")
+	write(t, filepath.Join(sys, "class/infiniband/rxe0/ports/1/state"), "4: ACTIVE\n")
+	got := SysfsPorts(rdma.Roots{Sys: sys})()
+	want := []Port{{"mlx4_0", 1}, {"mlx4_0", 2}, {"rxe0", 1}}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("SysfsPorts = %+v, want %+v", got, want)
+	}
+	if got := SysfsPorts(rdma.Roots{Sys: t.TempDir()})(); len(got) != 0 {
+		t.Fatalf("SysfsPorts of a node without RDMA = %+v", got)
+	}
+}
