@@ -7,14 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture/devices"
-	"github.com/ringcap/ringcap/pkg/rdma/ofi"
 )
 
 func init() { register(newDevicesCmd) }
 
 func newDevicesCmd() *cobra.Command {
 	var output string
-	roots := deviceRoots()
+	roots := devices.HostRoots()
 	c := &cobra.Command{
 		Use:   "devices",
 		Short: "List the verbs devices and libfabric providers on this host and the ringcap modes each can run",
@@ -25,7 +24,7 @@ func newDevicesCmd() *cobra.Command {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
 			}
-			r, err := devices.Collect(roots, ofi.Discover)
+			r, err := devices.CollectHost(roots)
 			if err != nil {
 				return err
 			}

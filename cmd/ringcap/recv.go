@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/capture"
+	"github.com/ringcap/ringcap/pkg/capture/devices"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/verbsfabric"
@@ -144,7 +145,7 @@ func runRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	}
 	return capture.Run(ctx, capture.Capture{
 		Ring: o.ring, Create: o.create, Wait: o.wait, Drain: o.drain, Connect: dada.ConnectOptions{Contiguous: mrMode != verbsfabric.PerBlock},
-		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: deviceRoots(),
+		NewStyleHeader: o.newStyle, Device: o.dev.request(), Roots: devices.HostRoots(),
 		Listen: endpoint.Listen{Addr: o.listen, On: o.listenOn, Interface: o.listenIface, Allowed: o.allowed},
 		Receiver: capture.ReceiverConfig{
 			Mode: mode, QPs: o.qps, MsgBytes: o.msgBytes, RxDepth: o.rxDepth, CQPerQP: o.cqPerQP, BusyPoll: o.busyPoll, Window: o.window,

@@ -1,25 +1,20 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/ringcap/ringcap/pkg/capture/devices"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/headerrules"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
-	"github.com/ringcap/ringcap/pkg/dada"
 )
 
 func init() { register(newSendCmd) }
@@ -95,42 +90,6 @@ func newSendCmd() *cobra.Command {
 	return c
 }
 
-// senderHeader reads the --header-file and --header keywords, in that order,
-// checked as the receiver checks them (headerrules.CheckSetting). The keywords
-// the receiver sets (HDR_SIZE, OBS_OFFSET, RINGCAP_*), which a PSRDADA header
-// file usually has, are left out of the file's and returned in dropped; in
-// --header they are an error.
-func senderHeader(file string, kvs []string) (out []wire.HeaderField, dropped []string, err error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read header file: %w", err)
-		}
-		hd, err := dada.ParseHeader(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("header file %s: %w", file, err)
-		}
-		for _, f := range hd.Fields() {
-			if headerrules.IsReceiverKey(f[0]) {
-				dropped = append(dropped, f[0])
-				continue
-			}
-			if err := headerrules.CheckSetting(f[0], f[1]); err != nil {
-				return nil, nil, fmt.Errorf("header file %s: %w", file, err)
-			}
-			out = append(out, wire.HeaderField{Key: f[0], Value: f[1]})
-		}
-	}
-	settings, err := headerSettings(kvs)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, kv := range settings {
-		out = append(out, wire.HeaderField{Key: kv[0], Value: kv[1]})
-	}
-	return out, dropped, nil
-}
-
 func runSend(cmd *cobra.Command, o *sendOpts) error {
 	errw := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -144,13 +103,6 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 			return err
 		}
 		mode = m
-	}
-	allowed, err := allowedCPUs()
-	if err != nil {
-		return err
-	}
-	if _, _, err := resolvePosting(o.pinCPU, o.threads, "", allowed, cmp.Or(o.qps, wire.MaxQPs)); err != nil { // auto is resolved once the device and the queue pairs are known
-		return err
 	}
 	hdr, dropped, err := senderHeader(o.headerFile, o.headers)
 	if err != nil {
@@ -178,11 +130,8 @@ func runSend(cmd *cobra.Command, o *sendOpts) error {
 	}
 	tty := o.progressTo(&cfg, errw)
 	res, err := sender.Run(cmd.Context(), sender.Stream{
-		Connect: o.connect, Config: cfg, Device: dev, Roots: deviceRoots(), Fabric: fb, Domain: o.fabric.domain,
-		Open: openSenderFabric(fb, o.connect, log),
-		Posting: func(driver string, qps int) (sender.CPUPin, []int, error) {
-			return resolvePosting(o.pinCPU, o.threads, driver, allowed, qps)
-		},
+		Connect: o.connect, Config: cfg, Device: dev, Roots: devices.HostRoots(), Fabric: fb, Domain: o.fabric.domain,
+		Open: openSenderFabric(fb, o.connect, log), Posting: &sender.PostingPolicy{Pin: o.pinCPU, Threads: o.threads},
 	})
 	if tty && !o.quiet {
 		outln(errw)
@@ -221,153 +170,10 @@ func (o *sendOpts) source(cfg *sender.Config) (closeSource func(), err error) {
 	switch {
 	case o.noFill:
 		cfg.Source = sender.NoFillSource{}
-		return func() {}, nil
 	case o.file == "":
 		cfg.Source = sender.PatternSource{Seed: o.seed}
-		return func() {}, nil
+	default:
+		return sender.OpenFile(o.file, cfg)
 	}
-	f, err := os.Open(o.file)
-	if err != nil {
-		return nil, fmt.Errorf("open --file: %w", err)
-	}
-	closeSource = func() { _ = f.Close() }
-	st, err := f.Stat()
-	if err != nil {
-		closeSource()
-		return nil, fmt.Errorf("stat --file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		cfg.Source = sender.ReaderSource{R: f}
-		return closeSource, nil
-	}
-	if cfg.Bytes == 0 && cfg.Duration == 0 {
-		if st.Size() == 0 {
-			closeSource()
-			return nil, fmt.Errorf("--file %s is empty", o.file)
-		}
-		cfg.Bytes = uint64(st.Size())
-	}
-	cfg.Source = sender.FileSource{R: f}
-	return closeSource, nil
-}
-
-// progressTo sets up progress lines on w (unless --quiet): in place on a
-// terminal, every 200 ms; as log lines elsewhere, every 5 s (or --progress).
-// It says whether w is a terminal.
-func (o *sendOpts) progressTo(cfg *sender.Config, w io.Writer) (tty bool) {
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	if o.quiet {
-		return tty
-	}
-	cfg.ProgressEvery = o.progress
-	if cfg.ProgressEvery == 0 {
-		cfg.ProgressEvery = 5 * time.Second
-		if tty {
-			cfg.ProgressEvery = 200 * time.Millisecond
-		}
-	}
-	cfg.Progress = func(p sender.Progress) { printProgress(w, tty, p) }
-	return tty
-}
-
-// resolvePosting reads --pin-cpu and --post-threads for a device driven by
-// driver, a process allowed to run on the CPUs allowed, and qps queue pairs:
-// either one posting thread (pinned as pin says) or one per CPU in cpus.
-// auto spreads the posting over the allowed CPUs on software RDMA devices.
-func resolvePosting(v string, threads int, driver string, allowed []int, qps int) (pin sender.CPUPin, cpus []int, err error) {
-	soft := driver == "rdma_rxe" || driver == "siw"
-	if threads < 0 {
-		return 0, nil, fmt.Errorf("--post-threads %d: want 1 or more (0: auto)", threads)
-	}
-	if threads > qps {
-		return 0, nil, fmt.Errorf("--post-threads %d: more than the %d queue pairs (--qps); want at most one thread per queue pair", threads, qps)
-	}
-	switch v {
-	case "none":
-		if threads > 1 {
-			return 0, nil, fmt.Errorf("--post-threads %d posts from pinned threads: give --pin-cpu auto or one CPU per thread, not none", threads)
-		}
-		return sender.PinNone, nil, nil
-	case "auto":
-		n := threads
-		if n == 0 {
-			n = 1
-			if soft {
-				n = max(1, min(len(allowed), qps))
-			}
-		}
-		if n == 1 {
-			if soft {
-				return sender.PinCurrent, nil, nil
-			}
-			return sender.PinNone, nil, nil
-		}
-		if n > len(allowed) {
-			return 0, nil, fmt.Errorf("--post-threads %d: this process may run on %d CPUs (%v); give --pin-cpu a CPU per thread to share them", n, len(allowed), allowed)
-		}
-		return sender.PinNone, allowed[:n], nil
-	}
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 0 {
-			return 0, nil, fmt.Errorf("--pin-cpu %q: want auto, none or CPU numbers (e.g. 3 or 0,1)", v)
-		}
-		cpus = append(cpus, n)
-	}
-	if threads != 0 && threads != len(cpus) {
-		return 0, nil, fmt.Errorf("--pin-cpu %s lists %d CPUs for --post-threads %d: want one per thread", v, len(cpus), threads)
-	}
-	if len(cpus) > qps { // with --post-threads 0: a thread per CPU listed
-		return 0, nil, fmt.Errorf("--pin-cpu %s: %d posting threads, more than the %d queue pairs (--qps); want at most one thread per queue pair", v, len(cpus), qps)
-	}
-	if len(cpus) == 1 {
-		return sender.PinTo(cpus[0]), nil, nil
-	}
-	return sender.PinNone, cpus, nil
-}
-
-func printProgress(w io.Writer, tty bool, p sender.Progress) {
-	gbps := 0.0
-	if s := p.Elapsed.Seconds(); s > 0 {
-		gbps = float64(p.Bytes) * 8 / s / 1e9
-	}
-	held := ""
-	if p.Holding {
-		held = fmt.Sprintf("held back by the receiver's ring readers for %.1f s", p.HoldFor.Seconds())
-	}
-	if !tty {
-		line := fmt.Sprintf("send: progress bytes=%d acked=%d seconds=%.3f gbps=%.3f held_back_seconds=%.3f", p.Bytes, p.Acked, p.Elapsed.Seconds(), gbps, p.HeldBack.Seconds())
-		if held != "" {
-			line += " (" + held + ")"
-		}
-		outln(w, line)
-		return
-	}
-	const width = 30
-	bar := strings.Repeat(" ", width)
-	pct := ""
-	if p.Total > 0 {
-		n := int(float64(width) * float64(p.Bytes) / float64(p.Total))
-		bar = strings.Repeat("=", n) + strings.Repeat(" ", width-n)
-		pct = fmt.Sprintf("%3.0f%% ", 100*float64(p.Bytes)/float64(p.Total))
-	}
-	if held != "" {
-		held = "  " + held
-	}
-	outf(w, "\r[%s] %s%s  %.3f Gb/s  %s%s\x1b[K", bar, pct, humanBytes(p.Bytes), gbps, p.Elapsed.Truncate(100*time.Millisecond), held)
-}
-
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return func() {}, nil
 }

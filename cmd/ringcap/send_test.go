@@ -2,66 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 )
-
-func TestResolvePosting(t *testing.T) {
-	two := []int{0, 1}
-	for _, c := range []struct {
-		v       string
-		threads int
-		driver  string
-		allowed []int
-		qps     int
-		pin     sender.CPUPin
-		cpus    []int
-		bad     string
-	}{
-		// auto: on software RDMA, one thread per allowed CPU, up to the queue pairs
-		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 4, cpus: two},
-		{v: "auto", driver: "siw", allowed: []int{2, 5, 7}, qps: 4, cpus: []int{2, 5, 7}},
-		{v: "auto", driver: "rdma_rxe", allowed: []int{2, 5, 7}, qps: 2, cpus: []int{2, 5}},
-		{v: "auto", driver: "rdma_rxe", allowed: two, qps: 1, pin: sender.PinCurrent},
-		{v: "auto", driver: "rdma_rxe", allowed: []int{3}, qps: 4, pin: sender.PinCurrent},
-		{v: "auto", threads: 1, driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinCurrent},
-		// auto on a hardware NIC: one free thread, unless threads are asked for
-		{v: "auto", driver: "mlx5_core", allowed: two, qps: 4, pin: sender.PinNone},
-		{v: "auto", threads: 2, driver: "mlx5_core", allowed: two, qps: 4, cpus: two},
-		{v: "auto", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "may run on 2 CPUs"},
-		{v: "none", driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinNone},
-		{v: "none", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, bad: "not none"},
-		// explicit CPUs: one per thread
-		{v: "3", driver: "mlx5_core", allowed: two, qps: 4, pin: sender.PinTo(3)},
-		{v: "0", driver: "rdma_rxe", allowed: two, qps: 4, pin: sender.PinTo(0)},
-		{v: "1,0", driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{1, 0}},
-		{v: "0,0", threads: 2, driver: "rdma_rxe", allowed: two, qps: 4, cpus: []int{0, 0}},
-		{v: "0,1", threads: 3, driver: "rdma_rxe", allowed: two, qps: 4, bad: "2 CPUs for --post-threads 3"},
-		{v: "0,1,0", driver: "rdma_rxe", allowed: two, qps: 2, bad: "at most one thread per queue pair"},
-		{v: "auto", threads: 5, driver: "rdma_rxe", allowed: two, qps: 4, bad: "more than the 4 queue pairs (--qps); want at most one thread per queue pair"},
-		{v: "auto", threads: -1, allowed: two, qps: 4, bad: "--post-threads -1"},
-		{v: "-1", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
-		{v: "0,", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
-		{v: "first", allowed: two, qps: 4, bad: "want auto, none or CPU numbers"},
-	} {
-		pin, cpus, err := resolvePosting(c.v, c.threads, c.driver, c.allowed, c.qps)
-		name := fmt.Sprintf("resolvePosting(%q, %d, %q, %v, %d)", c.v, c.threads, c.driver, c.allowed, c.qps)
-		if c.bad != "" {
-			if err == nil || !strings.Contains(err.Error(), c.bad) {
-				t.Errorf("%s: error %v, want one containing %q", name, err, c.bad)
-			}
-			continue
-		}
-		if err != nil || pin != c.pin || !slices.Equal(cpus, c.cpus) {
-			t.Errorf("%s = %v, %v, %v; want %v, %v", name, pin, cpus, err, c.pin, c.cpus)
-		}
-	}
-}
 
 // Bad send flags fail before any connection is attempted, naming the flag.
 func TestSendRejectsBadFlags(t *testing.T) {

@@ -5,7 +5,13 @@
 // on queue pair g mod N, in write mode each block whole on the next queue pair
 // with room, into the block the receiver granted. It reports progress and how
 // long the receiver was held back by its ring's readers. Run adds the wiring
-// of `ringcap send` (device choice, fabric); Send streams over a fabric given.
+// of `ringcap send` (device choice, the posting policy for the device's
+// driver: PostingPolicy, fabric); Send streams over a fabric given.
+//
+// A stream is a pipeline (see planner.go): a pure planner says which slice a
+// queue pair posts next and where it lands, the receiver's grants admit it,
+// a pacer holds it to the rate, the source fills its send slot, and a poster
+// hands the batch to the fabric (from this thread, or from posting threads).
 //
 // It imports neither the receiver engine (package capture) nor a fabric
 // adapter, so the receiver's tests can drive it over the in-memory fabric.

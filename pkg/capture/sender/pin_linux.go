@@ -33,3 +33,18 @@ func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
 	log.Info("Pinned the posting thread", "cpu", cpu)
 	return func() { _ = unix.SchedSetaffinity(0, &old) }, nil
 }
+
+// AllowedCPUs lists the CPUs this process may run on.
+func AllowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("read the CPUs this process may run on: %w", err)
+	}
+	var cpus []int
+	for i := range len(set) * 64 {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus, nil
+}

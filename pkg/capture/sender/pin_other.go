@@ -14,3 +14,6 @@ func pinThread(p CPUPin, _ *slog.Logger) (unpin func(), err error) {
 	}
 	return nil, errors.New("pinning the posting thread needs Linux (sched_setaffinity)")
 }
+
+// AllowedCPUs knows no CPU affinity outside Linux: none to choose from.
+func AllowedCPUs() ([]int, error) { return nil, nil }

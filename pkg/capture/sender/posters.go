@@ -25,6 +25,36 @@ import (
 // any Endpoint; and an endpoint's own threads (fabric.ThreadPoster), which
 // the verbs endpoint runs outside the Go scheduler (verbs.PostThread).
 
+// poster hands a queue pair's work requests to the fabric: endpointPoster
+// from the stream's own thread, lanePoster through posting threads
+// (fabric.PostLanes: the endpoint's own, as verbs and libfabric have, else
+// posters). A post that fails says which work requests it was posting
+// (fabric.PostError).
+type poster interface {
+	post(q int, wrs []fabric.SendWR) error
+}
+
+// endpointPoster posts on the endpoint from the calling thread.
+type endpointPoster struct{ ep fabric.Endpoint }
+
+func (p endpointPoster) post(q int, wrs []fabric.SendWR) error {
+	if err := p.ep.PostSend(q, wrs); err != nil {
+		return fabric.PostError(q, wrs, err)
+	}
+	return nil
+}
+
+// lanePoster hands work requests over to posting threads; their failures
+// come back through the lanes (fabric.PostLanes.Failed).
+type lanePoster struct{ lanes fabric.PostLanes }
+
+func (p lanePoster) post(q int, wrs []fabric.SendWR) error {
+	if err := p.lanes.Post(q, wrs); err != nil {
+		return fabric.PostError(q, wrs, err)
+	}
+	return nil
+}
+
 // startLanes starts the posting threads: the endpoint's own when it has
 // them, else posters. depth bounds the work requests ever handed over and
 // not yet posted.

@@ -38,7 +38,7 @@ type Stream struct {
 	// Posting, when set, chooses Config.Pin and Config.PostCPUs once the
 	// device's driver (software RDMA wants other posting than a NIC) and the
 	// number of queue pairs are known.
-	Posting func(driver string, qps int) (CPUPin, []int, error)
+	Posting *PostingPolicy
 }
 
 // Run streams to the receiver: it chooses the device toward the receiver,
@@ -49,6 +49,10 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	given := s.Config
 	given.defaults()
 	if err := given.validateGiven(); err != nil {
+		return Result{}, err
+	}
+	posting, err := s.posting(given.QPs)
+	if err != nil {
 		return Result{}, err
 	}
 	dev, err := s.chooseDevice(given.Log)
@@ -64,8 +68,8 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 		dev.cfg.Provider = cmp.Or(s.Fabric.Provider, l.Settings.Fabric.Provider)
 		cfg.Log.Info("Chose the libfabric provider", "provider", cmp.Or(dev.cfg.Provider, "(the first fi_getinfo offers)"), "domain", dev.cfg.Domain, "receiver", l.Settings.Fabric)
 	}
-	if s.Posting != nil {
-		if cfg.Pin, cfg.PostCPUs, err = s.Posting(dev.driver, cfg.QPs); err != nil {
+	if posting != nil {
+		if cfg.Pin, cfg.PostCPUs, err = posting.Resolve(dev.driver, cfg.QPs); err != nil {
 			return Result{}, err
 		}
 	}
@@ -81,6 +85,24 @@ func Run(ctx context.Context, s Stream) (Result, error) {
 	}
 	res.Fabric = fab.Fabric()
 	return res, err
+}
+
+// posting is the stream's posting policy with the CPUs the process may use
+// (nil without one), checked before anything is connected: auto is resolved
+// once the device and the queue pairs are known.
+func (s Stream) posting(qps int) (*PostingPolicy, error) {
+	if s.Posting == nil {
+		return nil, nil
+	}
+	p := *s.Posting
+	if p.Allowed == nil {
+		allowed, err := AllowedCPUs()
+		if err != nil {
+			return nil, err
+		}
+		p.Allowed = allowed
+	}
+	return &p, p.Check(qps)
 }
 
 // device is what the fabric opens: an RDMA device toward the receiver

@@ -24,25 +24,21 @@ type sendSession struct {
 	buf   []byte
 	g     wire.Geometry
 
-	free     [][]int     // free send slots per queue pair
-	inq      []sliceFIFO // slices in flight per queue pair
-	inflight int
-	unsig    []int    // unsignalled WRs posted since the last signalled one, per queue pair
-	sigEvery int      // signal at least every sigEvery-th WR of a queue pair
+	poster   poster   // hands work requests to the fabric
+	fl       flight   // send slots: free or in flight
 	held     heldView // the receiver's holds, as it reports them
 	start    time.Time
 	nextProg time.Time // when the next progress report is due
 
-	next    []uint64 // next slice per queue pair (wire.NoSlice: none, with whole blocks)
-	block   uint64   // whole blocks: the next block no queue pair has taken
-	limit   uint64   // first slice not to send (noLimit until known)
-	ahead   uint64   // look-ahead: slices past the oldest unfinished one
-	ordered bool     // post in strict slice order (sequential source)
-	rr      int      // queue pair to try first
-	hi      uint64   // 1 + the highest slice posted
-	sent    uint64   // bytes posted
-	acked   uint64   // bytes whose send completions came back
-	extent  uint64   // stream byte just after the furthest slice posted
+	plan    planner // what goes where
+	cur     cursor  // where posting stands
+	pace    pacer   // rate limit
+	ordered bool    // post in strict slice order (sequential source)
+	rr      int     // queue pair to try first
+	hi      uint64  // 1 + the highest slice posted
+	sent    uint64  // bytes posted
+	acked   uint64  // bytes whose send completions came back
+	extent  uint64  // stream byte just after the furthest slice posted
 	cr      credits
 	rg      grants          // send mode: the receives the receiver has posted
 	wrs     []fabric.SendWR // staged work requests of one queue pair
@@ -87,6 +83,7 @@ func (s *sendSession) run(ctx context.Context) (Result, error) {
 
 	start := time.Now()
 	s.start = start
+	s.pace = newPacer(cfg.RateBytesPerSecond, start)
 	s.nextProg = start.Add(cfg.ProgressEvery)
 	wcs := make([]fabric.Completion, 64)
 	complete, stopErr := s.pump(ctx, c, wcs)
@@ -107,13 +104,14 @@ func (s *sendSession) startPosting() (stop func(), err error) {
 		if err != nil {
 			return nil, err
 		}
-		s.lanes = lanes
+		s.lanes, s.poster = lanes, lanePoster{lanes}
 		return lanes.Stop, nil
 	}
 	// One OS thread posts everything: a goroutine that hopped between
 	// threads (and so CPUs) would ring the doorbells of one queue pair
 	// from several CPUs, and a software RDMA device then emits its
 	// packets through several per-CPU network queues, out of order.
+	s.poster = endpointPoster{s.ep}
 	runtime.LockOSThread()
 	unpin, err := pinThread(cfg.Pin, cfg.Log)
 	if err != nil {
@@ -195,8 +193,8 @@ func (s *sendSession) peerReason(ctx context.Context, c *control, err error) err
 // ends or something fails; it says whether the stream went out whole.
 func (s *sendSession) pump(ctx context.Context, c *control, wcs []fabric.Completion) (complete bool, stopErr error) {
 	for s.unsent() {
-		if s.cfg.Duration > 0 && s.limit == noLimit && time.Since(s.start) >= s.cfg.Duration {
-			s.limit = s.hi // finish the slices below the furthest one posted, then stop
+		if s.cfg.Duration > 0 && s.cur.limit == noLimit && time.Since(s.start) >= s.cfg.Duration {
+			s.cur.limit = s.hi // finish the slices below the furthest one posted, then stop
 			continue
 		}
 		if ctx.Err() != nil {
@@ -247,7 +245,7 @@ func (s *sendSession) step(c *control, wcs []fabric.Completion) (moved, credit b
 // receive), until the receiver sends one. (Sleeping on completions alone would miss a grant while
 // a stalled queue pair holds the only WRs in flight.)
 func (s *sendSession) idle(ctx context.Context, c *control, wcs []fabric.Completion, credit bool) error {
-	if s.inflight > 0 && !credit {
+	if s.fl.n > 0 && !credit {
 		return s.pollProgress(wcs)
 	}
 	select {
@@ -380,9 +378,6 @@ func (s *sendSession) pollProgress(wcs []fabric.Completion) error {
 	return err
 }
 
-// noLimit marks a stream whose last slice is not known yet.
-const noLimit = ^uint64(0)
-
 // setup prepares the per-queue-pair state. Queue pair q carries slices q,
 // q+N, q+2N, ... in order, or in write mode whole blocks
 // (wire.Geometry.WholeBlocks): a queue pair with room takes the next block nobody
@@ -394,31 +389,14 @@ const noLimit = ^uint64(0)
 // stream in strict slice order instead.
 func (s *sendSession) setup() {
 	cfg := s.cfg
-	nq := cfg.QPs
-	s.free = make([][]int, nq)
-	s.inq = make([]sliceFIFO, nq)
-	s.next = make([]uint64, nq)
-	s.unsig = make([]int, nq)
-	s.tail = make([]tailWrite, nq)
-	// A completion per message costs a wake-up per message; one per quarter
-	// of the send queue still frees slots early enough to keep it full.
-	s.sigEvery = max(1, cfg.TxDepth/4)
-	for q := range nq {
-		for i := range cfg.TxDepth {
-			s.free[q] = append(s.free[q], i)
-		}
-		s.inq[q] = newSliceFIFO(cfg.TxDepth)
-		s.next[q] = s.g.FirstOnQP(q)
-	}
-	s.limit = noLimit
-	if cfg.Bytes > 0 {
-		s.limit = s.g.Slices(cfg.Bytes)
-	}
-	s.ahead = uint64(s.acc.NBufs) * s.g.SlicesPerBlock()
+	s.fl = newFlight(cfg.QPs, cfg.TxDepth)
+	s.tail = make([]tailWrite, cfg.QPs)
+	s.cur = newCursor(s.g, cfg.Bytes)
+	s.plan = planner{g: s.g, bytes: cfg.Bytes, ahead: uint64(s.acc.NBufs) * s.g.SlicesPerBlock(), txDepth: cfg.TxDepth, msgBytes: cfg.MsgBytes}
 	_, random := cfg.Source.(RandomAccessSource)
 	s.ordered = !random
 	s.cr = credits{nbufs: s.acc.NBufs}
-	s.rg = make(grants, nq)
+	s.rg = make(grants, cfg.QPs)
 }
 
 // readControl forwards the receiver's control messages until an error or

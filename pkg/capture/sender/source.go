@@ -2,8 +2,10 @@ package sender
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
 
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
@@ -77,3 +79,32 @@ func (NoFillSource) Fill(dst []byte, _ uint64) (int, error) { return len(dst), n
 
 // RandomAccess implements RandomAccessSource.
 func (NoFillSource) RandomAccess() {}
+
+// OpenFile sets cfg.Source to the file at path: a FileSource for a regular
+// file (whose size is the stream length when cfg has neither Bytes nor
+// Duration), else a ReaderSource (a pipe, a device). closeSource closes it.
+func OpenFile(path string, cfg *Config) (closeSource func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open --file: %w", err)
+	}
+	closeSource = func() { _ = f.Close() }
+	st, err := f.Stat()
+	if err != nil {
+		closeSource()
+		return nil, fmt.Errorf("stat --file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		cfg.Source = ReaderSource{R: f}
+		return closeSource, nil
+	}
+	if cfg.Bytes == 0 && cfg.Duration == 0 {
+		if st.Size() == 0 {
+			closeSource()
+			return nil, fmt.Errorf("--file %s is empty", path)
+		}
+		cfg.Bytes = uint64(st.Size())
+	}
+	cfg.Source = FileSource{R: f}
+	return closeSource, nil
+}
