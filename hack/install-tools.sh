@@ -18,3 +18,19 @@ install_tool golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-li
 install_tool controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION:-v0.23.0}"
 install_tool helm "helm.sh/helm/v3/cmd/helm@${HELM_VERSION:-v3.22.0}"
 install_tool kind "sigs.k8s.io/kind@${KIND_VERSION:-v0.33.0}"
+
+# promtool (the alert rules' check and unit tests) from Debian's prometheus package, unpacked
+# rather than installed: installing it would also set up a Prometheus server and its service.
+install_promtool() {
+  local stamp="$RINGCAP_TOOLS/.promtool.version" ver tmp
+  ver=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}')
+  [ -n "$ver" ] && [ "$ver" != "(none)" ] || { echo "install-tools: Debian's prometheus package is not in the apt lists (apt-get update)" >&2; return 1; }
+  if [ -x "$RINGCAP_TOOLS/promtool" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$ver" ]; then return; fi
+  echo "installing promtool from Debian's prometheus $ver"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -q "prometheus=$ver" >/dev/null && dpkg-deb -x prometheus_*.deb root)
+  install -m 0755 "$tmp/root/usr/bin/promtool" "$RINGCAP_TOOLS/promtool"
+  rm -rf "$tmp"
+  echo "$ver" > "$stamp"
+}
+install_promtool
