@@ -56,13 +56,8 @@ static int rc_pt_chain(struct rc_pt *t, uint64_t tail, uint64_t head, uint64_t b
 static void *rc_pt_main(struct cpost *c) {
 	struct rc_pt *t = cpost_of(c, struct rc_pt, core);
 	uint64_t tail = cpost_ring_tail(&c->q), bstart = tail;
-	for (;;) {
-		uint64_t head = cpost_head(c);
-		if (tail == head) {
-			if (cpost_stopping(c)) return NULL;
-			cpost_sleep(c, tail);
-			continue;
-		}
+	uint64_t head;
+	while (cpost_next(c, tail, &head)) {
 		int last;
 		int n = rc_pt_chain(t, tail, head, bstart, &last);
 		if (n == 0) return NULL; // posts nothing more: the rest stays queued for Close to report
@@ -70,6 +65,7 @@ static void *rc_pt_main(struct cpost *c) {
 		if (last) bstart = tail;
 		cpost_taken(c, tail);
 	}
+	return NULL;
 }
 
 static int rc_pt_start(struct rc_pt *t, uint64_t size, int cpu, int efd) {

@@ -227,6 +227,16 @@ static inline void cpost_sleep(struct cpost *t, uint64_t tail) {
 	atomic_store(&t->sleeping, 0);
 }
 
+// Thread, woken by the futex: waits for work past tail; 1 and *head, the queue's head, when
+// there is some, 0 when there is none and stop was asked.
+static inline int cpost_next(struct cpost *t, uint64_t tail, uint64_t *head) {
+	while ((*head = cpost_ring_head(&t->q)) == tail) {
+		if (atomic_load(&t->stop)) return 0;
+		cpost_sleep(t, tail);
+	}
+	return 1;
+}
+
 // Thread: publishes that the entries before tail are taken (posted).
 static inline void cpost_taken(struct cpost *t, uint64_t tail) { cpost_ring_release(&t->q, tail); }
 

@@ -34,7 +34,7 @@ struct lane {
 	uint64_t pushed;      // the producer's: items handed over
 	uint64_t batch_of_fail; // the producer's: the first seq of the batch holding fail_seq
 	int bad_order;        // the posting thread's: items out of order or damaged
-	int sleeps;           // the posting thread's: times it slept
+	int sleeps;           // the posting thread's: times it slept in poll (eventfd lanes)
 	uint64_t checked;     // the checker's: items seen in order
 	int checker_errors;   // the checker's
 	_Atomic int finished; // the producer stopped the thread
@@ -63,32 +63,29 @@ static void hand_on(struct lane *l, uint64_t seq) {
 	if (cpost_ring_tail(&l->done) == at) cpost_notify(&l->core); // the checker may sleep: it saw none
 }
 
-static void idle(struct lane *l, uint64_t tail) {
+// next is cpost_next for a thread that sleeps in poll on the kick eventfd, as the ofi
+// binding's lanes sleep in epoll.
+static int next(struct lane *l, uint64_t tail, uint64_t *head) {
 	struct cpost *c = &l->core;
-	l->sleeps++;
-	if (!l->kick_mode) {
-		cpost_sleep(c, tail);
-		return;
+	if (!l->kick_mode) return cpost_next(c, tail, head);
+	while ((*head = cpost_head(c)) == tail) {
+		if (cpost_stopping(c)) return 0;
+		cpost_sleep_begin(c);
+		if (cpost_has_work(c, tail)) {
+			cpost_sleep_cancel(c);
+			continue;
+		}
+		if (wait_fd(c->kick, "the posting thread", l) == 0) l->bad_order++;
+		l->sleeps++;
+		cpost_sleep_end(c);
 	}
-	cpost_sleep_begin(c);
-	if (cpost_has_work(c, tail)) {
-		cpost_sleep_cancel(c);
-		return;
-	}
-	if (wait_fd(c->kick, "the posting thread", l) == 0) l->bad_order++;
-	cpost_sleep_end(c);
+	return 1;
 }
 
 static void *post_main(struct cpost *c) {
 	struct lane *l = cpost_of(c, struct lane, core);
-	uint64_t tail = cpost_ring_tail(&c->q), bstart = tail, expect = 0;
-	for (;;) {
-		uint64_t head = cpost_head(c);
-		if (tail == head) {
-			if (cpost_stopping(c)) return NULL;
-			idle(l, tail);
-			continue;
-		}
+	uint64_t tail = cpost_ring_tail(&c->q), bstart = tail, expect = 0, head;
+	while (next(l, tail, &head)) {
 		for (; tail != head; cpost_taken(c, ++tail)) {
 			struct item *it = &l->q[cpost_ring_slot(&c->q, tail)];
 			if (it->seq != expect++ || it->check != mix(it->seq)) l->bad_order++;
@@ -100,6 +97,7 @@ static void *post_main(struct cpost *c) {
 			if (it->last) bstart = tail + 1;
 		}
 	}
+	return NULL;
 }
 
 // take_all moves what the posting thread handed on into the check; returns how many.
@@ -177,6 +175,13 @@ static int verify(struct lane *l) {
 	return bad;
 }
 
+static void print_ok(const struct lane *l) {
+	printf("cpost-stress: ok lane %d (%s, %s, %llu items", l->id, l->kick_mode ? "eventfd" : "futex",
+	       l->fail_seq < ITEMS ? "failed post" : "all posted", (unsigned long long)l->checked);
+	if (l->kick_mode) printf(", %d sleeps in poll", l->sleeps);
+	printf(")\n");
+}
+
 static struct lane *lane_new(int id, int kick_mode, uint64_t fail_seq) {
 	struct lane *l = calloc(1, sizeof(*l));
 	l->q = calloc(QSIZE, sizeof(*l->q));
@@ -216,9 +221,7 @@ static int round_of(int r) {
 		pthread_join(ls[i]->producer, NULL);
 		pthread_join(ls[i]->checker, NULL);
 		int b = verify(ls[i]);
-		if (b == 0)
-			printf("cpost-stress: ok lane %d (%s, %s, %llu items, %d sleeps)\n", ls[i]->id, ls[i]->kick_mode ? "eventfd" : "futex",
-			       ls[i]->fail_seq < ITEMS ? "failed post" : "all posted", (unsigned long long)ls[i]->checked, ls[i]->sleeps);
+		if (b == 0) print_ok(ls[i]);
 		bad += b;
 		lane_free(ls[i]);
 	}
