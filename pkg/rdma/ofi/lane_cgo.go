@@ -3,26 +3,20 @@
 package ofi
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../internal/cpost
 #cgo LDFLAGS: -lfabric -lpthread
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <linux/futex.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include "cpost.h"
 #include "post.h"
 
 #define LANE_MAXEPS 64
@@ -44,52 +38,29 @@ struct lane_cqe {
 	char text[LANE_TEXT];
 };
 
-enum { LANE_STARTING, LANE_RUNNING, LANE_NOSTART, LANE_FAILED };
-
-// A lane: a thread that posts the operations handed to it on its endpoints and reads their
-// completion queues, as one thread per endpoint of a C program would. Two single-producer,
-// single-consumer queues: operations (Go publishes qhead, the thread qtail) and completions
-// (the thread publishes chead, Go ctail). The thread sleeps in epoll on its queues' wait fds
-// and kick; Go writes kick only when the thread sleeps. The thread writes notify (shared by
-// the lanes of one set) when its completion queue turns non-empty or a post fails.
+// A lane: a thread (the shared core, cpost.h) that posts the operations handed to it on its
+// endpoints and reads their completion queues, as one thread per endpoint of a C program
+// would. Two single-producer, single-consumer queues: operations (the core's, Go to the
+// thread) and completions (cq, the thread to Go). The thread sleeps in epoll on its queues'
+// wait fds and the core's kick, which Go writes only when the thread sleeps. The thread
+// writes the core's notify (shared by the lanes of one set) when its completion queue
+// turns non-empty or a post fails.
 struct lane {
+	struct cpost core;
 	int n, canwait;
 	struct fid_ep *ep[LANE_MAXEPS];
 	struct fid_cq *cq[LANE_MAXEPS];
 	struct fid *cqfid[LANE_MAXEPS];
 	struct fid_fabric *fab;
 	struct lane_op *q;
-	uint64_t qmask;
-	_Atomic uint64_t qhead, qtail;
 	struct lane_cqe *c;
-	uint64_t cmask;
-	_Atomic uint64_t chead, ctail;
-	_Atomic uint32_t state;
-	_Atomic int32_t sleeping, stop;
-	int cpu, kick, notify, epall, epkick, err;
-	ssize_t rc;        // the failed post's return code
-	int fail_kind;     // its operation's kind
-	uint64_t fail_at;  // queue index of the first operation of the batch that failed
-	uint64_t fail_idx; // index in that batch of the first operation not posted
+	struct cpost_ring cq_ring;
+	int epall, epkick;
+	int fail_kind;       // the failed post's operation's kind
 	int64_t outstanding; // posted, completion not read (the thread's own)
 	int stalled;         // the failure was the stall below (1) or a stop while the provider took nothing (2)
 	int64_t stall_ns;    // a provider that takes nothing and completes nothing this long: a gone peer
-	pthread_t th;
 };
-
-static long lane_futex(_Atomic uint32_t *a, int op, uint32_t v) {
-	return syscall(SYS_futex, (uint32_t *)a, op, v, NULL, NULL, 0);
-}
-
-static void lane_set_state(struct lane *t, uint32_t s) {
-	atomic_store(&t->state, s);
-	lane_futex(&t->state, FUTEX_WAKE_PRIVATE, 1);
-}
-
-static void lane_write(int fd) {
-	uint64_t one = 1;
-	(void)!write(fd, &one, sizeof(one));
-}
 
 static int64_t lane_now(void) {
 	struct timespec ts;
@@ -122,19 +93,20 @@ static void lane_cqerr(struct lane *t, int i, struct lane_cqe *e) {
 // lane_read reads each completion queue once into the completion queue's free room and
 // publishes what it read; returns the entries read.
 static int lane_read(struct lane *t) {
-	uint64_t head = atomic_load_explicit(&t->chead, memory_order_relaxed), start = head;
+	struct cpost_ring *r = &t->cq_ring;
+	uint64_t head = cpost_ring_produced(r), start = head;
 	for (int i = 0; i < t->n; i++) {
-		uint64_t room = t->cmask + 1 - (head - atomic_load(&t->ctail));
+		uint64_t room = cpost_ring_size(r) - (head - cpost_ring_tail(r));
 		if (room == 0) break;
 		struct fi_cq_data_entry e[32];
 		ssize_t got = fi_cq_read(t->cq[i], e, room < 32 ? room : 32);
 		if (got == -FI_EAVAIL) {
-			lane_cqerr(t, i, &t->c[head & t->cmask]);
+			lane_cqerr(t, i, &t->c[cpost_ring_slot(r, head)]);
 			head++, t->outstanding--;
 			continue;
 		}
 		for (ssize_t k = 0; k < got; k++) {
-			struct lane_cqe *o = &t->c[head++ & t->cmask];
+			struct lane_cqe *o = &t->c[cpost_ring_slot(r, head++)];
 			o->ctx = (uint64_t)(uintptr_t)e[k].op_context;
 			o->flags = e[k].flags;
 			o->len = e[k].len;
@@ -145,19 +117,15 @@ static int lane_read(struct lane *t) {
 		if (got > 0) t->outstanding -= got;
 	}
 	if (head == start) return 0;
-	atomic_store(&t->chead, head);
-	if (atomic_load(&t->ctail) == start) lane_write(t->notify); // Go may sleep: it saw none
+	cpost_ring_publish(r, head);
+	if (cpost_ring_tail(r) == start) cpost_notify(&t->core); // Go may sleep: it saw none
 	return (int)(head - start);
 }
 
 // lane_fail records the failed post of the operation at queue index i (batch from bstart).
 static void lane_fail(struct lane *t, ssize_t rc, uint64_t bstart, uint64_t i) {
-	t->rc = rc;
-	t->fail_kind = t->q[i & t->qmask].op.kind;
-	t->fail_at = bstart;
-	t->fail_idx = i - bstart;
-	lane_set_state(t, LANE_FAILED);
-	lane_write(t->notify);
+	t->fail_kind = t->q[cpost_ring_slot(&t->core.q, i)].op.kind;
+	cpost_fail(&t->core, rc, bstart, i);
 }
 
 // lane_idle sleeps until an operation is handed over, a completion queue's wait fd wakes
@@ -165,15 +133,15 @@ static void lane_fail(struct lane *t, ssize_t rc, uint64_t bstart, uint64_t i) {
 // busy: the provider refused the next post (FI_EAGAIN) and nothing completed, so what is
 // queued waits for completions, not for Go.
 static void lane_idle(struct lane *t, uint64_t tail, int busy) {
-	atomic_store(&t->sleeping, 1);
-	if (!busy && (atomic_load(&t->qhead) != tail || atomic_load(&t->stop))) {
-		atomic_store(&t->sleeping, 0);
+	cpost_sleep_begin(&t->core);
+	if (!busy && cpost_has_work(&t->core, tail)) {
+		cpost_sleep_cancel(&t->core);
 		return;
 	}
 	int ep = t->epkick;
 	if (t->outstanding > 0 || busy) {
 		if (!t->canwait || fi_trywait(t->fab, t->cqfid, t->n) != FI_SUCCESS) {
-			atomic_store(&t->sleeping, 0);
+			cpost_sleep_cancel(&t->core);
 			if (!t->canwait) {
 				struct timespec ts = {0, 20000};
 				nanosleep(&ts, NULL);
@@ -184,129 +152,109 @@ static void lane_idle(struct lane *t, uint64_t tail, int busy) {
 	}
 	struct epoll_event ev[8];
 	(void)epoll_wait(ep, ev, 8, 100);
-	uint64_t v;
-	(void)!read(t->kick, &v, sizeof(v));
-	atomic_store(&t->sleeping, 0);
+	cpost_sleep_end(&t->core);
 }
 
-static void *lane_main(void *arg) {
-	struct lane *t = arg;
-	if (t->cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(t->cpu, &set);
-		int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-		if (rc != 0) {
-			t->err = rc;
-			lane_set_state(t, LANE_NOSTART);
-			return NULL;
+// lane_post posts what is queued from *tail until the provider refuses (*busy, FI_EAGAIN)
+// or a post fails (*failed); returns 1 when it posted anything.
+static int lane_post(struct lane *t, uint64_t *tail, uint64_t *bstart, int *busy, int *failed) {
+	uint64_t head = cpost_head(&t->core);
+	int did = 0;
+	while (*tail != head) {
+		struct lane_op *o = &t->q[cpost_ring_slot(&t->core.q, *tail)];
+		ssize_t rc;
+		ofi_post(t->ep[o->ep], &o->op, 1, &rc);
+		if (rc == -FI_EAGAIN) {
+			*busy = 1; // the provider is full: read its completions first
+			break;
 		}
+		if (rc != 0) {
+			lane_fail(t, rc, *bstart, *tail);
+			*failed = 1;
+			break;
+		}
+		t->outstanding++, did = 1;
+		if (o->last) *bstart = *tail + 1;
+		cpost_taken(&t->core, ++*tail);
 	}
-	lane_set_state(t, LANE_RUNNING);
-	uint64_t tail = atomic_load(&t->qtail), bstart = tail;
+	return did;
+}
+
+static void *lane_main(struct cpost *c) {
+	struct lane *t = cpost_of(c, struct lane, core);
+	uint64_t tail = cpost_ring_tail(&c->q), bstart = tail;
 	int failed = 0;
 	int64_t last = lane_now();
 	for (;;) {
 		int did = 0, busy = 0;
-		uint64_t head = atomic_load(&t->qhead);
-		while (!failed && tail != head) {
-			struct lane_op *o = &t->q[tail & t->qmask];
-			ssize_t rc;
-			ofi_post(t->ep[o->ep], &o->op, 1, &rc);
-			if (rc == -FI_EAGAIN) {
-				busy = 1; // the provider is full: read its completions first
-				break;
-			}
-			if (rc != 0) {
-				lane_fail(t, rc, bstart, tail);
-				failed = 1;
-				break;
-			}
-			t->outstanding++, did = 1;
-			if (o->last) bstart = tail + 1;
-			atomic_store(&t->qtail, ++tail);
-		}
+		if (!failed) did = lane_post(t, &tail, &bstart, &busy, &failed);
 		if (lane_read(t) > 0) did = 1;
-		int64_t now = did ? lane_now() : 0;
 		if (did) {
-			last = now;
+			last = lane_now();
 			continue;
 		}
-		if (atomic_load(&t->chead) - atomic_load(&t->ctail) > t->cmask) {
+		if (cpost_ring_full(&t->cq_ring)) {
 			sched_yield(); // Go takes what fills the completion queue
 			continue;
 		}
 		// Stopping, a lane does not wait for a provider that takes nothing:
 		// the sender ends (its peer may be gone) and what is left is not posted.
-		int stopping = atomic_load(&t->stop);
+		int stopping = cpost_stopping(c);
 		if (busy && (stopping || lane_now() - last > t->stall_ns)) {
 			t->stalled = stopping ? 2 : 1;
 			lane_fail(t, stopping ? -FI_ECANCELED : -FI_ETIMEDOUT, bstart, tail);
 			failed = 1, busy = 0;
 		}
-		if (!busy && atomic_load(&t->stop) && (failed || tail == atomic_load(&t->qhead))) return NULL;
-		lane_idle(t, failed ? atomic_load(&t->qhead) : tail, busy); // a failed lane waits for stop alone
+		if (!busy && cpost_stopping(c) && (failed || tail == cpost_head(c))) return NULL;
+		lane_idle(t, failed ? cpost_head(c) : tail, busy); // a failed lane waits for stop alone
 	}
 }
 
-// Starts the thread (signals blocked: they go to Go's threads) and waits until it runs on
-// its CPU or could not. Returns 0 or an errno value.
-static int lane_start(struct lane *t) {
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t->th, NULL, lane_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) return rc;
-	uint32_t s;
-	while ((s = atomic_load(&t->state)) == LANE_STARTING)
-		lane_futex(&t->state, FUTEX_WAIT_PRIVATE, LANE_STARTING);
-	if (s == LANE_NOSTART) {
-		pthread_join(t->th, NULL);
-		return t->err;
-	}
-	return 0;
+// lane_init sets the lane's core: its queues hold size entries; notify is the set's eventfd.
+static void lane_init(struct lane *t, uint64_t size, int cpu, int notify) {
+	cpost_init(&t->core, size, cpu, -1, notify);
+	cpost_ring_init(&t->cq_ring, size);
+	t->epall = t->epkick = -1;
 }
+
+static int lane_start(struct lane *t) { return cpost_start(&t->core, lane_main); }
 
 // Queues n operations as one batch. Returns 0, or -1 when the queue has no room.
 static int lane_push(struct lane *t, const struct lane_op *ops, int n) {
-	uint64_t head = atomic_load_explicit(&t->qhead, memory_order_relaxed);
-	if (head + (uint64_t)n - atomic_load(&t->qtail) > t->qmask + 1) return -1;
-	for (int i = 0; i < n; i++) t->q[(head + i) & t->qmask] = ops[i];
-	atomic_store(&t->qhead, head + n);
-	if (atomic_load(&t->sleeping)) lane_write(t->kick);
+	uint64_t head;
+	if (cpost_reserve(&t->core, (uint64_t)n, &head) != 0) return -1;
+	for (int i = 0; i < n; i++) t->q[cpost_ring_slot(&t->core.q, head + i)] = ops[i];
+	cpost_publish(&t->core, head + n);
 	return 0;
 }
 
 // Copies up to n completions out; *state is the lane's.
 static int lane_take(struct lane *t, struct lane_cqe *out, int n, uint32_t *state) {
-	*state = atomic_load(&t->state);
-	uint64_t tail = atomic_load_explicit(&t->ctail, memory_order_relaxed), head = atomic_load(&t->chead);
+	struct cpost_ring *r = &t->cq_ring;
+	*state = cpost_state(&t->core);
+	uint64_t tail = cpost_ring_consumed(r), head = cpost_ring_head(r);
 	int k = 0;
-	for (; k < n && tail != head; k++, tail++) out[k] = t->c[tail & t->cmask];
-	atomic_store(&t->ctail, tail);
+	for (; k < n && tail != head; k++, tail++) out[k] = t->c[cpost_ring_slot(r, tail)];
+	cpost_ring_release(r, tail);
 	return k;
 }
 
 // Lets the thread post what is queued (unless a post failed) and joins it.
-static void lane_stop(struct lane *t) {
-	atomic_store(&t->stop, 1);
-	lane_write(t->kick);
-	pthread_join(t->th, NULL);
-}
+static void lane_stop(struct lane *t) { cpost_stop(&t->core); }
 
 static struct fid *lane_fid_cq(struct fid_cq *x) { return &x->fid; }
-static struct lane_op *lane_at(struct lane *t, uint64_t i) { return &t->q[i & t->qmask]; }
-static uint64_t lane_qhead(struct lane *t) { return atomic_load(&t->qhead); }
-static uint32_t lane_state(struct lane *t) { return atomic_load(&t->state); }
+static struct lane_op *lane_at(struct lane *t, uint64_t i) { return &t->q[cpost_ring_slot(&t->core.q, i)]; }
+static uint64_t lane_qhead(struct lane *t) { return cpost_head(&t->core); }
+static int lane_failed(struct lane *t) { return cpost_state(&t->core) == CPOST_FAILED; }
+static uint64_t lane_qsize(struct lane *t) { return cpost_ring_size(&t->core.q); }
 
 // lane_epoll makes an epoll set of kick and, with all, the completion queues' wait fds.
 static int lane_epoll(struct lane *t, const int *fds, int all) {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0) return -1;
 	struct epoll_event ev = {EPOLLIN};
-	ev.data.fd = t->kick;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, t->kick, &ev) != 0) goto fail;
+	ev.data.fd = t->core.kick;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, t->core.kick, &ev) != 0) goto fail;
 	for (int i = 0; all && i < t->n; i++) {
 		ev.data.fd = fds[i];
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev) != 0) goto fail;
@@ -330,6 +278,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	_ "github.com/ringcap/ringcap/pkg/rdma/internal/cpost" // cpost.h, the lanes' core
 )
 
 // laneStall is how long a lane whose provider takes no operation (FI_EAGAIN)
@@ -405,7 +355,7 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 	if t == nil {
 		return nil, errors.New("out of memory")
 	}
-	t.kick, t.epall, t.epkick, t.notify = -1, -1, -1, C.int(notify)
+	C.lane_init(t, C.uint64_t(size), C.int(c.CPU), C.int(notify))
 	ok := false
 	defer func() {
 		if !ok {
@@ -417,7 +367,7 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 	if t.q == nil || t.c == nil {
 		return nil, errors.New("out of memory")
 	}
-	t.qmask, t.cmask, t.cpu, t.fab = C.uint64_t(size-1), C.uint64_t(size-1), C.int(c.CPU), d.fabric
+	t.fab = d.fabric
 	t.stall_ns = C.int64_t(laneStall.Nanoseconds())
 	fds, err := setLaneQueues(t, c)
 	if err != nil {
@@ -427,7 +377,7 @@ func (d *Domain) startLane(c LaneConfig, size, notify int) (*C.struct_lane, erro
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	t.kick = C.int(kick)
+	t.core.kick = C.int(kick)
 	if t.epkick = C.lane_epoll(t, &fds[0], 0); t.epkick < 0 {
 		return nil, errors.New("epoll set of the lane's wake-up fd: epoll_create1 or epoll_ctl failed")
 	}
@@ -463,7 +413,7 @@ func setLaneQueues(t *C.struct_lane, c LaneConfig) ([]C.int, error) {
 }
 
 func freeLane(t *C.struct_lane) {
-	for _, fd := range []C.int{t.kick, t.epall, t.epkick} {
+	for _, fd := range []C.int{t.core.kick, t.epall, t.epkick} {
 		if fd >= 0 {
 			_ = unix.Close(int(fd))
 		}
@@ -503,7 +453,7 @@ func (s *LaneSet) Post(l, ep, tag, wrs int, ops []Op) error {
 	s.stage[len(s.stage)-1].last = 1
 	crossings.Add(1)
 	if C.lane_push(s.lanes[l], &s.stage[0], C.int(len(s.stage))) != 0 {
-		return fmt.Errorf("hand %d operations to lane %d: its queue of %d is full", len(ops), l, int(s.lanes[l].qmask)+1)
+		return fmt.Errorf("hand %d operations to lane %d: its queue of %d is full", len(ops), l, int(C.lane_qsize(s.lanes[l])))
 	}
 	return nil
 }
@@ -522,7 +472,7 @@ func (s *LaneSet) Take(l int, out []LaneCompletion) (n int, failed bool, err err
 	for i := range k {
 		out[i] = laneCompletion(&s.cqes[i])
 	}
-	return k, state == C.LANE_FAILED, nil
+	return k, state == C.CPOST_FAILED, nil
 }
 
 func laneCompletion(e *C.struct_lane_cqe) LaneCompletion {
@@ -577,7 +527,7 @@ func (s *LaneSet) Stop() []LaneFailure {
 	s.stopped = true
 	for i, t := range s.lanes {
 		C.lane_stop(t)
-		if C.lane_state(t) == C.LANE_FAILED {
+		if C.lane_failed(t) != 0 {
 			s.fails = append(s.fails, s.unposted(i, t)...)
 		}
 	}
@@ -588,7 +538,7 @@ func (s *LaneSet) Stop() []LaneFailure {
 func (s *LaneSet) unposted(i int, t *C.struct_lane) []LaneFailure {
 	var out []LaneFailure
 	head := uint64(C.lane_qhead(t))
-	for k := uint64(t.fail_at); k < head; {
+	for k := uint64(t.core.fail_at); k < head; {
 		e := C.lane_at(t, C.uint64_t(k))
 		f := LaneFailure{Lane: i, Tag: int(e.tag), WRs: int(e.nwr)}
 		for ; k < head; k++ {
@@ -599,8 +549,8 @@ func (s *LaneSet) unposted(i int, t *C.struct_lane) []LaneFailure {
 			}
 		}
 		if len(out) == 0 {
-			f.Ops -= int(t.fail_idx) // the first ones of the failed batch went out
-			why := callErr(opCalls[int(t.fail_kind)], C.int(t.rc))
+			f.Ops -= int(t.core.fail_idx) // the first ones of the failed batch went out
+			why := callErr(opCalls[int(t.fail_kind)], C.int(t.core.rc))
 			switch t.stalled {
 			case 1:
 				why = fmt.Errorf("%s: the provider took no operation (FI_EAGAIN) and completed none for %v", opCalls[int(t.fail_kind)], laneStall)
@@ -608,7 +558,7 @@ func (s *LaneSet) unposted(i int, t *C.struct_lane) []LaneFailure {
 				why = fmt.Errorf("%s: the provider took no more operations (FI_EAGAIN) when the lane was stopped", opCalls[int(t.fail_kind)])
 			}
 			f.Err = fmt.Errorf("post operation %d of a batch of %d on endpoint %d of lane %d: %w",
-				int(t.fail_idx), f.Ops+int(t.fail_idx), int(e.ep), i, why)
+				int(t.core.fail_idx), f.Ops+int(t.core.fail_idx), int(e.ep), i, why)
 		} else {
 			f.Err = fmt.Errorf("not posted: an earlier post on lane %d failed", i)
 		}

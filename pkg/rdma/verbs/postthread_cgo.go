@@ -3,19 +3,13 @@
 package verbs
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../internal/cpost
 #cgo LDFLAGS: -libverbs -lpthread
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <infiniband/verbs.h>
+#include "cpost.h"
 #include "rc.h"
 
 // One work request in a posting thread's queue.
@@ -26,132 +20,77 @@ struct rc_pt_ent {
 	int32_t last; // 1: the last work request of the batch handed over
 };
 
-enum { RC_PT_STARTING, RC_PT_RUNNING, RC_PT_NOSTART, RC_PT_FAILED };
 #define RC_PT_CHAIN 256
 
-// A posting thread: a single-producer (Go), single-consumer (the thread) queue of work
-// requests. The producer publishes head, the thread tail; the thread sleeps on the futex
-// word seq when the queue is empty and the producer wakes it only when it sleeps.
+// A posting thread (the shared core, cpost.h): the queue holds work requests; the thread
+// sleeps on the core's futex and writes its eventfd (notify) when a post fails.
 struct rc_pt {
+	struct cpost core;
 	struct rc_pt_ent *q;
-	uint64_t mask;
-	_Atomic uint64_t head, tail;
-	_Atomic uint32_t seq, state;
-	_Atomic int32_t sleeping, stop;
-	int cpu, efd, err;
-	uint64_t fail_at;  // queue index of the first entry of the batch that failed
-	uint64_t fail_idx; // index in that batch of the first work request not posted
-	pthread_t th;
 	struct ibv_send_wr wr[RC_PT_CHAIN];
 	struct ibv_sge sge[RC_PT_CHAIN];
 	struct rc_swr w[RC_PT_CHAIN];
 };
 
-static long rc_futex(_Atomic uint32_t *a, int op, uint32_t v) {
-	return syscall(SYS_futex, (uint32_t *)a, op, v, NULL, NULL, 0);
-}
-
-static void rc_pt_set_state(struct rc_pt *t, uint32_t s) {
-	atomic_store(&t->state, s);
-	rc_futex(&t->state, FUTEX_WAKE_PRIVATE, 1);
-}
-
-static void *rc_pt_main(void *arg) {
-	struct rc_pt *t = arg;
-	if (t->cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET(t->cpu, &set);
-		int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-		if (rc != 0) {
-			t->err = rc;
-			rc_pt_set_state(t, RC_PT_NOSTART);
-			return NULL;
-		}
+// rc_pt_chain posts one chain: the rest of the current batch from tail, at most
+// RC_PT_CHAIN work requests. Returns how many it posted (0: the post failed).
+static int rc_pt_chain(struct rc_pt *t, uint64_t tail, uint64_t head, uint64_t bstart, int *last) {
+	struct ibv_qp *qp = t->q[cpost_ring_slot(&t->core.q, tail)].qp;
+	int n = 0;
+	*last = 0;
+	while (n < RC_PT_CHAIN && tail + n != head && !*last) {
+		struct rc_pt_ent *e = &t->q[cpost_ring_slot(&t->core.q, tail + n)];
+		t->w[n++] = e->w;
+		*last = e->last;
 	}
-	rc_pt_set_state(t, RC_PT_RUNNING);
-	uint64_t tail = atomic_load(&t->tail), bstart = tail;
-	for (;;) {
-		uint64_t head = atomic_load(&t->head);
-		if (tail == head) {
-			if (atomic_load(&t->stop)) return NULL;
-			uint32_t s = atomic_load(&t->seq);
-			atomic_store(&t->sleeping, 1);
-			if (atomic_load(&t->head) == tail && !atomic_load(&t->stop))
-				rc_futex(&t->seq, FUTEX_WAIT_PRIVATE, s);
-			atomic_store(&t->sleeping, 0);
-			continue;
-		}
-		// One chain: the rest of the current batch, at most RC_PT_CHAIN work requests.
-		struct ibv_qp *qp = t->q[tail & t->mask].qp;
-		int n = 0, last = 0;
-		while (n < RC_PT_CHAIN && tail + n != head && !last) {
-			struct rc_pt_ent *e = &t->q[(tail + n) & t->mask];
-			t->w[n++] = e->w;
-			last = e->last;
-		}
-		rc_build_send(t->w, n, t->wr, t->sge);
-		struct ibv_send_wr *bad = NULL;
-		int rc = ibv_post_send(qp, t->wr, &bad);
-		if (rc != 0) {
-			t->err = rc;
-			t->fail_at = bstart;
-			t->fail_idx = (tail - bstart) + (uint64_t)(bad ? bad - t->wr : 0);
-			rc_pt_set_state(t, RC_PT_FAILED);
-			uint64_t one = 1;
-			(void)!write(t->efd, &one, sizeof(one));
-			return NULL; // posts nothing more: the rest stays queued for Close to report
-		}
+	rc_build_send(t->w, n, t->wr, t->sge);
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(qp, t->wr, &bad);
+	if (rc != 0) {
+		cpost_fail(&t->core, rc, bstart, tail + (uint64_t)(bad ? bad - t->wr : 0));
+		return 0;
+	}
+	return n;
+}
+
+static void *rc_pt_main(struct cpost *c) {
+	struct rc_pt *t = cpost_of(c, struct rc_pt, core);
+	uint64_t tail = cpost_ring_tail(&c->q), bstart = tail;
+	uint64_t head;
+	while (cpost_next(c, tail, &head)) {
+		int last;
+		int n = rc_pt_chain(t, tail, head, bstart, &last);
+		if (n == 0) return NULL; // posts nothing more: the rest stays queued for Close to report
 		tail += n;
 		if (last) bstart = tail;
-		atomic_store(&t->tail, tail);
+		cpost_taken(c, tail);
 	}
+	return NULL;
 }
 
-// Starts the thread (signals blocked: they go to Go's threads) and waits until it runs on
-// its CPU or could not. Returns 0 or an errno value.
-static int rc_pt_start(struct rc_pt *t) {
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&t->th, NULL, rc_pt_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) return rc;
-	uint32_t s;
-	while ((s = atomic_load(&t->state)) == RC_PT_STARTING)
-		rc_futex(&t->state, FUTEX_WAIT_PRIVATE, RC_PT_STARTING);
-	if (s == RC_PT_NOSTART) {
-		pthread_join(t->th, NULL);
-		return t->err;
-	}
-	return 0;
+static int rc_pt_start(struct rc_pt *t, uint64_t size, int cpu, int efd) {
+	cpost_init(&t->core, size, cpu, -1, efd);
+	return cpost_start(&t->core, rc_pt_main);
 }
 
 // Queues n work requests for qp as one batch. Returns 0, or -1 when the queue has no room.
 static int rc_pt_push(struct rc_pt *t, struct ibv_qp *qp, const struct rc_swr *w, int n, int32_t tag) {
-	uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
-	if (head + (uint64_t)n - atomic_load(&t->tail) > t->mask + 1) return -1;
+	uint64_t head;
+	if (cpost_reserve(&t->core, (uint64_t)n, &head) != 0) return -1;
 	for (int i = 0; i < n; i++) {
-		struct rc_pt_ent *e = &t->q[(head + i) & t->mask];
+		struct rc_pt_ent *e = &t->q[cpost_ring_slot(&t->core.q, head + i)];
 		e->qp = qp; e->w = w[i]; e->tag = tag; e->last = i == n - 1;
 	}
-	atomic_store(&t->head, head + n);
-	atomic_fetch_add(&t->seq, 1);
-	if (atomic_load(&t->sleeping)) rc_futex(&t->seq, FUTEX_WAKE_PRIVATE, 1);
+	cpost_publish(&t->core, head + n);
 	return 0;
 }
 
 // Lets the thread post what is queued (unless a post failed) and joins it.
-static void rc_pt_stop(struct rc_pt *t) {
-	atomic_store(&t->stop, 1);
-	atomic_fetch_add(&t->seq, 1);
-	rc_futex(&t->seq, FUTEX_WAKE_PRIVATE, 1);
-	pthread_join(t->th, NULL);
-}
+static void rc_pt_stop(struct rc_pt *t) { cpost_stop(&t->core); }
 
-static struct rc_pt_ent *rc_pt_at(struct rc_pt *t, uint64_t i) { return &t->q[i & t->mask]; }
-static uint64_t rc_pt_head(struct rc_pt *t) { return atomic_load(&t->head); }
-static uint32_t rc_pt_state(struct rc_pt *t) { return atomic_load(&t->state); }
+static struct rc_pt_ent *rc_pt_at(struct rc_pt *t, uint64_t i) { return &t->q[cpost_ring_slot(&t->core.q, i)]; }
+static uint64_t rc_pt_head(struct rc_pt *t) { return cpost_head(&t->core); }
+static int rc_pt_failed(struct rc_pt *t) { return cpost_state(&t->core) == CPOST_FAILED; }
 */
 import "C"
 
@@ -164,6 +103,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	_ "github.com/ringcap/ringcap/pkg/rdma/internal/cpost" // cpost.h, the posting thread's core
 )
 
 // PostThread is an OS thread of its own, outside the Go scheduler and pinned to one CPU,
@@ -217,10 +158,7 @@ func StartPostThread(cpu, capacity int) (*PostThread, error) {
 		p.free()
 		return nil, errors.New("start a posting thread: out of memory")
 	}
-	p.t.mask = C.uint64_t(size - 1)
-	p.t.cpu = C.int(cpu)
-	p.t.efd = C.int(fd)
-	if rc := C.rc_pt_start(p.t); rc != 0 {
+	if rc := C.rc_pt_start(p.t, C.uint64_t(size), C.int(cpu), C.int(fd)); rc != 0 {
 		p.free()
 		return nil, fmt.Errorf("start a posting thread on CPU %d: %w", cpu, errnoErr(rc))
 	}
@@ -289,7 +227,7 @@ func (p *PostThread) Close() []PostFailure {
 	}
 	p.closed = true
 	C.rc_pt_stop(p.t)
-	if C.rc_pt_state(p.t) == C.RC_PT_FAILED {
+	if C.rc_pt_failed(p.t) != 0 {
 		p.fails = p.unposted()
 	}
 	_ = p.events.Close()
@@ -304,7 +242,7 @@ func (p *PostThread) unposted() []PostFailure {
 	var out []PostFailure
 	var first error
 	head := uint64(C.rc_pt_head(p.t))
-	for i := uint64(p.t.fail_at); i < head; {
+	for i := uint64(p.t.core.fail_at); i < head; {
 		e := C.rc_pt_at(p.t, C.uint64_t(i))
 		f := PostFailure{Tag: int(e.tag), First: goSendWR(e.w)}
 		for ; i < head; i++ {
@@ -315,10 +253,10 @@ func (p *PostThread) unposted() []PostFailure {
 			}
 		}
 		if first == nil {
-			bad := min(int(p.t.fail_idx), f.N-1)
-			w := goSendWR(C.rc_pt_at(p.t, C.uint64_t(uint64(p.t.fail_at)+uint64(bad))).w)
+			bad := min(int(p.t.core.fail_idx), f.N-1)
+			w := goSendWR(C.rc_pt_at(p.t, C.uint64_t(uint64(p.t.core.fail_at)+uint64(bad))).w)
 			first = fmt.Errorf("post send work request %d of %d (wr_id=%d %v) on QP %d: %w",
-				bad, f.N, w.ID, w.Opcode, uint32(e.qp.qp_num), errnoErr(p.t.err))
+				bad, f.N, w.ID, w.Opcode, uint32(e.qp.qp_num), errnoErr(C.int(p.t.core.rc)))
 		}
 		f.Err = first
 		out = append(out, f)
