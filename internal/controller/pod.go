@@ -243,7 +243,9 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 	}
 	lock := ipcLockOf(opts)
 	receiver := receiverContainer(rc, opts, image, pull, lock)
-	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10), AnnotationIPCLock: lock.Reason}
+	annotations := map[string]string{AnnotationGeneration: strconv.FormatInt(rc.Generation, 10), AnnotationIPCLock: lock.Reason,
+		// for a Prometheus that discovers pods by annotation (the chart's PodMonitor selects by label)
+		"prometheus.io/scrape": "true", "prometheus.io/port": strconv.Itoa(int(spec.Receiver.MetricsPort)), "prometheus.io/path": "/metrics"}
 	var volumes []corev1.Volume
 	if vol, ok := headerVolumeOf(spec.Ring.Header, annotations); ok {
 		volumes = append(volumes, vol)
