@@ -76,13 +76,13 @@ func coalescePeriod(rate float64, perBlock, usable int) time.Duration {
 // pairs.
 func (s *session) usableReceives() int {
 	fewest := -1
-	for q, n := range s.posted {
-		n -= s.untold[q] // all 0 in write mode
+	for q, n := range s.q.posted {
+		n -= s.q.untold[q] // all 0 in write mode
 		if fewest < 0 || n < fewest {
 			fewest = n
 		}
 	}
-	return max(fewest, 0) * len(s.posted)
+	return max(fewest, 0) * len(s.q.posted)
 }
 
 // completionsPerBlock is how many receive completions fill a block: one a

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/testio"
+	"github.com/ringcap/ringcap/pkg/capture/obsheader"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
@@ -55,7 +56,7 @@ func TestObservationHeadersPrecedence(t *testing.T) {
 	}
 }
 
-// What a sender gets wrong is a *HeaderError naming it; a template too large
+// What a sender gets wrong is a *obsheader.Error naming it; a template too large
 // on its own is the receiver's own fault (a plain error).
 func TestObservationHeadersRefusals(t *testing.T) {
 	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096, Mode: wire.ModeSend, QPs: 1}
@@ -82,14 +83,14 @@ func TestObservationHeadersRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := b.Build(0, c.sender, time.Now())
-		var he *HeaderError
+		var he *obsheader.Error
 		if !errors.As(err, &he) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want a HeaderError saying %q", c.name, err, c.want)
 		}
 	}
 	big := ObservationHeaders{Template: []byte("COMMENT " + strings.Repeat("y", 5000) + "\n"), Size: 4096}
 	_, err := big.Build(0, nil, time.Now())
-	var he *HeaderError
+	var he *obsheader.Error
 	if err == nil || errors.As(err, &he) {
 		t.Errorf("an oversize template: got %v, want a plain error", err)
 	}
@@ -145,8 +146,8 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	if len(second) != 1 || second[0].err != nil || second[0].bytes != 3*bufsz+5 {
 		t.Fatalf("observation 1 read: %+v", second)
 	}
-	if src := headerKey(t, first[0].header, "RINGCAP_UTC_START_SOURCE"); src != UTCStartFirstByte {
-		t.Errorf("observation 0: UTC_START from %q, want %q", src, UTCStartFirstByte)
+	if src := headerKey(t, first[0].header, "RINGCAP_UTC_START_SOURCE"); src != obsheader.UTCStartFirstByte {
+		t.Errorf("observation 0: UTC_START from %q, want %q", src, obsheader.UTCStartFirstByte)
 	}
 	hdr := second[0].header
 	for k, v := range map[string]string{"SOURCE": "J1939+2134", "UTC_START": "2026-11-25-01:02:03", "RINGCAP_UTC_START_SOURCE": "sender", "HDR_SIZE": "4096", "RINGCAP_OBSERVATION": "1"} {
@@ -160,49 +161,5 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	st := hs.rx.Tracker().Snapshot()
 	if st.Header["SOURCE"] != "J1939+2134" || st.Header["UTC_START"] != "2026-11-25-01:02:03" || st.Header["RINGCAP_OBSERVATION"] != "1" {
 		t.Errorf("status header %v", st.Header)
-	}
-}
-
-// recordingWriter keeps the headers written to it.
-type recordingWriter struct{ headers [][]byte }
-
-func (w *recordingWriter) WriteHeader(h []byte) error {
-	w.headers = append(w.headers, h)
-	return nil
-}
-func (w *recordingWriter) OpenBlock(context.Context) (int, error)      { return 0, nil }
-func (w *recordingWriter) MarkFilled(context.Context, int, bool) error { return nil }
-func (w *recordingWriter) EndOfData(context.Context) error             { return nil }
-
-// The receiver writes an observation's header once, before its first block,
-// with UTC_START when the first byte landed (not when the sender connected),
-// and shows it in the status; a sender's UTC_START wins.
-func TestHeaderWrittenWhenTheFirstByteLanded(t *testing.T) {
-	landed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, c := range []struct {
-		sender      []wire.HeaderField
-		utc, source string
-	}{
-		{nil, "2026-01-02-03:04:05", UTCStartFirstByte},
-		{[]wire.HeaderField{{Key: "UTC_START", Value: "2026-01-02-03:04:01"}}, "2026-01-02-03:04:01", UTCStartSender},
-	} {
-		w := &recordingWriter{}
-		r := &Receiver{cfg: ReceiverConfig{Mode: wire.ModeSend, QPs: 1, Header: ObservationHeaders{Template: []byte("SOURCE J0437-4715\n"), Size: 4096}}, w: w, t: NewTracker()}
-		s := &session{r: r, obs: 3, hello: wire.Hello{Header: c.sender}, firstByte: landed}
-		for range 2 {
-			if err := s.writeHeader(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if len(w.headers) != 1 || len(w.headers[0]) != 4096 {
-			t.Fatalf("%d headers written, want one header block", len(w.headers))
-		}
-		text := strings.TrimRight(string(w.headers[0]), "\x00")
-		if headerKey(t, text, "UTC_START") != c.utc || headerKey(t, text, "RINGCAP_UTC_START_SOURCE") != c.source || headerKey(t, text, "RINGCAP_OBSERVATION") != "3" {
-			t.Errorf("header written:\n%s\nwant UTC_START %s from %s", text, c.utc, c.source)
-		}
-		if st := r.t.Snapshot(); st.Header["UTC_START"] != c.utc || st.Header["SOURCE"] != "J0437-4715" {
-			t.Errorf("status header %v", st.Header)
-		}
 	}
 }

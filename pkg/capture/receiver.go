@@ -16,44 +16,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
-// BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
-// Writer through an adapter). Calls come from one goroutine at a time.
-type BlockWriter interface {
-	// WriteHeader writes the observation's header before its data.
-	WriteHeader(hdr []byte) error
-	// OpenBlock returns the ring index of the next block to fill, waiting
-	// while the slowest reader still holds it; ctx cancels the wait.
-	OpenBlock(ctx context.Context) (int, error)
-	// MarkFilled marks the oldest open block filled with nbytes. eod ends the
-	// observation on this block (also implied by nbytes < block size).
-	// ctx ends the waits an end of data may have for the readers.
-	MarkFilled(ctx context.Context, nbytes int, eod bool) error
-	// EndOfData ends the observation when no block carried the end (nothing
-	// was received) and releases blocks that were opened but not used; ctx
-	// ends its waits for the readers.
-	EndOfData(ctx context.Context) error
-}
-
-// FullBlocksFiller is a BlockWriter that can mark several full blocks filled
-// in one step (one wake-up of each reader instead of one per block), as if
-// MarkFilled(block size, false) had been called k times.
-type FullBlocksFiller interface {
-	MarkFilledFull(k int) error
-}
-
-// BlocksOpener is a BlockWriter that can open several blocks in one step:
-// into idx, the first as OpenBlock does (waiting), then as many of the next
-// ones as are free at once; at least one, at most len(idx).
-type BlocksOpener interface {
-	OpenBlocks(ctx context.Context, idx []int) (int, error)
-}
-
-// RingGeometry is the shape of the ring the receiver fills.
-type RingGeometry struct {
-	NBufs   int
-	BufSize int
-}
-
 // ReceiverConfig configures a Receiver.
 type ReceiverConfig struct {
 	Mode     wire.Mode
@@ -399,6 +361,6 @@ func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
 		r.t.Update(func(s *statusdoc.Status) { s.Message = msg })
 		return nil
 	}
-	s := &session{r: r, k: k, ep: ep, hello: hello, log: log, qpc: r.t.queuePairs(r.cfg.QPs)}
+	s := &session{r: r, k: k, ep: ep, hello: hello, log: log, qpc: r.t.QueuePairs(r.cfg.QPs)}
 	return s.run(ctx)
 }
