@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 
+	"github.com/ringcap/ringcap/pkg/capture/rc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -11,14 +12,13 @@ import (
 // the receives posted (send mode).
 func (s *session) begin(ctx context.Context) *ending {
 	r := s.r
-	nq := len(s.hello.QPs)
-	s.q = newReceives(nq, s.g)
+	s.q = rc.New(rc.Config{Mode: r.cfg.Mode, RxDepth: r.cfg.RxDepth, Geometry: s.g}, s.ep, s.a, s.qpc)
 	first, end := s.firstBlock(ctx)
 	if end != nil {
 		return end
 	}
 	s.a.Open(first)
-	if err := s.postFirst(nq); err != nil {
+	if err := s.q.PostFirst(); err != nil {
 		return endWith("receive post failed", err)
 	}
 	mode, regions, _ := r.fab.Registration()
@@ -33,7 +33,7 @@ func (s *session) begin(ctx context.Context) *ending {
 	var err error
 	if r.cfg.Mode == wire.ModeWrite {
 		err = s.k.Send(wire.Credit{Seq: 0, Index: uint32(first)})
-	} else if _, err = s.queueGrants(); err == nil {
+	} else if _, err = s.q.QueueGrants(s.k); err == nil {
 		err = s.k.Flush()
 	}
 	if err != nil {
@@ -57,18 +57,4 @@ func (s *session) firstBlock(ctx context.Context) (int, *ending) {
 	}
 	s.o.HoldEnded()
 	return first, nil
-}
-
-// postFirst posts the receives the first block needs: empty ones for the
-// write-mode immediates, or the block's slices in send mode.
-func (s *session) postFirst(nq int) error {
-	if s.r.cfg.Mode != wire.ModeWrite {
-		return s.postSlices()
-	}
-	for q := range nq {
-		if err := s.postEmpty(q, s.r.cfg.RxDepth); err != nil {
-			return err
-		}
-	}
-	return nil
 }

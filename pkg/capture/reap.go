@@ -33,7 +33,7 @@ func (l *streamLoop) takeOpened() (bool, *ending) {
 				l.peerGone = true
 			}
 			credits++
-		} else if err := s.postSlices(); err != nil {
+		} else if err := s.q.PostSlices(); err != nil {
 			return true, endWith("receive post failed", err)
 		}
 	}
@@ -42,7 +42,7 @@ func (l *streamLoop) takeOpened() (bool, *ending) {
 // grant tells the sender of the receives posted (send mode) that it is due
 // to hear of, in one write.
 func (l *streamLoop) grant() {
-	queued, err := l.s.queueGrants()
+	queued, err := l.s.q.QueueGrants(l.s.k)
 	if err == nil && queued {
 		err = l.s.k.Flush()
 	}
@@ -75,7 +75,7 @@ func (l *streamLoop) reap() (bool, *ending) {
 	}
 	defer s.r.t.Landed(s.qpc)
 	for _, wc := range l.wcs[:n] {
-		if err := s.complete(wc); err != nil {
+		if err := s.q.Complete(wc); err != nil {
 			return true, l.completionFailed(err)
 		}
 	}
@@ -84,11 +84,11 @@ func (l *streamLoop) reap() (bool, *ending) {
 	}
 	l.rate.add(n)
 	s.o.DataLanded(time.Now()) // UTC_START: when the first byte landed
-	if err := s.repost(); err != nil {
+	if err := s.q.Repost(); err != nil {
 		return true, endWith("receive post failed", err)
 	}
 	if s.r.cfg.Mode == wire.ModeSend {
-		if err := s.postSlices(); err != nil {
+		if err := s.q.PostSlices(); err != nil {
 			return true, endWith("receive post failed", err)
 		}
 	}
@@ -125,11 +125,11 @@ func (s *session) drain(wcs []fabric.Completion, d time.Duration) {
 			return
 		}
 		for _, wc := range wcs[:n] {
-			if s.complete(wc) != nil {
+			if s.q.Complete(wc) != nil {
 				return
 			}
 		}
-		if s.repost() != nil {
+		if s.q.Repost() != nil {
 			return
 		}
 		if n == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/observation"
 	"github.com/ringcap/ringcap/pkg/capture/obsheader"
 	"github.com/ringcap/ringcap/pkg/capture/placement"
+	"github.com/ringcap/ringcap/pkg/capture/rc"
 	"github.com/ringcap/ringcap/pkg/capture/ring"
 	"github.com/ringcap/ringcap/pkg/capture/status"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
@@ -29,9 +30,9 @@ type session struct {
 
 	g       wire.Geometry
 	o       *observation.Observation
-	a       *placement.Window // o's window
-	rw      *ring.Worker      // o's ring worker
-	q       receives
+	a       *placement.Window   // o's window
+	rw      *ring.Worker        // o's ring worker
+	q       *rc.Receives        // the queue pairs' receives
 	qpc     []status.QPCounters // per queue pair, its metrics
 	heldRep holdReporter        // what the sender was told of holds
 }

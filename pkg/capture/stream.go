@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/rc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -100,7 +101,7 @@ func (l *streamLoop) pass() *ending {
 	l.idle++
 	if l.idle == 1 {
 		l.rate.sample(time.Now())
-		l.w.coalesce = coalescePeriod(l.rate.rate, s.completionsPerBlock(), s.usableReceives())
+		l.w.coalesce = coalescePeriod(l.rate.rate, s.q.CompletionsPerBlock(), s.q.Usable())
 		l.w.lazyOpen = s.a.Room() >= 2
 		l.w.eventWait = eventWaitFor(s.o.Holds().Holding())
 	}
@@ -152,14 +153,14 @@ func (l *streamLoop) event(e ctrlEvent) *ending {
 		// length it had announced: what landed gap-free is kept.
 		if _, ok := s.a.End(); !ok {
 			if err := s.a.SetEnd(e.end.Bytes); err != nil {
-				return endWith(protocolError(err).Error(), nil)
+				return endWith(rc.ProtocolError(err).Error(), nil)
 			}
 		}
 		s.drain(l.wcs, 200*time.Millisecond)
 		return endWith(fmt.Sprintf("sender stopped early after %d bytes", e.end.Bytes), nil)
 	case e.end != nil:
 		if err := s.a.SetEnd(e.end.Bytes); err != nil {
-			return endWith(protocolError(err).Error(), nil)
+			return endWith(rc.ProtocolError(err).Error(), nil)
 		}
 		l.gotEnd = true
 	case errors.Is(e.err, wire.ErrPeerGone):

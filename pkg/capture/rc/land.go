@@ -1,4 +1,4 @@
-package capture
+package rc
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
-// complete handles one work completion.
-func (s *session) complete(wc fabric.Completion) error {
+// Complete handles one work completion.
+func (rv *Receives) Complete(wc fabric.Completion) error {
 	if wc.Err != nil {
 		var we *fabric.WCError
 		if errors.As(wc.Err, &we) {
@@ -20,30 +20,30 @@ func (s *session) complete(wc fabric.Completion) error {
 	if !wc.Recv {
 		return nil
 	}
-	s.q.posted[wc.QP]--
+	rv.posted[wc.QP]--
 	var sl uint64
-	if s.r.cfg.Mode == wire.ModeSend {
+	if rv.cfg.Mode == wire.ModeSend {
 		sl = wc.ID
 		if wc.Imm != uint32(sl) {
 			return fmt.Errorf("%w: queue pair %d delivered slice %d into the slot of slice %d", wire.ErrProtocol, wc.QP, wc.Imm, sl)
 		}
 	} else {
 		var err error
-		if sl, err = s.a.Resolve(wc.Imm); err != nil {
-			return protocolError(err)
+		if sl, err = rv.win.Resolve(wc.Imm); err != nil {
+			return ProtocolError(err)
 		}
-		s.q.consumed[wc.QP]++ // reposted after the batch, one call per queue pair
+		rv.consumed[wc.QP]++ // reposted after the batch, one call per queue pair
 	}
-	if s.r.cfg.Mode == wire.ModeWrite {
-		return s.landWritten(wc.QP, sl, uint64(wc.Bytes))
+	if rv.cfg.Mode == wire.ModeWrite {
+		return rv.landWritten(wc.QP, sl, uint64(wc.Bytes))
 	}
-	if s.g.QP(sl) != wc.QP {
-		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", wire.ErrProtocol, sl, wc.QP, s.g.QP(sl))
+	if rv.cfg.Geometry.QP(sl) != wc.QP {
+		return fmt.Errorf("%w: slice %d arrived on queue pair %d, expected %d", wire.ErrProtocol, sl, wc.QP, rv.cfg.Geometry.QP(sl))
 	}
-	if err := s.a.Land(sl, uint64(wc.Bytes)); err != nil {
-		return protocolError(err)
+	if err := rv.win.Land(sl, uint64(wc.Bytes)); err != nil {
+		return ProtocolError(err)
 	}
-	s.qpc[wc.QP].Add(uint64(wc.Bytes))
+	rv.qpc[wc.QP].Add(uint64(wc.Bytes))
 	return nil
 }
 
@@ -53,31 +53,31 @@ func (s *session) complete(wc fabric.Completion) error {
 // from the first one not landed yet, before the immediate naming slice sl,
 // which wrote n bytes of it, or none (n = 0) when sl itself went out plain
 // and this ends the stream.
-func (s *session) landWritten(q int, sl, n uint64) error {
-	seq := s.g.SliceBlock(sl)
-	done, err := s.a.LandedIn(seq)
+func (rv *Receives) landWritten(q int, sl, n uint64) error {
+	seq := rv.cfg.Geometry.SliceBlock(sl)
+	done, err := rv.win.LandedIn(seq)
 	if err != nil {
-		return protocolError(err)
+		return ProtocolError(err)
 	}
-	from := seq*s.g.SlicesPerBlock() + done
+	from := seq*rv.cfg.Geometry.SlicesPerBlock() + done
 	if sl < from {
 		return fmt.Errorf("%w: queue pair %d named slice %d, which had already landed", wire.ErrProtocol, q, sl)
 	}
 	for x := from; x <= sl; x++ {
 		k := n
 		if x < sl || n == 0 {
-			_, _, k = s.g.Slice(x)
+			_, _, k = rv.cfg.Geometry.Slice(x)
 		}
-		if err := s.a.Land(x, k); err != nil {
-			return protocolError(err)
+		if err := rv.win.Land(x, k); err != nil {
+			return ProtocolError(err)
 		}
-		s.qpc[q].Add(k)
+		rv.qpc[q].Add(k)
 	}
 	return nil
 }
 
-// protocolError is data the window cannot place (placement.ErrPlacement):
+// ProtocolError is data the window cannot place (placement.ErrPlacement):
 // over RC, the sender broke the protocol.
-func protocolError(err error) error {
+func ProtocolError(err error) error {
 	return fmt.Errorf("%w: %w", wire.ErrProtocol, err)
 }
