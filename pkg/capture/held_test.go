@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,12 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/status"
@@ -172,28 +170,6 @@ func getStatus(t *testing.T, url string) statusdoc.Status {
 	return st
 }
 
-// getMetric reads one unlabelled sample from /metrics.
-func getMetric(t *testing.T, url, name string) float64 {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metric %s: %v", name, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("no metric %s on /metrics", name)
-	return 0
-}
-
 // A receiver whose reader keeps a block says so while it happens: /status
 // and the metrics show the hold and its time growing, and the sender's
 // progress reports say it is held back, with nothing moving, until the
@@ -260,11 +236,11 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			if since.After(time.Now()) || s1.HeldBackSeconds <= 0 || s2.HeldBackSeconds <= s1.HeldBackSeconds {
 				t.Fatalf("heldBackSeconds %g then %g since %s: want it above 0 and growing", s1.HeldBackSeconds, s2.HeldBackSeconds, since)
 			}
-			m1 := getMetric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
-			c1 := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
+			m1 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
+			c1 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
 			time.Sleep(time.Millisecond)
-			m2 := getMetric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
-			c2 := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
+			m2 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
+			c2 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
 			if m1 <= 0 || m2 <= m1 || c1 <= 0 || c2 <= c1 {
 				t.Fatalf("held-back metrics total %g then %g, current hold %g then %g: want them above 0 and growing", m1, m2, c1, c2)
 			}
@@ -292,7 +268,7 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			if st.HeldBackSince != "" || st.HeldBackSeconds < s2.HeldBackSeconds {
 				t.Fatalf("after the hold: heldBackSince %q, heldBackSeconds %g (had %g): want no hold going on and the time kept", st.HeldBackSince, st.HeldBackSeconds, s2.HeldBackSeconds)
 			}
-			if c := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds"); c != 0 {
+			if c := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds"); c != 0 {
 				t.Fatalf("current hold %g s after it ended", c)
 			}
 		})

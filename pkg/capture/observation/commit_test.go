@@ -2,7 +2,6 @@ package observation
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,15 +11,6 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
-
-func headerKey(t *testing.T, text, key string) string {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + key + ` +(\S+)$`).FindStringSubmatch(text)
-	if m == nil {
-		return ""
-	}
-	return m[1]
-}
 
 // recordingWriter keeps the headers written to it.
 type recordingWriter struct{ headers [][]byte }
@@ -60,7 +50,12 @@ func TestHeaderWrittenWhenTheFirstByteLanded(t *testing.T) {
 			t.Fatalf("%d headers written, want one header block", len(w.headers))
 		}
 		text := strings.TrimRight(string(w.headers[0]), "\x00")
-		if headerKey(t, text, "UTC_START") != c.utc || headerKey(t, text, "RINGCAP_UTC_START_SOURCE") != c.source || headerKey(t, text, "RINGCAP_OBSERVATION") != "3" {
+		hd, err := dada.ParseHeader([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		headerKey := func(key string) string { v, _ := hd.Get(key); return v }
+		if headerKey("UTC_START") != c.utc || headerKey("RINGCAP_UTC_START_SOURCE") != c.source || headerKey("RINGCAP_OBSERVATION") != "3" {
 			t.Errorf("header written:\n%s\nwant UTC_START %s from %s", text, c.utc, c.source)
 		}
 		if st := tr.Snapshot(); st.Header["UTC_START"] != c.utc || st.Header["SOURCE"] != "J0437-4715" {
