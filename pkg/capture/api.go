@@ -24,5 +24,9 @@ type (
 // RingGeometryOf returns the geometry of a ring's data blocks.
 var RingGeometryOf = ring.GeometryOf
 
+// StatusHeaderKeys are the keywords of the current observation's header that
+// the status's Header reports.
+var StatusHeaderKeys = obsheader.StatusKeys
+
 // NewTracker returns a tracker in state Starting.
 var NewTracker = status.NewTracker
