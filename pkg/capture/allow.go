@@ -6,9 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -23,7 +21,7 @@ func (r *Receiver) refuseSender(c net.Conn) {
 	ip, _ := endpoint.AddrIP(c.RemoteAddr())
 	msg := fmt.Sprintf("sender %s is not allowed to send to this receiver: it accepts senders from %s only (ringcap recv --allowed-senders; spec.network.allowedSenders of a RingCapture)",
 		ip, r.cfg.Senders)
-	r.t.senderRefused()
+	r.t.SenderRefused()
 	r.log.Warn("Refused sender outside the allowlist", "peer", peer, "allowed", r.cfg.Senders.String())
 	k := wire.NewConn(c)
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
@@ -33,16 +31,4 @@ func (r *Receiver) refuseSender(c net.Conn) {
 	}
 	_ = k.Send(wire.Reject{Message: msg})
 	_ = c.Close()
-}
-
-// newRefusedCounter is the metric of refused senders.
-func newRefusedCounter() prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_refused_senders_total",
-		Help: "Connections refused because the sender's address is outside the receiver's allowlist (--allowed-senders)."})
-}
-
-// senderRefused counts a sender refused by the allowlist.
-func (t *Tracker) senderRefused() {
-	t.refused.Inc()
-	t.Update(func(s *statusdoc.Status) { s.RefusedSenders++ })
 }

@@ -2,8 +2,6 @@ package capture
 
 import (
 	"time"
-
-	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
 // Completion coalescing: a receive loop that sleeps on a completion event per
@@ -68,29 +66,4 @@ func coalescePeriod(rate float64, perBlock, usable int) time.Duration {
 		return 0
 	}
 	return time.Duration(secs * float64(time.Second))
-}
-
-// usableReceives is the receives the sender can still use: on the queue pair
-// with the fewest, the posted receives it was told of (send mode) or the
-// posted receives its writes' immediates consume (write mode), times the queue
-// pairs.
-func (s *session) usableReceives() int {
-	fewest := -1
-	for q, n := range s.posted {
-		n -= s.untold[q] // all 0 in write mode
-		if fewest < 0 || n < fewest {
-			fewest = n
-		}
-	}
-	return max(fewest, 0) * len(s.posted)
-}
-
-// completionsPerBlock is how many receive completions fill a block: one a
-// message in send mode; in write mode one a block (the immediate of its last
-// write), which leaves nothing to coalesce.
-func (s *session) completionsPerBlock() int {
-	if s.r.cfg.Mode == wire.ModeSend {
-		return int(s.g.SlicesPerBlock())
-	}
-	return 1
 }

@@ -92,14 +92,14 @@ func TestSteadyStreamIsCoalesced(t *testing.T) {
 // pass takes it); an eager one wakes for it.
 func TestLazyOpenSleep(t *testing.T) {
 	for _, lazy := range []bool{false, true} {
-		rw := newRingWorker(nil, 2)
-		rw.opened <- 7
-		w := &idler{lazyOpen: lazy}
-		if err := w.sleep(t.Context(), 20*time.Millisecond, nil, make(chan ctrlEvent), rw); err != nil {
+		opened := make(chan int, 3) // the ring worker's, for a window of 2
+		opened <- 7
+		w := &idler{lazyOpen: lazy, blocks: opened}
+		if err := w.sleep(t.Context(), 20*time.Millisecond, nil, make(chan ctrlEvent)); err != nil {
 			t.Fatal(err)
 		}
 		took := len(w.opened) == 1 && w.opened[0] == 7
-		if left := len(rw.opened); took == lazy || left != map[bool]int{false: 0, true: 1}[lazy] {
+		if left := len(opened); took == lazy || left != map[bool]int{false: 0, true: 1}[lazy] {
 			t.Fatalf("lazyOpen=%v: the sleep took %v, %d left in the channel", lazy, w.opened, left)
 		}
 	}

@@ -1,20 +1,28 @@
 // Package capture moves a byte stream over several RDMA RC queue pairs into the
-// blocks of a PSRDADA ring (pkg/dada) without copies and without loss. It holds
-// the pieces of `ringcap recv` and `ringcap send`:
+// blocks of a PSRDADA ring (pkg/dada) without copies and without loss. It is
+// the receiver engine of `ringcap recv` (Run, Receiver); the sender is package
+// sender. The receiver is built in stages, each a package that owns its parts:
 //
-//   - the versioned out-of-band handshake and control messages that travel over
-//     TCP (package wire): queue-pair numbers, PSNs, LIDs, GIDs and MTUs, the
-//     receiver's ring geometry and, in write mode, the block address/rkey table;
-//     credits naming free blocks and the sender's end-of-stream message;
-//   - the block-assembly logic (wire.Geometry, assembly.go): how the stream is cut into
-//     slices of --msg-bytes, which queue pair carries which slice, which block a
-//     completion belongs to, when a block is complete and the exact end-of-data
-//     byte count. Placement is by sequence number, never by arrival order, so
-//     striping over queue pairs cannot reorder data;
-//   - the receiver and the sender engines, written against a narrow fabric
-//     interface (package fabric, owned here) so the same code runs over
-//     libibverbs (package verbsfabric) in production and over an in-memory
-//     fabric (package memfabric) in host tests.
+//   - placement: a stream byte offset to a ring block and a slot in it, the
+//     window of open blocks, the end of an observation. Placement is by
+//     sequence number, never by arrival order, so striping over queue pairs
+//     cannot reorder data. It knows no transport;
+//   - ring: the ring's writer (BlockWriter), the worker that opens blocks
+//     ahead and hands filled ones to the readers, the drain before a ring is
+//     destroyed;
+//   - observation: one observation, owning its window, ring worker, header
+//     (built by obsheader) and close order;
+//   - status: the Tracker (status document and metrics);
+//   - rc: the RC receive side over the fabric seam (package fabric): receive
+//     work requests, grants, landing completions.
+//
+// This package holds what is RC and control-connection specific: the
+// versioned out-of-band handshake over TCP (package wire), the session that
+// runs one sender's stream (begin.go, stream.go, reap.go, control.go, idle.go)
+// and the Receiver that serves senders one at a time. Everything talks to
+// RDMA through package fabric, so the same code runs over libibverbs (package
+// verbsfabric), libfabric (ofifabric) and an in-memory fabric (memfabric) in
+// host tests.
 //
 // Two transfer modes exist. In send mode the receiver posts receive work
 // requests whose scatter entries point straight into the current write blocks,

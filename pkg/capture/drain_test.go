@@ -14,6 +14,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
+	"github.com/ringcap/ringcap/pkg/capture/ring"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -140,30 +141,14 @@ func TestDrainReadersGivesUpOnAStalledSlot(t *testing.T) {
 	h := testRing(t, 4, 4096)
 	fillAndClose(t, h, 3)
 	log := slog.New(slog.DiscardHandler)
-	err := drainReaders(context.Background(), h, 200*time.Millisecond, log)
+	err := ring.DrainReaders(context.Background(), h, 200*time.Millisecond, log)
 	if err == nil || !strings.Contains(err.Error(), "reader slot 0 has 3 unread") || !strings.Contains(err.Error(), "of 3 filled") {
 		t.Fatalf("drain with nobody reading: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := drainReaders(ctx, h, time.Hour, log); err != nil {
+	if err := ring.DrainReaders(ctx, h, time.Hour, log); err != nil {
 		t.Fatalf("interrupted drain: %v", err)
-	}
-}
-
-// A slot that has read everything (or a ring nothing was written to) needs
-// no wait.
-func TestUnreadBlocksPerSlot(t *testing.T) {
-	st := dada.RingState{WBufCurr: 10, Readers: []dada.ReaderState{{RBufs: 10}, {RBufs: 7}, {RBufs: 0}}}
-	got := unreadBlocks(st)
-	if got[0] != 0 || got[1] != 3 || got[2] != 10 {
-		t.Fatalf("unread %v", got)
-	}
-	if d := describeUnread(got); d != "reader slot 1 has 3 unread, reader slot 2 has 10 unread" {
-		t.Fatalf("describe %q", d)
-	}
-	if d := describeUnread(unreadBlocks(dada.RingState{Readers: []dada.ReaderState{{}}})); d != "" {
-		t.Fatalf("empty ring: %q", d)
 	}
 }
 

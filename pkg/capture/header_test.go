@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/testio"
+	"github.com/ringcap/ringcap/pkg/capture/obsheader"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
@@ -22,77 +22,6 @@ func headerKey(t *testing.T, text, key string) string {
 		return ""
 	}
 	return m[1]
-}
-
-func TestObservationHeadersPrecedence(t *testing.T) {
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\nSOURCE template_src\nFREQ 1400\nUTC_START 2026-01-01-00:00:00\nHDR_SIZE 999\n"), Size: 4096, Mode: wire.ModeWrite, QPs: 4}
-	cases := []struct {
-		name   string
-		n      int
-		sender []wire.HeaderField
-		want   map[string]string
-	}{
-		{"template only, first observation: the template's UTC_START", 0, nil,
-			map[string]string{"SOURCE": "template_src", "FREQ": "1400", "UTC_START": "2026-01-01-00:00:00", "RINGCAP_UTC_START_SOURCE": "template", "HDR_SIZE": "4096", "OBS_OFFSET": "0", "RINGCAP_OBSERVATION": "0", "RINGCAP_MODE": "write", "RINGCAP_QPS": "4"}},
-		{"template only, later observation: the first byte's time", 3, nil,
-			map[string]string{"SOURCE": "template_src", "UTC_START": "2026-11-25-10:00:00", "RINGCAP_UTC_START_SOURCE": "first-byte", "RINGCAP_OBSERVATION": "3"}},
-		{"the sender's keywords override the template's", 1, []wire.HeaderField{{Key: "SOURCE", Value: "J1939+2134"}, {Key: "BW", Value: "-400"}},
-			map[string]string{"SOURCE": "J1939+2134", "BW": "-400", "FREQ": "1400", "RINGCAP_UTC_START_SOURCE": "first-byte"}},
-		{"the sender's UTC_START wins", 0, []wire.HeaderField{{Key: "UTC_START", Value: "2026-11-25-09:59:58"}},
-			map[string]string{"UTC_START": "2026-11-25-09:59:58", "RINGCAP_UTC_START_SOURCE": "sender"}},
-	}
-	for _, c := range cases {
-		hd, err := b.Build(c.n, c.sender, now)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		for k, v := range c.want {
-			if got := headerKey(t, hd.String(), k); got != v {
-				t.Errorf("%s: %s = %q, want %q\n%s", c.name, k, got, v, hd)
-			}
-		}
-	}
-}
-
-// What a sender gets wrong is a *HeaderError naming it; a template too large
-// on its own is the receiver's own fault (a plain error).
-func TestObservationHeadersRefusals(t *testing.T) {
-	b := ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n"), Size: 4096, Mode: wire.ModeSend, QPs: 1}
-	long := strings.Repeat("x", 100)
-	var many []wire.HeaderField
-	for i := range 60 {
-		many = append(many, wire.HeaderField{Key: fmt.Sprintf("KEY_%d", i), Value: long})
-	}
-	cases := []struct {
-		name   string
-		sender []wire.HeaderField
-		want   string
-	}{
-		{"a key with a space", []wire.HeaderField{{Key: "BAD KEY", Value: "1"}}, `BAD KEY`},
-		{"a value of two words", []wire.HeaderField{{Key: "SOURCE", Value: "two words"}}, `SOURCE, value "two words"`},
-		{"a malformed UTC_START", []wire.HeaderField{{Key: "UTC_START", Value: "yesterday"}}, `UTC_START "yesterday"`},
-		{"a header that no longer fits", many, "more than the 4096-byte header block"},
-		{"too many keywords", make([]wire.HeaderField, wire.MaxHeaderFields+1), "at most 256"},
-		{"HDR_SIZE", []wire.HeaderField{{Key: "HDR_SIZE", Value: "16384"}}, "keyword HDR_SIZE: set by the receiver"},
-		{"OBS_OFFSET", []wire.HeaderField{{Key: "OBS_OFFSET", Value: "77"}}, "keyword OBS_OFFSET: set by the receiver"},
-		{"a RINGCAP_ keyword", []wire.HeaderField{{Key: "RINGCAP_OBSERVATION", Value: "9"}}, "keyword RINGCAP_OBSERVATION: set by the receiver"},
-		{"TRANSFER_SIZE", []wire.HeaderField{{Key: "TRANSFER_SIZE", Value: "1048576"}}, "keyword TRANSFER_SIZE: forbidden"},
-		{"an empty value", []wire.HeaderField{{Key: "OBSERVER", Value: ""}}, `OBSERVER, value ""`},
-	}
-	for _, c := range cases {
-		_, err := b.Build(0, c.sender, time.Now())
-		var he *HeaderError
-		if !errors.As(err, &he) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: got %v, want a HeaderError saying %q", c.name, err, c.want)
-		}
-	}
-	big := ObservationHeaders{Template: []byte("COMMENT " + strings.Repeat("y", 5000) + "\n"), Size: 4096}
-	_, err := big.Build(0, nil, time.Now())
-	var he *HeaderError
-	if err == nil || errors.As(err, &he) {
-		t.Errorf("an oversize template: got %v, want a plain error", err)
-	}
 }
 
 // Each sender stream is an observation with its own header: keywords sent in
@@ -145,8 +74,8 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	if len(second) != 1 || second[0].err != nil || second[0].bytes != 3*bufsz+5 {
 		t.Fatalf("observation 1 read: %+v", second)
 	}
-	if src := headerKey(t, first[0].header, "RINGCAP_UTC_START_SOURCE"); src != UTCStartFirstByte {
-		t.Errorf("observation 0: UTC_START from %q, want %q", src, UTCStartFirstByte)
+	if src := headerKey(t, first[0].header, "RINGCAP_UTC_START_SOURCE"); src != obsheader.UTCStartFirstByte {
+		t.Errorf("observation 0: UTC_START from %q, want %q", src, obsheader.UTCStartFirstByte)
 	}
 	hdr := second[0].header
 	for k, v := range map[string]string{"SOURCE": "J1939+2134", "UTC_START": "2026-11-25-01:02:03", "RINGCAP_UTC_START_SOURCE": "sender", "HDR_SIZE": "4096", "RINGCAP_OBSERVATION": "1"} {
@@ -160,49 +89,5 @@ func TestSenderHeaderKeywords(t *testing.T) {
 	st := hs.rx.Tracker().Snapshot()
 	if st.Header["SOURCE"] != "J1939+2134" || st.Header["UTC_START"] != "2026-11-25-01:02:03" || st.Header["RINGCAP_OBSERVATION"] != "1" {
 		t.Errorf("status header %v", st.Header)
-	}
-}
-
-// recordingWriter keeps the headers written to it.
-type recordingWriter struct{ headers [][]byte }
-
-func (w *recordingWriter) WriteHeader(h []byte) error {
-	w.headers = append(w.headers, h)
-	return nil
-}
-func (w *recordingWriter) OpenBlock(context.Context) (int, error)      { return 0, nil }
-func (w *recordingWriter) MarkFilled(context.Context, int, bool) error { return nil }
-func (w *recordingWriter) EndOfData(context.Context) error             { return nil }
-
-// The receiver writes an observation's header once, before its first block,
-// with UTC_START when the first byte landed (not when the sender connected),
-// and shows it in the status; a sender's UTC_START wins.
-func TestHeaderWrittenWhenTheFirstByteLanded(t *testing.T) {
-	landed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, c := range []struct {
-		sender      []wire.HeaderField
-		utc, source string
-	}{
-		{nil, "2026-01-02-03:04:05", UTCStartFirstByte},
-		{[]wire.HeaderField{{Key: "UTC_START", Value: "2026-01-02-03:04:01"}}, "2026-01-02-03:04:01", UTCStartSender},
-	} {
-		w := &recordingWriter{}
-		r := &Receiver{cfg: ReceiverConfig{Mode: wire.ModeSend, QPs: 1, Header: ObservationHeaders{Template: []byte("SOURCE J0437-4715\n"), Size: 4096}}, w: w, t: NewTracker()}
-		s := &session{r: r, obs: 3, hello: wire.Hello{Header: c.sender}, firstByte: landed}
-		for range 2 {
-			if err := s.writeHeader(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if len(w.headers) != 1 || len(w.headers[0]) != 4096 {
-			t.Fatalf("%d headers written, want one header block", len(w.headers))
-		}
-		text := strings.TrimRight(string(w.headers[0]), "\x00")
-		if headerKey(t, text, "UTC_START") != c.utc || headerKey(t, text, "RINGCAP_UTC_START_SOURCE") != c.source || headerKey(t, text, "RINGCAP_OBSERVATION") != "3" {
-			t.Errorf("header written:\n%s\nwant UTC_START %s from %s", text, c.utc, c.source)
-		}
-		if st := r.t.Snapshot(); st.Header["UTC_START"] != c.utc || st.Header["SOURCE"] != "J0437-4715" {
-			t.Errorf("status header %v", st.Header)
-		}
 	}
 }

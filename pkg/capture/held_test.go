@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,61 +8,40 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
+	"github.com/ringcap/ringcap/pkg/capture/status"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
-func TestHoldClock(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	var c holdClock
-	if s := c.at(t0); s.holding || s.total != 0 {
-		t.Fatalf("new clock: %+v", s)
-	}
-	c.begin(t0)
-	c.begin(t0.Add(time.Second)) // a hold going on goes on
-	if s := c.at(t0.Add(3 * time.Second)); !s.holding || s.current != 3*time.Second || s.total != 3*time.Second || !s.since.Equal(t0) {
-		t.Fatalf("during the first hold: %+v", s)
-	}
-	c.end(t0.Add(4 * time.Second))
-	c.end(t0.Add(5 * time.Second)) // no hold: nothing to end
-	c.begin(t0.Add(10 * time.Second))
-	if s := c.at(t0.Add(12 * time.Second)); !s.holding || s.current != 2*time.Second || s.total != 6*time.Second {
-		t.Fatalf("during the second hold: %+v", s)
-	}
-	c.end(t0.Add(13 * time.Second))
-	if s := c.at(t0.Add(20 * time.Second)); s.holding || s.current != 0 || s.total != 7*time.Second {
-		t.Fatalf("after both holds: %+v", s)
-	}
-}
-
 func TestHoldReporterDue(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	held := func(total time.Duration) holdState { return holdState{holding: true, current: total, total: total} }
-	free := func(total time.Duration) holdState { return holdState{total: total} }
+	held := func(total time.Duration) status.HoldState {
+		return status.HoldState{Holding: true, Current: total, Total: total}
+	}
+	free := func(total time.Duration) status.HoldState { return status.HoldState{Total: total} }
 	cases := []struct {
 		name string
-		sent *holdState // the last report, at t0 (nil: none)
+		sent *status.HoldState // the last report, at t0 (nil: none)
 		at   time.Duration
-		s    holdState
+		s    status.HoldState
 		want bool
 	}{
 		{"nothing ever held", nil, time.Hour, free(0), false},
 		{"a hold begins, first report", nil, 0, held(0), true},
-		{"a hold goes on, soon after its report", &holdState{holding: true}, heldReportEvery / 2, held(time.Second), false},
-		{"a hold goes on, a report later", &holdState{holding: true}, heldReportEvery, held(time.Second), true},
-		{"the reported hold ends at once", &holdState{holding: true}, time.Microsecond, free(time.Second), true},
-		{"short holds the sender was not told of, soon after", &holdState{total: time.Second}, time.Millisecond, free(2 * time.Second), false},
-		{"short holds the sender was not told of, later", &holdState{total: time.Second}, heldReportEvery, free(2 * time.Second), true},
-		{"nothing new", &holdState{total: time.Second}, time.Hour, free(time.Second), false},
+		{"a hold goes on, soon after its report", &status.HoldState{Holding: true}, heldReportEvery / 2, held(time.Second), false},
+		{"a hold goes on, a report later", &status.HoldState{Holding: true}, heldReportEvery, held(time.Second), true},
+		{"the reported hold ends at once", &status.HoldState{Holding: true}, time.Microsecond, free(time.Second), true},
+		{"short holds the sender was not told of, soon after", &status.HoldState{Total: time.Second}, time.Millisecond, free(2 * time.Second), false},
+		{"short holds the sender was not told of, later", &status.HoldState{Total: time.Second}, heldReportEvery, free(2 * time.Second), true},
+		{"nothing new", &status.HoldState{Total: time.Second}, time.Hour, free(time.Second), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,28 +170,6 @@ func getStatus(t *testing.T, url string) statusdoc.Status {
 	return st
 }
 
-// getMetric reads one unlabelled sample from /metrics.
-func getMetric(t *testing.T, url, name string) float64 {
-	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metric %s: %v", name, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("no metric %s on /metrics", name)
-	return 0
-}
-
 // A receiver whose reader keeps a block says so while it happens: /status
 // and the metrics show the hold and its time growing, and the sender's
 // progress reports say it is held back, with nothing moving, until the
@@ -280,11 +236,11 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			if since.After(time.Now()) || s1.HeldBackSeconds <= 0 || s2.HeldBackSeconds <= s1.HeldBackSeconds {
 				t.Fatalf("heldBackSeconds %g then %g since %s: want it above 0 and growing", s1.HeldBackSeconds, s2.HeldBackSeconds, since)
 			}
-			m1 := getMetric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
-			c1 := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
+			m1 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
+			c1 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
 			time.Sleep(time.Millisecond)
-			m2 := getMetric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
-			c2 := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
+			m2 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_seconds_total")
+			c2 := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds")
 			if m1 <= 0 || m2 <= m1 || c1 <= 0 || c2 <= c1 {
 				t.Fatalf("held-back metrics total %g then %g, current hold %g then %g: want them above 0 and growing", m1, m2, c1, c2)
 			}
@@ -312,30 +268,10 @@ func TestHeldBackShowsWhileAReaderHoldsABlock(t *testing.T) {
 			if st.HeldBackSince != "" || st.HeldBackSeconds < s2.HeldBackSeconds {
 				t.Fatalf("after the hold: heldBackSince %q, heldBackSeconds %g (had %g): want no hold going on and the time kept", st.HeldBackSince, st.HeldBackSeconds, s2.HeldBackSeconds)
 			}
-			if c := getMetric(t, srv.URL, "ringcap_recv_held_back_current_seconds"); c != 0 {
+			if c := testio.Metric(t, srv.URL, "ringcap_recv_held_back_current_seconds"); c != 0 {
 				t.Fatalf("current hold %g s after it ended", c)
 			}
 		})
-	}
-}
-
-// The rate gauge is current for a scrape of /metrics alone: nothing else
-// needs to read /status for it to move.
-func TestRateGaugeMovesWithScrapesAlone(t *testing.T) {
-	tr := NewTracker()
-	srv := httptest.NewServer(tr.Handler())
-	defer srv.Close()
-	if r := getMetric(t, srv.URL, "ringcap_recv_rate_bytes_per_second"); r != 0 {
-		t.Fatalf("rate %g before anything arrived", r)
-	}
-	qpc := tr.queuePairs(1)
-	qpc[0].add(4000)
-	tr.landed(qpc)
-	tr.mu.Lock()
-	tr.rateAt = tr.rateAt.Add(-2 * time.Second) // the first scrape was two seconds ago
-	tr.mu.Unlock()
-	if r := getMetric(t, srv.URL, "ringcap_recv_rate_bytes_per_second"); r <= 0 || r > 4000 {
-		t.Fatalf("rate %g after 4000 bytes in the two seconds since the last scrape: want about 2000", r)
 	}
 }
 

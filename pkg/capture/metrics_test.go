@@ -38,13 +38,13 @@ func TestPerQueuePairMetrics(t *testing.T) {
 			g := wire.Geometry{BlockBytes: bufsz, MsgBytes: msg, QPs: qps, NBufs: nbufs, WholeBlocks: mode.WholeBlocks()}
 			wantBytes, wantMsgs := perQPExpected(g, totals)
 			tr := hs.rx.Tracker()
-			if n := testutil.CollectAndCount(tr.bytes); n != qps {
+			if n, err := testutil.GatherAndCount(tr.Gatherer(), "ringcap_recv_bytes_total"); err != nil || n != qps {
 				t.Errorf("%d queue pairs have a bytes counter, want %d", n, qps)
 			}
 			var sumB, sumM, wantSumB, wantSumM float64
 			for q := range qps {
-				b := testutil.ToFloat64(tr.bytes.WithLabelValues(strconv.Itoa(q)))
-				m := testutil.ToFloat64(tr.messages.WithLabelValues(strconv.Itoa(q)))
+				b := qpMetric(t, tr, "ringcap_recv_bytes_total", q)
+				m := qpMetric(t, tr, "ringcap_recv_messages_total", q)
 				sumB, sumM, wantSumB, wantSumM = sumB+b, sumM+m, wantSumB+float64(wantBytes[q]), wantSumM+float64(wantMsgs[q])
 				if mode == wire.ModeSend && (b != float64(wantBytes[q]) || m != float64(wantMsgs[q])) {
 					t.Errorf("queue pair %d: %v bytes in %v messages, want %d in %d", q, b, m, wantBytes[q], wantMsgs[q])
@@ -70,4 +70,26 @@ func perQPExpected(g wire.Geometry, totals []uint64) (bytes, msgs []uint64) {
 		}
 	}
 	return bytes, msgs
+}
+
+// qpMetric is the value of queue pair q's counter name.
+func qpMetric(t *testing.T, tr *Tracker, name string, q int) float64 {
+	t.Helper()
+	mfs, err := tr.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "qp" && l.GetValue() == strconv.Itoa(q) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0 // a counter not yet created reads 0, as WithLabelValues would make it
 }

@@ -1,58 +1,16 @@
 package capture
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
-
-// BlockWriter is what the receiver needs from the ring's writer (pkg/dada's
-// Writer through an adapter). Calls come from one goroutine at a time.
-type BlockWriter interface {
-	// WriteHeader writes the observation's header before its data.
-	WriteHeader(hdr []byte) error
-	// OpenBlock returns the ring index of the next block to fill, waiting
-	// while the slowest reader still holds it; ctx cancels the wait.
-	OpenBlock(ctx context.Context) (int, error)
-	// MarkFilled marks the oldest open block filled with nbytes. eod ends the
-	// observation on this block (also implied by nbytes < block size).
-	// ctx ends the waits an end of data may have for the readers.
-	MarkFilled(ctx context.Context, nbytes int, eod bool) error
-	// EndOfData ends the observation when no block carried the end (nothing
-	// was received) and releases blocks that were opened but not used; ctx
-	// ends its waits for the readers.
-	EndOfData(ctx context.Context) error
-}
-
-// FullBlocksFiller is a BlockWriter that can mark several full blocks filled
-// in one step (one wake-up of each reader instead of one per block), as if
-// MarkFilled(block size, false) had been called k times.
-type FullBlocksFiller interface {
-	MarkFilledFull(k int) error
-}
-
-// BlocksOpener is a BlockWriter that can open several blocks in one step:
-// into idx, the first as OpenBlock does (waiting), then as many of the next
-// ones as are free at once; at least one, at most len(idx).
-type BlocksOpener interface {
-	OpenBlocks(ctx context.Context, idx []int) (int, error)
-}
-
-// RingGeometry is the shape of the ring the receiver fills.
-type RingGeometry struct {
-	NBufs   int
-	BufSize int
-}
 
 // ReceiverConfig configures a Receiver.
 type ReceiverConfig struct {
@@ -168,170 +126,6 @@ func (r *Receiver) window() int {
 	return min(w, r.ring.NBufs)
 }
 
-// Serve accepts connections on ln until ctx is cancelled or a stop condition
-// is met. Bad handshakes are answered with a Reject and do not stop serving.
-// It returns nil after a stop condition and ctx.Err() on cancellation.
-func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
-	r.started = time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if r.cfg.StopDuration > 0 {
-		stopTimer := time.AfterFunc(r.cfg.StopDuration, func() {
-			r.log.Info("Stop duration reached", "duration", r.cfg.StopDuration)
-			r.stopping.Store(true)
-			if !r.busy.Load() {
-				cancel()
-			}
-		})
-		defer stopTimer.Stop()
-	}
-	pending := make(chan *pendingConn)
-	acceptErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				acceptErr <- err
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r.greet(ctx, c, pending)
-			}()
-		}
-	}()
-	defer func() {
-		_ = ln.Close()
-		if err := <-acceptErr; err != nil {
-			r.log.Debug("Listener closed", "err", err)
-		}
-		cancel()
-		wg.Wait()
-	}()
-	r.t.SetState(statusdoc.StateListening, "waiting for a sender on "+ln.Addr().String())
-	r.log.Info("Listening for senders", "address", ln.Addr().String(), "mode", r.cfg.Mode, "qps", r.cfg.QPs)
-	for {
-		select {
-		case <-ctx.Done():
-			if r.stopping.Load() {
-				return nil
-			}
-			return ctx.Err()
-		case err := <-acceptErr:
-			acceptErr <- err
-			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
-		case p := <-pending:
-			r.busy.Store(true)
-			err := r.handle(ctx, p)
-			r.busy.Store(false)
-			if err != nil && ctx.Err() != nil {
-				// A stop (SIGINT/SIGTERM) ended the stream: what failed after it
-				// (ending the observation in the ring) is the stop's doing; the
-				// writer's close ends the observation if the readers let it.
-				r.log.Warn("Stream ended by a stop", "err", err.Error())
-				return ctx.Err()
-			}
-			if err != nil {
-				r.t.SetState(statusdoc.StateFailed, err.Error())
-				return err
-			}
-			if r.stopReached() {
-				return nil
-			}
-			if ctx.Err() == nil {
-				r.t.SetState(statusdoc.StateListening, "waiting for a sender on "+ln.Addr().String())
-			}
-		}
-	}
-}
-
-// pendingConn is a connection whose handshake checked out.
-type pendingConn struct {
-	k     *wire.Conn
-	hello wire.Hello
-	log   *slog.Logger
-}
-
-// settings is what the receiver tells each sender first.
-func (r *Receiver) settings() wire.Settings {
-	return wire.Settings{Mode: r.cfg.Mode, QPs: uint16(r.cfg.QPs), MsgBytes: uint32(r.cfg.MsgBytes), Fabric: r.fab.Fabric()}
-}
-
-// greet reads and checks a connection's preamble and hello, answering bad
-// ones with a Reject, and queues good ones for the (single) session loop. A
-// sender that arrives while another is streaming waits up to the handshake
-// timeout for its turn. A sender of the previous protocol version
-// (wire.MinProtocolVersion) is served as that version was: the connection
-// speaks its version.
-func (r *Receiver) greet(ctx context.Context, c net.Conn, pending chan<- *pendingConn) {
-	if !r.cfg.Senders.Allows(c.RemoteAddr()) {
-		r.refuseSender(c)
-		return
-	}
-	log := r.log.With("peer", c.RemoteAddr().String())
-	k := wire.NewConn(c)
-	_ = c.SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
-	reject := func(msg string) {
-		log.Warn("Rejected sender", "reason", msg)
-		_ = k.Send(wire.Reject{Message: msg})
-		_ = c.Close()
-	}
-	version, err := k.ReadPreamble()
-	if err != nil {
-		reject(rejectText(err))
-		return
-	}
-	if version != wire.ProtocolVersion {
-		log = log.With("protocolVersion", version)
-	}
-	if err := k.Send(r.settings()); err != nil {
-		log.Warn("Sender went away before the hello", "err", err)
-		_ = c.Close()
-		return
-	}
-	m, err := k.Recv()
-	if err != nil {
-		reject(rejectText(fmt.Errorf("read hello: %w", err)))
-		return
-	}
-	hello, ok := m.(wire.Hello)
-	if !ok {
-		reject(fmt.Sprintf("expected a hello message, got %T", m))
-		return
-	}
-	if msg := r.mismatch(hello); msg != "" {
-		reject(msg)
-		return
-	}
-	t := time.NewTimer(r.cfg.HandshakeTimeout)
-	defer t.Stop()
-	select {
-	case pending <- &pendingConn{k: k, hello: hello, log: log}:
-	case <-t.C:
-		reject("receiver is busy with another sender")
-	case <-ctx.Done():
-		reject("receiver is shutting down")
-	}
-}
-
-// mismatch says how a sender's hello differs from what this receiver runs
-// ("" when it does not), naming both sides.
-func (r *Receiver) mismatch(hello wire.Hello) string {
-	switch own := r.fab.Fabric(); {
-	case hello.Fabric != own:
-		return fmt.Sprintf("sender uses %v, this receiver uses %v (--transport, --ofi-provider)", hello.Fabric, own)
-	case len(hello.QPs) != r.cfg.QPs:
-		return fmt.Sprintf("sender asked for %d queue pairs, this receiver uses %d (--qps)", len(hello.QPs), r.cfg.QPs)
-	case hello.Mode != r.cfg.Mode:
-		return fmt.Sprintf("sender asked for %s mode, this receiver runs %s mode (--mode)", hello.Mode, r.cfg.Mode)
-	case uint64(hello.MsgBytes) != r.cfg.MsgBytes:
-		return fmt.Sprintf("sender uses %d-byte messages, this receiver %d (--msg-bytes)", hello.MsgBytes, r.cfg.MsgBytes)
-	}
-	return ""
-}
-
 func (r *Receiver) stopReached() bool {
 	switch {
 	case r.stopping.Load():
@@ -360,45 +154,4 @@ func (r *Receiver) stopObservations() bool {
 // stopBytes: the bytes received, with more not yet counted, reach the stop.
 func (r *Receiver) stopBytes(more uint64) bool {
 	return r.cfg.StopBytes > 0 && r.total+more >= r.cfg.StopBytes
-}
-
-func rejectText(err error) string {
-	var ve *wire.VersionError
-	switch {
-	case errors.As(err, &ve):
-		return ve.Error()
-	case errors.Is(err, wire.ErrProtocol):
-		return "not a ringcap sender: " + err.Error()
-	}
-	return err.Error()
-}
-
-// handle runs one accepted connection. Problems caused by the peer are
-// answered and logged and return nil (the receiver keeps serving); only
-// failures of the receiver itself (ring, fabric) are returned.
-func (r *Receiver) handle(ctx context.Context, p *pendingConn) error {
-	k, hello, log := p.k, p.hello, p.log
-	defer func() { _ = k.NetConn().Close() }()
-	_ = k.NetConn().SetDeadline(time.Now().Add(r.cfg.HandshakeTimeout))
-	reject := func(msg string) error {
-		log.Warn("Rejected sender", "reason", msg)
-		_ = k.Send(wire.Reject{Message: msg})
-		return nil
-	}
-	ep, err := r.fab.Open(ctx, fabric.EndpointConfig{QPs: r.cfg.QPs, SendDepth: 1, RecvDepth: r.cfg.RxDepth, CQPerQP: r.cfg.CQPerQP})
-	if err != nil {
-		msg := fmt.Sprintf("receiver could not create %d queue pairs: %v", r.cfg.QPs, err)
-		_ = reject(msg)
-		r.t.SetState(statusdoc.StateFailed, msg)
-		return fmt.Errorf("create queue pairs: %w", err)
-	}
-	defer func() { _ = ep.Close() }()
-	if err := ep.Connect(hello.QPs); err != nil {
-		msg := fmt.Sprintf("receiver could not connect its queue pairs to the sender's: %v", err)
-		_ = reject(msg)
-		r.t.Update(func(s *statusdoc.Status) { s.Message = msg })
-		return nil
-	}
-	s := &session{r: r, k: k, ep: ep, hello: hello, log: log, qpc: r.t.queuePairs(r.cfg.QPs)}
-	return s.run(ctx)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
+	"github.com/ringcap/ringcap/pkg/capture/ring"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -94,7 +95,7 @@ func Run(ctx context.Context, c Capture) (err error) {
 			if err == nil { // the operator shows a Finished receiver as its readers draining the ring
 				t.SetState(statusdoc.StateFinished, "stop condition reached; waiting for the readers to read the ring")
 			}
-			err = errors.Join(err, drainReaders(ctx, h, c.Drain, log))
+			err = errors.Join(err, ring.DrainReaders(ctx, h, c.Drain, log))
 		}
 		err = errors.Join(err, release())
 	}()

@@ -1,4 +1,4 @@
-package capture
+package ring
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
-// drainPoll is how often drainReaders looks at the readers' progress.
+// drainPoll is how often DrainReaders looks at the readers' progress.
 const drainPoll = 20 * time.Millisecond
 
 // unreadBlocks returns, per reader slot of a data ring, how many of the
@@ -46,12 +46,12 @@ func describeUnread(unread []uint64) string {
 	return strings.Join(parts, ", ")
 }
 
-// drainReaders waits, before a ring this run created is destroyed, until
+// DrainReaders waits, before a ring this run created is destroyed, until
 // every reader slot has cleared every block the writer filled, so that
 // destroying the ring takes nothing from a reader still reading it. It gives
 // up when no reader has cleared a block for stall (0: it does not wait) and
 // returns an error naming what was left unread; ctx ends the wait at once.
-func drainReaders(ctx context.Context, h *dada.HDU, stall time.Duration, log *slog.Logger) error {
+func DrainReaders(ctx context.Context, h *dada.HDU, stall time.Duration, log *slog.Logger) error {
 	last, lastAt := uint64(0), time.Now()
 	for first := true; ; first = false {
 		snap, err := h.Snapshot()

@@ -1,4 +1,4 @@
-package capture
+package status
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type Tracker struct {
 	start  time.Time
 	rateAt time.Time
 	rateB  uint64
-	held   holdClock
+	held   HoldClock
 
 	reg       *prometheus.Registry
 	bytes     *prometheus.CounterVec
@@ -49,16 +49,17 @@ func NewTracker() *Tracker {
 	// (and grows) before it ends.
 	heldBack := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ringcap_recv_held_back_seconds_total",
 		Help: "Seconds the sender was held back because no ring block was free (slow readers), the hold going on now included."},
-		func() float64 { return t.heldBack(time.Now()).total.Seconds() })
+		func() float64 { return t.heldBack(time.Now()).Total.Seconds() })
 	heldNow := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_held_back_current_seconds",
 		Help: "Seconds the hold going on now has lasted (0: the receiver is not held back by readers)."},
-		func() float64 { return t.heldBack(time.Now()).current.Seconds() })
+		func() float64 { return t.heldBack(time.Now()).Current.Seconds() })
 	t.wcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_completion_errors_total", Help: "Failed work completions, per queue pair and status."}, []string{"qp", "status"})
 	t.obs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ringcap_recv_observations_total", Help: "Observations ended, by outcome."}, []string{"outcome"})
 	// Computed when scraped, as /status computes it: a scrape alone keeps it current.
 	rate := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ringcap_recv_rate_bytes_per_second", Help: "Receive rate since the previous reading of /status or /metrics (at least a second before)."}, t.rateNow)
 	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
-	t.refused = newRefusedCounter()
+	t.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_refused_senders_total",
+		Help: "Connections refused because the sender's address is outside the receiver's allowlist (--allowed-senders)."})
 	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage, t.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	t.setStateGauge(statusdoc.StateStarting)
@@ -100,10 +101,10 @@ func (t *Tracker) Snapshot() statusdoc.Status {
 	now := time.Now()
 	t.updateRate(now)
 	s := t.st
-	h := t.held.at(now)
-	s.HeldBackSeconds = h.total.Seconds()
-	if h.holding {
-		s.HeldBackSince = h.since.UTC().Format(time.RFC3339Nano)
+	h := t.held.At(now)
+	s.HeldBackSeconds = h.Total.Seconds()
+	if h.Holding {
+		s.HeldBackSince = h.Since.UTC().Format(time.RFC3339Nano)
 	}
 	if s.LastObservation != nil {
 		o := *s.LastObservation
@@ -135,90 +136,46 @@ func (t *Tracker) rateNow() float64 {
 	return t.st.RateBytesPerSecond
 }
 
-// qpCounters are one queue pair's Prometheus counters, looked up by label
-// once per session instead of for every message, and what landed on it
-// since they were last brought up to date.
-type qpCounters struct {
-	bytes, messages prometheus.Counter
-	newBytes        uint64
-	newMessages     uint64
-}
-
-// queuePairs returns the counters of queue pairs 0 to n-1.
-func (t *Tracker) queuePairs(n int) []qpCounters {
-	c := make([]qpCounters, n)
-	for qp := range c {
-		q := strconv.Itoa(qp)
-		c[qp] = qpCounters{bytes: t.bytes.WithLabelValues(q), messages: t.messages.WithLabelValues(q)}
-	}
-	return c
-}
-
-// add notes one message of n bytes landed; landed counts it.
-func (c *qpCounters) add(n uint64) {
-	c.newBytes += n
-	c.newMessages++
-}
-
-// landed counts what the queue pairs' counters noted since the last call
-// (once per batch of completions, not per message) and clears the notes.
-func (t *Tracker) landed(cs []qpCounters) {
-	var total uint64
-	for i := range cs {
-		c := &cs[i]
-		if c.newMessages == 0 {
-			continue
-		}
-		c.bytes.Add(float64(c.newBytes))
-		c.messages.Add(float64(c.newMessages))
-		total += c.newBytes
-		c.newBytes, c.newMessages = 0, 0
-	}
-	if total == 0 {
-		return
-	}
-	t.mu.Lock()
-	t.st.BytesReceived += total
-	t.mu.Unlock()
-}
-
-func (t *Tracker) blockFilled() {
+// BlockFilled counts a block marked filled.
+func (t *Tracker) BlockFilled() {
 	t.blocks.Inc()
 	t.mu.Lock()
 	t.st.BlocksFilled++
 	t.mu.Unlock()
 }
 
-// holdBegan records that the receiver is held back by readers from now on
+// HoldBegan records that the receiver is held back by readers from now on
 // (no ring block is free for the stream); a hold already going on goes on.
-func (t *Tracker) holdBegan(now time.Time) {
+func (t *Tracker) HoldBegan(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.held.begin(now)
+	t.held.Begin(now)
 }
 
-// holdEnded records that a block freed: the hold going on, if any, ends.
-func (t *Tracker) holdEnded(now time.Time) {
+// HoldEnded records that a block freed: the hold going on, if any, ends.
+func (t *Tracker) HoldEnded(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.held.end(now)
+	t.held.End(now)
 }
 
 // heldBack is the held-back time as of now.
-func (t *Tracker) heldBack(now time.Time) holdState {
+func (t *Tracker) heldBack(now time.Time) HoldState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.held.at(now)
+	return t.held.At(now)
 }
 
-func (t *Tracker) completionError(qp int, status string) {
+// CompletionError counts a failed work completion on queue pair qp.
+func (t *Tracker) CompletionError(qp int, status string) {
 	t.wcErrors.WithLabelValues(strconv.Itoa(qp), status).Inc()
 	t.mu.Lock()
 	t.st.CompletionErrors++
 	t.mu.Unlock()
 }
 
-func (t *Tracker) observationDone(o statusdoc.Observation) {
+// ObservationDone records an observation that ended.
+func (t *Tracker) ObservationDone(o statusdoc.Observation) {
 	outcome := "complete"
 	if !o.Complete {
 		outcome = "incomplete"
@@ -236,6 +193,9 @@ func (t *Tracker) observationDone(o statusdoc.Observation) {
 		t.st.Gbps = float64(t.st.BytesReceived) * 8 / t.st.Seconds / 1e9
 	}
 }
+
+// Gatherer is the registry of the tracker's metrics (what /metrics serves).
+func (t *Tracker) Gatherer() prometheus.Gatherer { return t.reg }
 
 // Handler serves /metrics and /status.
 func (t *Tracker) Handler() http.Handler {
@@ -262,4 +222,10 @@ func (t *Tracker) WriteSummary(path string) error {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	return nil
+}
+
+// SenderRefused counts a sender refused by the allowlist.
+func (t *Tracker) SenderRefused() {
+	t.refused.Inc()
+	t.Update(func(s *statusdoc.Status) { s.RefusedSenders++ })
 }

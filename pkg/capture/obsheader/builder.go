@@ -1,4 +1,7 @@
-package capture
+// Package obsheader builds each observation's PSRDADA header from the
+// receiver's template and the sender's keywords, and picks the keywords the
+// receiver's status shows.
+package obsheader
 
 import (
 	"errors"
@@ -18,17 +21,17 @@ const (
 	UTCStartFirstByte = "first-byte" // when the stream's first byte landed
 )
 
-// StatusHeaderKeys are the keywords of the current observation's header that
+// StatusKeys are the keywords of the current observation's header that
 // Status.Header reports.
-var StatusHeaderKeys = []string{"SOURCE", "UTC_START", "RINGCAP_UTC_START_SOURCE", "TELESCOPE", "FREQ", "BW", "RINGCAP_OBSERVATION"}
+var StatusKeys = []string{"SOURCE", "UTC_START", "RINGCAP_UTC_START_SOURCE", "TELESCOPE", "FREQ", "BW", "RINGCAP_OBSERVATION"}
 
-// HeaderError says why a sender's header keywords cannot be used; the
+// Error says why a sender's header keywords cannot be used; the
 // receiver refuses the sender with its message and keeps serving.
-type HeaderError struct{ Msg string }
+type Error struct{ Msg string }
 
-func (e *HeaderError) Error() string { return e.Msg }
+func (e *Error) Error() string { return e.Msg }
 
-// ObservationHeaders builds each observation's header. Precedence, lowest
+// Builder builds each observation's header. Precedence, lowest
 // first: the receiver's template (--header-file, then --header), then the
 // sender's keywords (ringcap send --header-file, then --header), then the
 // keywords the receiver owns (HDR_SIZE, OBS_OFFSET, RINGCAP_*). A sender
@@ -37,7 +40,7 @@ func (e *HeaderError) Error() string { return e.Msg }
 // the sender's when it sends one; else, for the first observation only, the
 // template's; else when the first byte landed (the receiver writes the header
 // then, before the observation's first block).
-type ObservationHeaders struct {
+type Builder struct {
 	Template []byte // ASCII header text
 	Size     int    // header block bytes (HDR_SIZE)
 	Mode     wire.Mode
@@ -47,8 +50,8 @@ type ObservationHeaders struct {
 // Build returns observation n's header text (not padded) for a sender that
 // sent the keywords sender, whose first byte landed at now. Problems with the sender's
 // keywords, including a header that no longer fits the header block, are a
-// *HeaderError.
-func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Time) (*dada.Header, error) {
+// *Error.
+func (b Builder) Build(n int, sender []wire.HeaderField, now time.Time) (*dada.Header, error) {
 	hd, err := dada.ParseHeader(b.Template)
 	if err != nil {
 		return nil, fmt.Errorf("header template: %w", err)
@@ -58,14 +61,14 @@ func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Tim
 		source = UTCStartTemplate
 	}
 	if len(sender) > wire.MaxHeaderFields {
-		return nil, &HeaderError{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), wire.MaxHeaderFields)}
+		return nil, &Error{fmt.Sprintf("sender sent %d header keywords, at most %d are accepted", len(sender), wire.MaxHeaderFields)}
 	}
 	for _, f := range sender {
 		if err := headerrules.CheckSetting(f.Key, f.Value); err != nil {
-			return nil, &HeaderError{fmt.Sprintf("sender's header keywords: %v", err)}
+			return nil, &Error{fmt.Sprintf("sender's header keywords: %v", err)}
 		}
 		if err := hd.Set(f.Key, f.Value); err != nil {
-			return nil, &HeaderError{fmt.Sprintf("sender's header keyword %s=%q: %v", f.Key, f.Value, err)}
+			return nil, &Error{fmt.Sprintf("sender's header keyword %s=%q: %v", f.Key, f.Value, err)}
 		}
 		if f.Key == "UTC_START" {
 			source = UTCStartSender
@@ -85,7 +88,7 @@ func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Tim
 	if hd.Len() > b.Size {
 		err := fmt.Errorf("observation %d's header is %d bytes, more than the %d-byte header block", n, hd.Len(), b.Size)
 		if len(sender) > 0 {
-			return nil, &HeaderError{fmt.Sprintf("with the sender's %d keywords, %v", len(sender), err)}
+			return nil, &Error{fmt.Sprintf("with the sender's %d keywords, %v", len(sender), err)}
 		}
 		return nil, err
 	}
@@ -95,7 +98,7 @@ func (b ObservationHeaders) Build(n int, sender []wire.HeaderField, now time.Tim
 // Check checks the template at the receiver's start: a template
 // headerrules.CheckTemplate refuses, or whose header with the receiver's
 // keywords cannot fit the header block, would fail at the first sender.
-func (b ObservationHeaders) Check() error {
+func (b Builder) Check() error {
 	hd, err := dada.ParseHeader(b.Template)
 	if err != nil {
 		return fmt.Errorf("header template: %w", err)
@@ -109,10 +112,10 @@ func (b ObservationHeaders) Check() error {
 	return nil
 }
 
-// statusHeader picks StatusHeaderKeys out of hd.
-func statusHeader(hd *dada.Header) map[string]string {
+// StatusFields picks StatusKeys out of hd.
+func StatusFields(hd *dada.Header) map[string]string {
 	out := map[string]string{}
-	for _, k := range StatusHeaderKeys {
+	for _, k := range StatusKeys {
 		if v, ok := hd.Get(k); ok {
 			out[k] = v
 		}
@@ -120,8 +123,8 @@ func statusHeader(hd *dada.Header) map[string]string {
 	return out
 }
 
-// isHeaderError reports whether err is the sender's fault.
-func isHeaderError(err error) bool {
-	var he *HeaderError
+// IsSendersFault reports whether err is the sender's fault (an *Error).
+func IsSendersFault(err error) bool {
+	var he *Error
 	return errors.As(err, &he)
 }
