@@ -2,9 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
 // allCauses lists every failCause, in priority order.
@@ -56,5 +61,38 @@ func TestDecideFailureNoneAndTies(t *testing.T) {
 	first, second := failure{causeReaderFailed, "reader a"}, failure{causeReaderFailed, "reader b"}
 	if f, _ := decideFailure([]failure{first, second, {causeReaderExited, "slot"}}); f != first {
 		t.Errorf("tie: verdict %+v, want %+v", f, first)
+	}
+}
+
+// Through ComputeStatus: a pod that shows several failures at once is failed by the
+// highest-priority one.
+func TestComputeStatusFailurePriority(t *testing.T) {
+	podFailed := func(p *corev1.Pod) { p.Status.Phase, p.Status.Reason = corev1.PodFailed, "Evicted" }
+	for _, tc := range []struct {
+		name   string
+		pod    *corev1.Pod
+		recv   *statusdoc.Status
+		reason string
+		msg    string
+	}{
+		{"receiver exit over reader, pod and receiver status",
+			testPod(chain(running, terminated("reader", 2, "checksum mismatch"), terminated("receiver", 1, summaryFailed), podFailed)),
+			recvStatus(statusdoc.StateFailed, 0), ringcapv1.ReasonReceiverFailed, "receiver exited with code 1"},
+		{"reader exit over pod and receiver status",
+			testPod(chain(running, terminated("reader", 2, "checksum mismatch"), podFailed)),
+			recvStatus(statusdoc.StateFailed, 0), ringcapv1.ReasonReaderFailed, "reader reader exited with code 2"},
+		{"pod Failed over receiver status",
+			testPod(chain(running, podFailed)),
+			recvStatus(statusdoc.StateFailed, 0), ringcapv1.ReasonPodFailed, "the capture pod failed: Evicted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := defaulted("c")
+			rc.Generation = 3
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: tc.recv, Now: t0})
+			c := apimeta.FindStatusCondition(st.Conditions, ringcapv1.ConditionFailed)
+			if st.Phase != ringcapv1.PhaseFailed || c == nil || c.Reason != tc.reason || !strings.HasPrefix(c.Message, tc.msg) {
+				t.Errorf("phase %s, Failed condition %+v, want reason %s message %q...", st.Phase, c, tc.reason, tc.msg)
+			}
+		})
 	}
 }
