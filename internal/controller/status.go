@@ -41,9 +41,11 @@ type Observed struct {
 // verdict is the outcome of looking at the pod and the receiver, before it is written
 // into conditions.
 type verdict struct {
-	phase                       ringcapv1.RingCapturePhase
-	scheduled                   metav1.ConditionStatus
-	scheduledReason, schedMsg   string
+	phase                     ringcapv1.RingCapturePhase
+	scheduled                 metav1.ConditionStatus
+	scheduledReason, schedMsg string
+	// failed, failReason and failMsg are the failure verdict, written by
+	// applyFailure alone (failure.go) from the failures the judge functions find.
 	failed                      bool
 	failReason, failMsg         string
 	ended                       bool // the receiver is gone (pod terminal or receiver exited)
