@@ -58,7 +58,7 @@ func TestScheduledCondition(t *testing.T) {
 			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}
 	})
 	deleting := testPod(chain(running, func(p *corev1.Pod) { p.DeletionTimestamp = &t0 }))
-	sched := func(in Observed) metav1.Condition { v, _ := judgeRun(in); return scheduledCondition(v) }
+	sched := func(in Observed) metav1.Condition { v, _, _ := judgeRun(in); return scheduledCondition(v) }
 	checkConds(t, []condCase{
 		{"no pod", sched(Observed{}), typ, "False/PodNotCreated", "does not exist yet"},
 		{"pod name taken", sched(Observed{PodProblem: "pod name taken by another owner"}), typ, "False/PodNameConflict", "taken by another owner"},

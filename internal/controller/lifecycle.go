@@ -111,11 +111,9 @@ func restartedRun(old ringcapv1.RingCaptureStatus, pod *corev1.Pod, now metav1.T
 	return st
 }
 
-// failInterrupted fails a run that lost its pod (interruptionPolicy Fail).
-func failInterrupted(v *verdict, old ringcapv1.RingCaptureStatus, pod *corev1.Pod) {
-	v.failed, v.ended, v.phase = true, true, ringcapv1.PhaseFailed
-	v.failReason = ringcapv1.ReasonRunInterrupted
-	v.failMsg = interruption(old, pod) + "; spec.interruptionPolicy is Fail: a new pod starts when the spec changes"
+// interruptedFailure is the failure of a run that lost its pod (interruptionPolicy Fail).
+func interruptedFailure(old ringcapv1.RingCaptureStatus, pod *corev1.Pod) failure {
+	return failure{causeInterrupted, interruption(old, pod) + "; spec.interruptionPolicy is Fail: a new pod starts when the spec changes"}
 }
 
 func interruptionPolicy(rc *ringcapv1.RingCapture) ringcapv1.InterruptionPolicy {
@@ -152,16 +150,17 @@ func receiverUp(rs *statusdoc.Status) bool {
 	return rs != nil && (rs.State == statusdoc.StateListening || rs.State == statusdoc.StateReceiving || rs.State == statusdoc.StateFinished)
 }
 
-// judgeStartDeadline fails a run whose pod is on a node and whose receiver has not
-// listened within the start deadline, saying what it still waited for.
-func judgeStartDeadline(rc *ringcapv1.RingCapture, v *verdict, rs *statusdoc.Status, in Observed) {
+// startDeadlineFailure is the failure of a run whose pod is on a node and whose
+// receiver has not listened within the start deadline, saying what it still waited
+// for (nil when the deadline has not passed or does not apply).
+func startDeadlineFailure(rc *ringcapv1.RingCapture, v verdict, rs *statusdoc.Status, in Observed) *failure {
 	at := scheduledAt(in.Pod)
-	if v.phase != ringcapv1.PhaseScheduled || v.failed || v.ended || receiverUp(rs) || at.IsZero() {
-		return
+	if v.phase != ringcapv1.PhaseScheduled || v.ended || receiverUp(rs) || at.IsZero() {
+		return nil
 	}
 	d := startDeadline(rc)
 	if in.Now.Sub(at) < d {
-		return
+		return nil
 	}
 	waiting := v.notReadyMsg
 	if waiting == "" {
@@ -170,10 +169,8 @@ func judgeStartDeadline(rc *ringcapv1.RingCapture, v *verdict, rs *statusdoc.Sta
 			waiting = "receiver is " + rs.State + msgSuffix(rs.Message)
 		}
 	}
-	v.failed, v.phase = true, ringcapv1.PhaseFailed
-	v.failReason = ringcapv1.ReasonStartDeadlineExceeded
-	v.failMsg = fmt.Sprintf("the receiver did not listen within %s (spec.startDeadlineSeconds) of the pod's scheduling on node %s at %s: %s",
-		d, in.Pod.Spec.NodeName, at.UTC().Format(time.RFC3339), waiting)
+	return &failure{causeStartDeadline, fmt.Sprintf("the receiver did not listen within %s (spec.startDeadlineSeconds) of the pod's scheduling on node %s at %s: %s",
+		d, in.Pod.Spec.NodeName, at.UTC().Format(time.RFC3339), waiting)}
 }
 
 // startDeadlineLeft is how long a scheduled run has left to start (ok false when its

@@ -117,27 +117,40 @@ func EmptyReaderSlots(pod *corev1.Pod, rs *statusdoc.Status, now metav1.Time) []
 	return out
 }
 
-// judgeReaders turns empty reader slots into the run's verdict: a FailCapture reader that
-// left fails the capture (one that exited non-zero already failed it, see
-// judgeContainers); a Restart reader's empty slot keeps Ready False until it runs again.
-func judgeReaders(rc *ringcapv1.RingCapture, slots []ringcapv1.EmptyReaderSlot, v *verdict) {
+// readerExitedFailure is the failure of a run whose FailCapture reader left its ring
+// slot (the first such slot; nil when none). A reader that exited non-zero is already
+// a failure of its own (see judgeContainers).
+func readerExitedFailure(rc *ringcapv1.RingCapture, slots []ringcapv1.EmptyReaderSlot) *failure {
+	for _, s := range slots {
+		if readerPolicy(rc, s.Reader) == ringcapv1.ReaderRestart {
+			continue
+		}
+		return &failure{causeReaderExited, fmt.Sprintf("reader %s exited with code %d at %s while the capture runs: its ring slot is empty and would hold the receiver back for good (restartPolicy FailCapture; Restart restarts it)", s.Reader, s.ExitCode, exitedAt(s))}
+	}
+	return nil
+}
+
+// judgeReaderSlots notes a Restart reader's empty slot: it keeps Ready False until the
+// reader runs again (unless a reachability problem says more).
+func judgeReaderSlots(rc *ringcapv1.RingCapture, slots []ringcapv1.EmptyReaderSlot, v *verdict) {
 	if v.failed || v.ended {
 		return
 	}
 	for _, s := range slots {
-		at := "an unknown time"
-		if s.FinishedAt != nil {
-			at = s.FinishedAt.UTC().Format(time.RFC3339)
-		}
-		if readerPolicy(rc, s.Reader) == ringcapv1.ReaderRestart {
-			if v.notReadyReason == "" || v.notReadyReason == ringcapv1.ReasonContainerWaiting {
-				v.notReadyReason = ringcapv1.ReasonReaderSlotEmpty
-				v.notReadyMsg = fmt.Sprintf("reader %s exited with code %d at %s and waits to be restarted (%d restarts so far): its ring slot is empty and holds the receiver back", s.Reader, s.ExitCode, at, s.Restarts)
-			}
+		if readerPolicy(rc, s.Reader) != ringcapv1.ReaderRestart {
 			continue
 		}
-		v.failed, v.failReason, v.phase = true, ringcapv1.ReasonReaderExited, ringcapv1.PhaseFailed
-		v.failMsg = fmt.Sprintf("reader %s exited with code %d at %s while the capture runs: its ring slot is empty and would hold the receiver back for good (restartPolicy FailCapture; Restart restarts it)", s.Reader, s.ExitCode, at)
-		return
+		if v.notReadyReason == "" || v.notReadyReason == ringcapv1.ReasonContainerWaiting {
+			v.notReadyReason = ringcapv1.ReasonReaderSlotEmpty
+			v.notReadyMsg = fmt.Sprintf("reader %s exited with code %d at %s and waits to be restarted (%d restarts so far): its ring slot is empty and holds the receiver back", s.Reader, s.ExitCode, exitedAt(s), s.Restarts)
+		}
 	}
+}
+
+// exitedAt is when the reader of an empty slot exited, for messages.
+func exitedAt(s ringcapv1.EmptyReaderSlot) string {
+	if s.FinishedAt == nil {
+		return "an unknown time"
+	}
+	return s.FinishedAt.UTC().Format(time.RFC3339)
 }

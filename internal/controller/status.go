@@ -41,9 +41,11 @@ type Observed struct {
 // verdict is the outcome of looking at the pod and the receiver, before it is written
 // into conditions.
 type verdict struct {
-	phase                       ringcapv1.RingCapturePhase
-	scheduled                   metav1.ConditionStatus
-	scheduledReason, schedMsg   string
+	phase                     ringcapv1.RingCapturePhase
+	scheduled                 metav1.ConditionStatus
+	scheduledReason, schedMsg string
+	// failed, failReason and failMsg are the failure verdict, written by
+	// applyFailure alone (failure.go) from the failures the judge functions find.
 	failed                      bool
 	failReason, failMsg         string
 	ended                       bool // the receiver is gone (pod terminal or receiver exited)
@@ -76,14 +78,19 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 		return endedRun(rc, st, in)
 	}
 
-	v, rs := judgeRun(in)
+	v, rs, fails := judgeRun(in)
 	if lost {
-		failInterrupted(&v, old, in.Pod)
+		v.ended = true
+		fails = append(fails, interruptedFailure(old, in.Pod))
 	}
-	judgeStartDeadline(rc, &v, rs, in)
-	judgeReachability(&v, in)
+	fails = addFailure(fails, startDeadlineFailure(rc, v, rs, in))
 	st.EmptyReaderSlots = EmptyReaderSlots(in.Pod, rs, in.Now)
-	judgeReaders(rc, st.EmptyReaderSlots, &v) // readers.go
+	if !v.ended {
+		fails = addFailure(fails, readerExitedFailure(rc, st.EmptyReaderSlots)) // readers.go
+	}
+	applyFailure(&v, fails) // failure.go: one verdict, by priority
+	judgeReachability(&v, in)
+	judgeReaderSlots(rc, st.EmptyReaderSlots, &v)
 	applyRun(&st, v, rs, in)
 	st.Endpoint = endpoint(in.Pod, rs, st.Endpoint)
 
@@ -103,10 +110,11 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 	return st
 }
 
-// judgeRun is the verdict on the pod and the receiver, and the receiver's latest status
-// (its final summary once it exited; nil when unknown).
-func judgeRun(in Observed) (verdict, *statusdoc.Status) {
-	v := judge(in.Pod)
+// judgeRun is the verdict on the pod and the receiver, the receiver's latest status
+// (its final summary once it exited; nil when unknown) and the failures they show,
+// for applyFailure to decide between.
+func judgeRun(in Observed) (verdict, *statusdoc.Status, []failure) {
+	v, fails := judge(in.Pod)
 	explainHostPorts(&v, in.Pod)
 	explainClaim(&v, in.Pod, in.Claim)
 	if in.Pod == nil && in.PodProblem != "" {
@@ -122,11 +130,10 @@ func judgeRun(in Observed) (verdict, *statusdoc.Status) {
 	case rs == nil:
 		rs = terminationSummary(in.Pod) // the receiver's final numbers, once it exited
 	}
-	if rs != nil && !v.failed && rs.State == statusdoc.StateFailed {
-		v.failed, v.failReason, v.failMsg = true, ringcapv1.ReasonReceiverFailed, "receiver failed: "+rs.Message
-		v.phase = ringcapv1.PhaseFailed
+	if rs != nil && rs.State == statusdoc.StateFailed {
+		fails = append(fails, failure{causeReceiverReported, "receiver failed: " + rs.Message})
 	}
-	return v, rs
+	return v, rs, fails
 }
 
 // applyRun writes where the run is and what it has done: pod, node, running
@@ -331,21 +338,17 @@ func changePendingCondition(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureS
 	return condition(t, metav1.ConditionFalse, ringcapv1.ReasonNoChangePending, "the capture pod runs the current spec")
 }
 
-// judge looks at the pod alone: phase, scheduling, failures.
-func judge(pod *corev1.Pod) verdict {
+// judge looks at the pod alone: phase, scheduling, and the failures it shows.
+func judge(pod *corev1.Pod) (verdict, []failure) {
 	v, scheduled := judgeScheduling(pod)
 	if !scheduled {
-		return v
+		return v, nil
 	}
-	judgeReceiver(pod, &v)
-	judgeContainers(pod, &v)
-	if judgePodPhase(pod, &v) {
-		return v
-	}
-	if v.failed {
-		v.phase = ringcapv1.PhaseFailed
-	}
-	return v
+	var fails []failure
+	fails = addFailure(fails, judgeReceiver(pod, &v))
+	fails = addFailure(fails, judgeContainers(pod, &v))
+	fails = addFailure(fails, judgePodPhase(pod, &v))
+	return v, fails
 }
 
 // judgeScheduling says whether the pod exists and is on a node, and why not.
@@ -373,29 +376,29 @@ func judgeScheduling(pod *corev1.Pod) (verdict, bool) {
 	return v, true
 }
 
-// judgeReceiver notes the receiver container's end: a non-zero exit fails the
-// run, with the receiver's own summary (or the end of its log).
-func judgeReceiver(pod *corev1.Pod, v *verdict) {
+// judgeReceiver notes the receiver container's end: a non-zero exit is a failure,
+// with the receiver's own summary (or the end of its log).
+func judgeReceiver(pod *corev1.Pod, v *verdict) *failure {
 	t := receiverTerminated(pod)
 	if t == nil {
-		return
+		return nil
 	}
 	v.ended = true
 	if t.ExitCode == 0 {
-		return
+		return nil
 	}
-	v.failed, v.failReason = true, ringcapv1.ReasonReceiverFailed
-	v.failMsg = fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
+	msg := fmt.Sprintf("receiver exited with code %d (%s)", t.ExitCode, t.Reason)
 	if s := terminationSummary(pod); s != nil && s.Message != "" {
-		v.failMsg += ": " + s.Message
+		msg += ": " + s.Message
 	} else if t.Message != "" {
-		v.failMsg += ": " + containerMessage(t.Message)
+		msg += ": " + containerMessage(t.Message)
 	}
+	return &failure{causeReceiverExited, msg}
 }
 
 // judgeContainers notes containers waiting for a reason (the receiver's
-// first) and the first reader that failed.
-func judgeContainers(pod *corev1.Pod, v *verdict) {
+// first); it returns the failure of the first reader that exited non-zero.
+func judgeContainers(pod *corev1.Pod, v *verdict) (failed *failure) {
 	for _, cs := range pod.Status.ContainerStatuses {
 		w := cs.State.Waiting
 		waiting := w != nil && w.Reason != "" && w.Reason != "ContainerCreating"
@@ -405,33 +408,27 @@ func judgeContainers(pod *corev1.Pod, v *verdict) {
 			}
 			continue
 		}
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !v.failed {
-			v.failed, v.failReason = true, ringcapv1.ReasonReaderFailed
-			v.failMsg = fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && failed == nil {
+			failed = &failure{causeReaderFailed, fmt.Sprintf("reader %s exited with code %d (%s)%s", cs.Name, t.ExitCode, t.Reason, msgSuffix(containerMessage(t.Message)))}
 		}
 		if waiting && v.notReadyReason == "" {
 			v.notReadyReason, v.notReadyMsg = ringcapv1.ReasonContainerWaiting, fmt.Sprintf("reader %s (image %s): %s: %s", cs.Name, containerImage(pod, cs), w.Reason, w.Message)
 		}
 	}
+	return failed
 }
 
-// judgePodPhase notes a pod that ended; it says whether the run succeeded.
-func judgePodPhase(pod *corev1.Pod, v *verdict) (succeeded bool) {
+// judgePodPhase notes a pod that ended: Succeeded (unless a failure decides
+// otherwise), or the failure of a Failed pod.
+func judgePodPhase(pod *corev1.Pod, v *verdict) *failure {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
-		v.ended = true
-		if !v.failed {
-			v.phase = ringcapv1.PhaseSucceeded
-			return true
-		}
+		v.ended, v.phase = true, ringcapv1.PhaseSucceeded
 	case corev1.PodFailed:
 		v.ended = true
-		if !v.failed {
-			v.failed, v.failReason = true, ringcapv1.ReasonPodFailed
-			v.failMsg = strings.TrimSpace("the capture pod failed: " + pod.Status.Reason + " " + pod.Status.Message)
-		}
+		return &failure{causePodFailed, strings.TrimSpace("the capture pod failed: " + pod.Status.Reason + " " + pod.Status.Message)}
 	}
-	return false
+	return nil
 }
 
 // ObservationHeader is the status view of the receiver's header keywords (nil without any).

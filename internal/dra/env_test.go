@@ -57,8 +57,8 @@ func TestClaimEnvIsWhatTheReceiverReads(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Choose(%+v): %v", req, err)
 				}
-				if ep.Device != pd.Dev.Name || ep.IBPort != pd.Port.Num || ep.GIDIndex == nil || *ep.GIDIndex != pd.GID.Index {
-					t.Errorf("receiver chose %s port %d GID %v, want %s port %d GID %d", ep.Device, ep.IBPort, ep.GIDIndex, pd.Dev.Name, pd.Port.Num, pd.GID.Index)
+				if ep.Device != pd.Dev.Name || ep.Port != pd.Port.Num || ep.GIDIndex != pd.GID.Index {
+					t.Errorf("receiver chose %s port %d GID %d, want %s port %d GID %d", ep.Device, ep.Port, ep.GIDIndex, pd.Dev.Name, pd.Port.Num, pd.GID.Index)
 				}
 			})
 		}

@@ -129,7 +129,7 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	if c.Transport == wire.TransportOFI && l.On == endpoint.ListenRDMA {
 		ch.Device.Node, _, _ = net.SplitHostPort(ch.Addr)
 	}
-	t.Update(func(s *statusdoc.Status) { s.Endpoint = ch.Endpoint })
+	t.Update(func(s *statusdoc.Status) { s.Endpoint = statusEndpoint(ch) })
 	fab, err := c.Open(ch.Device, h.Data)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 	_, _, mri := fab.Registration()
 	fb := fab.Fabric()
 	t.Update(func(s *statusdoc.Status) {
-		s.MemoryRegistration, s.Transport, s.Provider = mri, fb.Transport.String(), fb.Provider
+		s.MemoryRegistration, s.Transport, s.Provider = statusRegistration(mri), fb.Transport.String(), fb.Provider
 	})
 	w, err := h.LockWrite(ctx, dada.WriterOptions{NewStyleHeader: c.NewStyleHeader})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
 )
@@ -67,10 +66,10 @@ func (f *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 }
 
 // Registration describes the ring as one region.
-func (f *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
+func (f *Receiver) Registration() (wire.MRMode, []wire.Region, fabric.Registered) {
 	n := f.nbufs * f.bufSize
 	return wire.MRWholeRing, []wire.Region{{Addr: regionAddr, Len: n, RKey: regionKey}},
-		statusdoc.MemoryRegistration{Mode: "WholeRing", Regions: 1, Bytes: n, Reason: "benchmark fabric (no data movement)"}
+		fabric.Registered{Mode: fabric.MRWholeRing, Regions: 1, Bytes: n, Reason: "benchmark fabric (no data movement)"}
 }
 
 // Close does nothing.

@@ -8,7 +8,6 @@ import (
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -29,10 +28,21 @@ type Request struct {
 	Source string
 }
 
+// Chosen is the device, port and GID an endpoint uses and why: what a
+// receiver or sender logs and a receiver reports in its status.
+type Chosen struct {
+	Device   string
+	Port     int // the device's port number
+	GIDIndex int
+	GID      string // the GID in IPv6 notation
+	Netdev   string // the network device that carries the GID
+	Reason   string // why this GID
+}
+
 // Choose resolves a request against the discovered devices: the
 // device, port and GID index to use and a human-readable reason, which the
 // receiver logs and reports in its status.
-func Choose(devs []rdma.Device, req Request) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+func Choose(devs []rdma.Device, req Request) (fabric.DeviceConfig, Chosen, error) {
 	if req.Source == "" {
 		req.Source = "flags"
 	}
@@ -83,19 +93,19 @@ type choice struct {
 	reason string
 }
 
-func (c choice) result() (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+func (c choice) result() (fabric.DeviceConfig, Chosen, error) {
 	return done(c.d, c.p, c.g, c.reason)
 }
 
-func (c choice) resultOr(err error) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+func (c choice) resultOr(err error) (fabric.DeviceConfig, Chosen, error) {
 	if err != nil {
 		return fail(err)
 	}
 	return c.result()
 }
 
-func fail(err error) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
-	return fabric.DeviceConfig{}, statusdoc.Endpoint{}, err
+func fail(err error) (fabric.DeviceConfig, Chosen, error) {
+	return fabric.DeviceConfig{}, Chosen{}, err
 }
 
 func specific(ip net.IP) bool { return ip != nil && !ip.IsUnspecified() }
@@ -156,9 +166,9 @@ func onPort(d rdma.Device, p rdma.Port, req Request) (choice, error) {
 	return choice{d, p, g, why}, nil
 }
 
-func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, statusdoc.Endpoint, error) {
+func done(d rdma.Device, p rdma.Port, g rdma.GID, reason string) (fabric.DeviceConfig, Chosen, error) {
 	return fabric.DeviceConfig{Device: d.Name, Port: p.Num, GIDIndex: g.Index},
-		statusdoc.Endpoint{Device: d.Name, IBPort: p.Num, GIDIndex: new(g.Index), GID: g.GID.String(), Netdev: g.Netdev, GIDReason: reason}, nil
+		Chosen{Device: d.Name, Port: p.Num, GIDIndex: g.Index, GID: g.GID.String(), Netdev: g.Netdev, Reason: reason}, nil
 }
 
 func names(devs []rdma.Device) string {

@@ -51,7 +51,7 @@ func TestChooseEndpoint(t *testing.T) {
 			t.Errorf("%+v: %v", c.req, err)
 			continue
 		}
-		if cfg.Device != c.dev || cfg.GIDIndex != c.gid || cfg.Port != 1 || st.Device != c.dev || st.GIDIndex == nil || *st.GIDIndex != c.gid || !strings.Contains(st.GIDReason, c.reason) {
+		if cfg.Device != c.dev || cfg.GIDIndex != c.gid || cfg.Port != 1 || st.Device != c.dev || st.Port != 1 || st.GIDIndex != c.gid || !strings.Contains(st.Reason, c.reason) {
 			t.Errorf("%+v: got %+v %+v, want %s gid %d reason ~%q", c.req, cfg, st, c.dev, c.gid, c.reason)
 		}
 	}

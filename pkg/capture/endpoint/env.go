@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -51,10 +50,10 @@ func (r Request) withEnv(getenv func(string) string, skipGID bool) (Request, err
 
 // Find discovers the RDMA devices under roots and chooses the device, port and
 // GID for the request (see Choose). It also returns the devices it found.
-func Find(roots rdma.Roots, req Request) (fabric.DeviceConfig, statusdoc.Endpoint, []rdma.Device, error) {
+func Find(roots rdma.Roots, req Request) (fabric.DeviceConfig, Chosen, []rdma.Device, error) {
 	devs, _, err := rdma.Discover(roots)
 	if err != nil {
-		return fabric.DeviceConfig{}, statusdoc.Endpoint{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
+		return fabric.DeviceConfig{}, Chosen{}, nil, fmt.Errorf("discover RDMA devices: %w", err)
 	}
 	cfg, ep, err := Choose(devs, req)
 	return cfg, ep, devs, err

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -197,26 +196,26 @@ func (p listenPlan) resolveInterface(addrs addrLookup, networkStatus string) (li
 }
 
 // rdmaAddress is the address of the RoCE v2 GID the endpoint uses (listen-on rdma).
-func rdmaAddress(ep statusdoc.Endpoint) (listenResult, error) {
+func rdmaAddress(ep Chosen) (listenResult, error) {
 	gid := net.ParseIP(ep.GID)
 	ip := gid.To4()
 	if ip == nil {
 		return listenResult{}, fmt.Errorf("--listen-on rdma: GID %s (index %d of %s port %d) is not an IPv4-mapped RoCE v2 GID, so it names no address to listen on; give --listen ADDRESS:PORT",
-			ep.GID, derefInt(ep.GIDIndex), ep.Device, ep.IBPort)
+			ep.GID, ep.GIDIndex, ep.Device, ep.Port)
 	}
 	name, subnet, ok := addressOwner(ip)
 	if !ok {
 		return listenResult{}, noRDMAAddress(ip, ep, netdevHere(ep.Netdev))
 	}
 	return listenResult{ip: ip, subnet: subnet, iface: name,
-		reason: fmt.Sprintf("the address of %s, the netdev of RoCE v2 GID %d of %s port %d the receiver uses", name, derefInt(ep.GIDIndex), ep.Device, ep.IBPort)}, nil
+		reason: fmt.Sprintf("the address of %s, the netdev of RoCE v2 GID %d of %s port %d the receiver uses", name, ep.GIDIndex, ep.Device, ep.Port)}, nil
 }
 
 // noRDMAAddress says why listen-on rdma found no interface with the GID's
 // address: the netdev is in another network namespace (a pod's own, or a node
 // that is a container, such as kind's), or it is here without that address.
-func noRDMAAddress(ip net.IP, ep statusdoc.Endpoint, netdevHere bool) error {
-	gid := fmt.Sprintf("GID %d of %s", derefInt(ep.GIDIndex), ep.Device)
+func noRDMAAddress(ip net.IP, ep Chosen, netdevHere bool) error {
+	gid := fmt.Sprintf("GID %d of %s", ep.GIDIndex, ep.Device)
 	if ep.Netdev != "" && !netdevHere {
 		return fmt.Errorf("--listen-on rdma: netdev %s, which carries %s (address %s), is not in this network namespace, so no address here is on the data network: run in the network namespace that holds it (hostNetwork on a node that holds its RDMA netdevs; a kind node is a container and holds none of its host's)",
 			ep.Netdev, gid, ip)
@@ -229,13 +228,6 @@ func noRDMAAddress(ip net.IP, ep statusdoc.Endpoint, netdevHere bool) error {
 func netdevHere(name string) bool {
 	_, err := net.InterfaceByName(name)
 	return err == nil
-}
-
-func derefInt(p *int) int {
-	if p == nil {
-		return -1
-	}
-	return *p
 }
 
 // senderFilter builds the allowlist of --allowed-senders: any, listen-subnet (the
@@ -274,10 +266,17 @@ type Listen struct {
 // Choice is where a receiver listens, on which RDMA device, port and GID,
 // and who may send.
 type Choice struct {
-	Addr     string // HOST:PORT
-	Device   fabric.DeviceConfig
-	Endpoint statusdoc.Endpoint
-	Senders  *SenderFilter // nil: any sender
+	Addr string // HOST:PORT
+	// Host and Port are Addr's parts; AddressReason says how Host was chosen
+	// ("" when it was given).
+	Host          string
+	Port          int
+	AddressReason string
+	Device        fabric.DeviceConfig
+	// RDMA is the device, port and GID chosen and why; nil when none was
+	// (Listen.NoDevice).
+	RDMA    *Chosen
+	Senders *SenderFilter // nil: any sender
 }
 
 // ChooseListen picks the listen address and the RDMA endpoint together: with
@@ -295,24 +294,12 @@ func ChooseListen(roots rdma.Roots, l Listen, req Request, getenv func(string) s
 	if err != nil {
 		return Choice{}, err
 	}
-	var devCfg fabric.DeviceConfig
-	var ep statusdoc.Endpoint
-	if l.NoDevice {
-		if plan.on == ListenRDMA {
-			return Choice{}, fmt.Errorf("--listen-on %s needs the verbs transport (its RoCE v2 GID's address)", ListenRDMA)
-		}
-	} else {
-		if req, err = req.withEnv(getenv, strings.HasPrefix(plan.on, ListenAttachment)); err != nil {
-			return Choice{}, err
-		}
-		req.IP, req.LocalIPs = res.ip, localIPs()
-		if devCfg, ep, _, err = Find(roots, req); err != nil {
-			return Choice{}, err
-		}
-		log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	devCfg, rd, err := chooseDevice(roots, l, plan, req, res.ip, getenv, log)
+	if err != nil {
+		return Choice{}, err
 	}
 	if plan.on == ListenRDMA {
-		if res, err = rdmaAddress(ep); err != nil {
+		if res, err = rdmaAddress(*rd); err != nil {
 			return Choice{}, err
 		}
 	}
@@ -324,13 +311,34 @@ func ChooseListen(roots rdma.Roots, l Listen, req Request, getenv func(string) s
 	if res.ip != nil {
 		host = res.ip.String()
 	}
-	ep.Address, ep.AddressReason, ep.AllowedSenders = host, res.reason, filter.Networks()
 	if res.reason != "" {
 		log.Info("Chose the listen address", "address", host, "interface", res.iface, "reason", res.reason)
 	}
-	addr := net.JoinHostPort(host, plan.port)
-	ep.Port, _ = strconv.Atoi(plan.port)
-	return Choice{Addr: addr, Device: devCfg, Endpoint: ep, Senders: filter}, nil
+	port, _ := strconv.Atoi(plan.port)
+	return Choice{Addr: net.JoinHostPort(host, plan.port), Host: host, Port: port, AddressReason: res.reason,
+		Device: devCfg, RDMA: rd, Senders: filter}, nil
+}
+
+// chooseDevice chooses the RDMA device, port and GID for the listen address
+// ip (none with l.NoDevice, which refuses listen-on rdma).
+func chooseDevice(roots rdma.Roots, l Listen, plan listenPlan, req Request, ip net.IP, getenv func(string) string, log *slog.Logger) (fabric.DeviceConfig, *Chosen, error) {
+	if l.NoDevice {
+		if plan.on == ListenRDMA {
+			return fabric.DeviceConfig{}, nil, fmt.Errorf("--listen-on %s needs the verbs transport (its RoCE v2 GID's address)", ListenRDMA)
+		}
+		return fabric.DeviceConfig{}, nil, nil
+	}
+	req, err := req.withEnv(getenv, strings.HasPrefix(plan.on, ListenAttachment))
+	if err != nil {
+		return fabric.DeviceConfig{}, nil, err
+	}
+	req.IP, req.LocalIPs = ip, localIPs()
+	devCfg, ch, _, err := Find(roots, req)
+	if err != nil {
+		return fabric.DeviceConfig{}, nil, err
+	}
+	log.Info("Chose RDMA endpoint", "device", ch.Device, "port", ch.Port, "gidIndex", devCfg.GIDIndex, "gid", ch.GID, "netdev", ch.Netdev, "reason", ch.Reason)
+	return devCfg, &ch, nil
 }
 
 // localIPs lists this host's (pod's) non-loopback addresses.

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
 
@@ -131,22 +130,22 @@ func TestAttachmentChoosesItsOwnGID(t *testing.T) {
 
 func TestRDMAAddress(t *testing.T) {
 	idx := 3
-	_, err := rdmaAddress(statusdoc.Endpoint{GID: "fe80::1", GIDIndex: &idx, Device: "rxe0", IBPort: 1})
+	_, err := rdmaAddress(Chosen{GID: "fe80::1", GIDIndex: idx, Device: "rxe0", Port: 1})
 	if err == nil || !strings.Contains(err.Error(), "not an IPv4-mapped RoCE v2 GID") {
 		t.Errorf("link-local GID: err %v", err)
 	}
 	// An address no interface here has: not the node's network namespace.
-	_, err = rdmaAddress(statusdoc.Endpoint{GID: "::ffff:192.0.2.250", GIDIndex: &idx, Device: "rxe0", IBPort: 1, Netdev: "eth9"})
+	_, err = rdmaAddress(Chosen{GID: "::ffff:192.0.2.250", GIDIndex: idx, Device: "rxe0", Port: 1, Netdev: "eth9"})
 	if err == nil || !strings.Contains(err.Error(), "netdev eth9, which carries GID 3 of rxe0 (address 192.0.2.250), is not in this network namespace") {
 		t.Errorf("foreign GID, netdev elsewhere: err %v", err)
 	}
 	// The netdev is here (lo) but without the GID's address.
-	_, err = rdmaAddress(statusdoc.Endpoint{GID: "::ffff:192.0.2.250", GIDIndex: &idx, Device: "rxe0", IBPort: 1, Netdev: "lo"})
+	_, err = rdmaAddress(Chosen{GID: "::ffff:192.0.2.250", GIDIndex: idx, Device: "rxe0", Port: 1, Netdev: "lo"})
 	if err == nil || !strings.Contains(err.Error(), "no interface here has 192.0.2.250, the address of GID 3 of rxe0 (netdev lo)") {
 		t.Errorf("foreign GID, netdev here: err %v", err)
 	}
 	// The loopback address stands in for a netdev's address: found with its subnet.
-	l, err := rdmaAddress(statusdoc.Endpoint{GID: "::ffff:127.0.0.1", GIDIndex: &idx, Device: "rxe0", IBPort: 1})
+	l, err := rdmaAddress(Chosen{GID: "::ffff:127.0.0.1", GIDIndex: idx, Device: "rxe0", Port: 1})
 	if err != nil || !l.ip.Equal(net.ParseIP("127.0.0.1")) || l.subnet != netip.MustParsePrefix("127.0.0.0/8") || !strings.Contains(l.reason, "RoCE v2 GID 3 of rxe0 port 1") {
 		t.Errorf("loopback: %+v %v", l, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -116,7 +115,7 @@ type ReceiverFabric interface {
 	Open(ctx context.Context, cfg EndpointConfig) (Endpoint, error)
 	// Registration is how the ring was registered: the write-mode table (one
 	// region for WholeRing, one per block for PerBlock), plus a description.
-	Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration)
+	Registration() (wire.MRMode, []wire.Region, Registered)
 	// Fabric is the transport and provider, which a sender must share.
 	Fabric() wire.Fabric
 	Close() error

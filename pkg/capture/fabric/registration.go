@@ -35,6 +35,16 @@ func (m MRMode) String() string {
 	return fmt.Sprintf("MRMode(%d)", int(m))
 }
 
+// Registered describes how a ring was registered with the device, as the
+// receiver reports it: the mode in use (MRWholeRing or MRPerBlock, never
+// MRAuto), the number of regions, the bytes they cover and why that mode.
+type Registered struct {
+	Mode    MRMode
+	Regions int
+	Bytes   uint64
+	Reason  string
+}
+
 // ParseMRMode parses "auto", "wholering" or "perblock" (any case), as ringcap recv --mr.
 func ParseMRMode(s string) (MRMode, error) {
 	switch strings.ToLower(s) {

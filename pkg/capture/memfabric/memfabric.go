@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -323,17 +322,17 @@ func (f *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 
 func (f *Receiver) blockStride() uint64 { return uint64(len(f.blocks[0])) + 4096 }
 
-func (f *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
+func (f *Receiver) Registration() (wire.MRMode, []wire.Region, fabric.Registered) {
 	bs := uint64(len(f.blocks[0]))
 	if f.mode == wire.MRWholeRing {
 		return wire.MRWholeRing, []wire.Region{{Addr: memWholeBase, Len: bs * uint64(len(f.blocks)), RKey: 7}},
-			statusdoc.MemoryRegistration{Mode: "WholeRing", Regions: 1, Bytes: bs * uint64(len(f.blocks)), Reason: "in-memory test fabric"}
+			fabric.Registered{Mode: fabric.MRWholeRing, Regions: 1, Bytes: bs * uint64(len(f.blocks)), Reason: "in-memory test fabric"}
 	}
 	regs := make([]wire.Region, len(f.blocks))
 	for i := range regs {
 		regs[i] = wire.Region{Addr: memBlockBase + uint64(i)*f.blockStride(), Len: bs, RKey: uint64(100 + i)}
 	}
-	return wire.MRPerBlock, regs, statusdoc.MemoryRegistration{Mode: "PerBlock", Regions: len(regs), Bytes: bs * uint64(len(regs)), Reason: "in-memory test fabric"}
+	return wire.MRPerBlock, regs, fabric.Registered{Mode: fabric.MRPerBlock, Regions: len(regs), Bytes: bs * uint64(len(regs)), Reason: "in-memory test fabric"}
 }
 
 // Fabric is the verbs transport: the in-memory fabric stands in for it.

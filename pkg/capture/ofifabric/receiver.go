@@ -7,7 +7,6 @@ import (
 	"log"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/rdma/ofi"
 )
@@ -115,7 +114,7 @@ func (r *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 
 // Registration implements fabric.ReceiverFabric: the regions as the sender
 // addresses them (virtual addresses or offsets, as the domain says).
-func (r *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
+func (r *Receiver) Registration() (wire.MRMode, []wire.Region, fabric.Registered) {
 	mode := wire.MRPerBlock
 	if r.mode == fabric.MRWholeRing {
 		mode = wire.MRWholeRing
@@ -124,7 +123,7 @@ func (r *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryR
 	for i, mr := range r.mrs {
 		regions[i] = wire.Region{Addr: mr.RemoteAddr(0), Len: uint64(mr.Len()), RKey: mr.Key()}
 	}
-	return mode, regions, statusdoc.MemoryRegistration{Mode: r.mode.String(), Regions: len(r.mrs), Bytes: r.bytes, Reason: r.reason}
+	return mode, regions, fabric.Registered{Mode: r.mode, Regions: len(r.mrs), Bytes: r.bytes, Reason: r.reason}
 }
 
 // Fabric implements fabric.ReceiverFabric.

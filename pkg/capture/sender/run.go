@@ -131,7 +131,7 @@ func (s Stream) chooseDevice(log *slog.Logger) (device, error) {
 	if err != nil {
 		return device{}, err
 	}
-	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.IBPort, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.GIDReason)
+	log.Info("Chose RDMA endpoint", "device", ep.Device, "port", ep.Port, "gidIndex", devCfg.GIDIndex, "gid", ep.GID, "netdev", ep.Netdev, "reason", ep.Reason)
 	return device{cfg: devCfg, driver: driverOf(devs, ep.Device)}, nil
 }
 

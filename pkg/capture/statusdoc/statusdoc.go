@@ -2,7 +2,9 @@
 // `ringcap recv` serves on /status and writes as its summary file (in
 // Kubernetes, the termination log), and that the operator reads. It is the one
 // definition both sides use; it imports nothing but the standard library, so
-// that the operator stays free of cgo and of the capture engine.
+// that the operator stays free of cgo and of the capture engine. The engine
+// (pkg/capture) assembles it from what the fabric adapters and the endpoint
+// choice report in their own types: those packages do not import this one.
 //
 // The JSON field names are an interface: renaming one breaks operators that
 // read older or newer receivers of the same Version.

@@ -11,7 +11,6 @@ import (
 	"net"
 
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
-	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma/verbs"
@@ -103,7 +102,7 @@ func (v *Receiver) Open(_ context.Context, cfg fabric.EndpointConfig) (fabric.En
 }
 
 // Registration implements fabric.ReceiverFabric.
-func (v *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryRegistration) {
+func (v *Receiver) Registration() (wire.MRMode, []wire.Region, fabric.Registered) {
 	mode := wire.MRPerBlock
 	if v.reg.Mode() == WholeRing {
 		mode = wire.MRWholeRing
@@ -112,7 +111,7 @@ func (v *Receiver) Registration() (wire.MRMode, []wire.Region, statusdoc.MemoryR
 	for _, r := range v.reg.RegionTable() {
 		regions = append(regions, wire.Region{Addr: r.Addr, Len: r.Len, RKey: uint64(r.RKey)})
 	}
-	return mode, regions, statusdoc.MemoryRegistration{Mode: v.reg.Mode().String(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
+	return mode, regions, fabric.Registered{Mode: v.reg.Mode(), Regions: v.reg.Regions(), Bytes: v.reg.Bytes(), Reason: v.reg.Reason()}
 }
 
 // Fabric implements fabric.ReceiverFabric: the verbs transport.
