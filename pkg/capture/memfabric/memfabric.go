@@ -236,68 +236,86 @@ func (q *memQP) deliver(rng *rand.Rand) {
 		if rng.IntN(4) == 0 {
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond) // shuffle queue pairs
 		}
-		p := q.peer
-		if wr.Op == fabric.OpWrite { // lands without a receive WR or a completion at the peer
-			if p.ep.closed.Load() && !q.ep.closed.Load() && !q.ep.n.Blackhole {
+		if wr.Op == fabric.OpWrite {
+			q.deliverWrite(wr)
+		} else {
+			q.deliverToReceive(wr)
+		}
+	}
+}
+
+// deliverWrite lands an RDMA WRITE without a receive WR or a completion at the peer.
+func (q *memQP) deliverWrite(wr fabric.SendWR) {
+	p := q.peer
+	if p.ep.closed.Load() && !q.ep.closed.Load() && !q.ep.n.Blackhole {
+		q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
+	}
+	if q.ep.closed.Load() || p.ep.closed.Load() {
+		return
+	}
+	if err := q.writeRemote(wr); err != nil {
+		q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_REM_ACCESS_ERR"}})
+		return
+	}
+	if wr.Signaled {
+		q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx})
+	}
+}
+
+// takeReceive waits for the peer's next receive WR (receiver-not-ready: retry until one is
+// posted); false when either side closed meanwhile.
+func (q *memQP) takeReceive(wr fabric.SendWR) (fabric.RecvWR, bool) {
+	p := q.peer
+	for try := 0; !q.ep.closed.Load(); try++ {
+		if p.ep.closed.Load() {
+			if !q.ep.n.Blackhole {
 				q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
 			}
-			if q.ep.closed.Load() || p.ep.closed.Load() {
-				continue
-			}
-			if err := q.writeRemote(wr); err != nil {
-				q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_REM_ACCESS_ERR"}})
-				continue
-			}
-			if wr.Signaled {
-				q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx})
-			}
-			continue
+			return fabric.RecvWR{}, false
 		}
-		var rwr fabric.RecvWR
-		for try := 0; !q.ep.closed.Load(); try++ { // receiver-not-ready: retry until a receive WR is posted
-			if p.ep.closed.Load() {
-				if !q.ep.n.Blackhole {
-					q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: "IBV_WC_RETRY_EXC_ERR"}})
-				}
-				break
-			}
-			p.mu.Lock()
-			if len(p.rq) > 0 {
-				rwr = p.rq[0]
-				p.rq = p.rq[1:]
-				p.mu.Unlock()
-				break
-			}
+		p.mu.Lock()
+		if len(p.rq) > 0 {
+			rwr := p.rq[0]
+			p.rq = p.rq[1:]
 			p.mu.Unlock()
-			if try == 0 {
-				q.ep.n.rnr.Add(1)
-			}
-			time.Sleep(20 * time.Microsecond)
+			return rwr, true
 		}
-		if q.ep.closed.Load() || p.ep.closed.Load() {
-			continue
+		p.mu.Unlock()
+		if try == 0 {
+			q.ep.n.rnr.Add(1)
 		}
-		fail := func(local, remote string) {
-			p.ep.complete(fabric.Completion{ID: rwr.ID, QP: p.idx, Recv: true, Err: &fabric.WCError{QP: p.idx, Status: remote, Recv: true}})
-			q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: local}})
+		time.Sleep(20 * time.Microsecond)
+	}
+	return fabric.RecvWR{}, false
+}
+
+// deliverToReceive lands a SEND or a WRITE with immediate, consuming a receive WR of the peer.
+func (q *memQP) deliverToReceive(wr fabric.SendWR) {
+	p := q.peer
+	rwr, ok := q.takeReceive(wr)
+	if !ok || q.ep.closed.Load() || p.ep.closed.Load() {
+		return
+	}
+	fail := func(local, remote string) {
+		p.ep.complete(fabric.Completion{ID: rwr.ID, QP: p.idx, Recv: true, Err: &fabric.WCError{QP: p.idx, Status: remote, Recv: true}})
+		q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx, Err: &fabric.WCError{QP: q.idx, Status: local}})
+	}
+	switch wr.Op {
+	case fabric.OpSendImm:
+		if wr.Length > rwr.Length {
+			fail("IBV_WC_REM_INV_REQ_ERR", "IBV_WC_LOC_LEN_ERR")
+			return
 		}
-		switch wr.Op {
-		case fabric.OpSendImm:
-			if wr.Length > rwr.Length {
-				fail("IBV_WC_REM_INV_REQ_ERR", "IBV_WC_LOC_LEN_ERR")
-				continue
-			}
-			copy(p.ep.mem.block(rwr.Block)[rwr.Offset:rwr.Offset+rwr.Length], q.ep.buf[wr.Offset:wr.Offset+wr.Length])
-		case fabric.OpWriteImm:
-			if err := q.writeRemote(wr); err != nil {
-				fail("IBV_WC_REM_ACCESS_ERR", "IBV_WC_REM_ACCESS_ERR")
-				continue
-			}
+		copy(p.ep.mem.block(rwr.Block)[rwr.Offset:rwr.Offset+rwr.Length], q.ep.buf[wr.Offset:wr.Offset+wr.Length])
+	case fabric.OpWriteImm:
+		if err := q.writeRemote(wr); err != nil {
+			fail("IBV_WC_REM_ACCESS_ERR", "IBV_WC_REM_ACCESS_ERR")
+			return
 		}
-		p.ep.complete(fabric.Completion{ID: rwr.ID, QP: p.idx, Recv: true, Bytes: uint32(wr.Length), Imm: wr.Imm})
-		if wr.Signaled {
-			q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx})
-		}
+	}
+	p.ep.complete(fabric.Completion{ID: rwr.ID, QP: p.idx, Recv: true, Bytes: uint32(wr.Length), Imm: wr.Imm})
+	if wr.Signaled {
+		q.ep.complete(fabric.Completion{ID: wr.ID, QP: q.idx})
 	}
 }
 
