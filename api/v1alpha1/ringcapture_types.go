@@ -26,6 +26,7 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="QPs",type=integer,JSONPath=`.status.running.queuePairs`
 // +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
 // +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
+// +kubebuilder:printcolumn:name="Fill",type=string,JSONPath=`.status.ring.fill`,description="Blocks the slowest reader has still to open, of the ring's blocks (status.ring.fill)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.endpoint.address`,priority=1,description="The receiver's address (status.endpoint.address)"
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.status.endpoint.port`,priority=1,description="The handshake port a sender connects to (status.endpoint.port)"
@@ -860,6 +861,46 @@ type RingCaptureStatus struct {
 	// +listMapKey=reader
 	// +optional
 	EmptyReaderSlots []EmptyReaderSlot `json:"emptyReaderSlots,omitempty"`
+
+	// ring is how full the running ring is and how far each reader slot is behind, as the
+	// receiver read it from the ring's own sync fields and semaphores at its last report.
+	// +optional
+	Ring *RingFillStatus `json:"ring,omitempty"`
+}
+
+// RingFillStatus is the running ring's fill and its reader slots.
+type RingFillStatus struct {
+	// filledBlocks are the blocks the slowest reader slot has still to open; at blocks the
+	// ring is full and the receiver holds the sender back.
+	FilledBlocks int32 `json:"filledBlocks"`
+	// blocks are the ring's data blocks.
+	Blocks int32 `json:"blocks"`
+	// fill is filledBlocks/blocks for display, e.g. "3/8".
+	Fill string `json:"fill"`
+	// readers are the ring's reader slots, by slot number.
+	// +listType=map
+	// +listMapKey=slot
+	// +optional
+	Readers []ReaderSlotStatus `json:"readers,omitempty"`
+}
+
+// ReaderSlotStatus is one reader slot of the running ring.
+type ReaderSlotStatus struct {
+	// slot is the reader slot's number (0 to readers-1).
+	Slot int32 `json:"slot"`
+	// connected is true while a reader holds the slot; an empty slot still holds the
+	// receiver back once the ring fills.
+	Connected bool `json:"connected"`
+	// state is the slot's PSRDADA reader state (READER, READING, RSTOP, DISCON, ...).
+	// +optional
+	State string `json:"state,omitempty"`
+	// lagBlocks are the blocks written that the slot has not opened yet.
+	LagBlocks int32 `json:"lagBlocks"`
+	// lagBytes is lagBlocks in bytes.
+	LagBytes int64 `json:"lagBytes"`
+	// lastAdvanceTime is when the slot last went past a block, as the receiver saw it.
+	// +optional
+	LastAdvanceTime *metav1.Time `json:"lastAdvanceTime,omitempty"`
 }
 
 // ObservationHeaderStatus holds the main keywords of an observation's PSRDADA header.

@@ -122,6 +122,29 @@ type Status struct {
 
 	// RefusedSenders counts connections refused by the sender allowlist.
 	RefusedSenders uint64 `json:"refusedSenders,omitempty"`
+
+	// RingFill is the ring's fill and reader slots, read from the ring when the document
+	// was made; absent while the ring cannot be read (not made yet, or closed).
+	RingFill *RingFill `json:"ringFill,omitempty"`
+}
+
+// RingFill is how full the ring is and how far each reader slot is behind.
+type RingFill struct {
+	// FilledBlocks are the blocks the slowest reader slot has still to open.
+	FilledBlocks int          `json:"filledBlocks"`
+	Blocks       int          `json:"blocks"`
+	Readers      []ReaderSlot `json:"readers"`
+}
+
+// ReaderSlot is one reader slot of the ring.
+type ReaderSlot struct {
+	Slot      int    `json:"slot"`
+	Connected bool   `json:"connected"`
+	State     string `json:"state"`
+	LagBlocks int    `json:"lagBlocks"`
+	LagBytes  uint64 `json:"lagBytes"`
+	// LastAdvance is when the slot last went past a block (RFC 3339 with nanoseconds).
+	LastAdvance string `json:"lastAdvance"`
 }
 
 // Parse decodes a status document and checks its version and state.
