@@ -24,9 +24,9 @@ generate-api:
 envtest-assets:
 	K8S_VERSION=$(K8S_VERSION) ASSETS_DIR=$(ENVTEST_ASSETS) hack/k8s/envtest-assets.sh
 
-## test-envtest: API validation and operator tests against a real kube-apiserver and etcd
+## test-envtest: API validation, operator and kubectl plugin tests against a real kube-apiserver and etcd
 test-envtest: envtest-assets
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -count=1 -tags envtest -timeout 15m ./api/... ./internal/controller/...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -count=1 -tags envtest -timeout 15m ./api/... ./internal/controller/... ./cmd/kubectl-ringcap/
 
 ## bench-operator: time for 200 RingCaptures to reach a steady status, and reconciles per second
 bench-operator: envtest-assets
