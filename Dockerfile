@@ -3,7 +3,7 @@
 #
 #   docker build --target plugin   -t ringcap/plugin:$TAG   .   # device plugin, static, FROM scratch
 #   docker build --target operator -t ringcap/operator:$TAG .   # operator, static, FROM scratch
-#   docker build --target ringcap  -t ringcap/ringcap:$TAG  .   # data plane: ringcap + rdma-core
+#   docker build --target ringcap  -t ringcap/ringcap:$TAG  .   # data plane: ringcap + rdma-core, and kubectl-ringcap
 #
 # The data-plane image carries rdma-core's userspace libraries and every provider (mlx5, rxe,
 # efa, ...) and libfabric (its providers: verbs, efa, psm2, tcp, ...; fi_info), so the same image
@@ -38,7 +38,7 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/plugin ./cmd/operator \
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ ./cmd/plugin ./cmd/operator ./cmd/kubectl-ringcap \
  && CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ringcap ./cmd/ringcap
 
 # --- device plugin: runs as root only to own its socket in the kubelet's directory (see the chart)
@@ -56,7 +56,8 @@ COPY --from=build /out/operator /operator
 USER 65532:65532
 ENTRYPOINT ["/operator"]
 
-# --- data plane: ringcap recv/send/ring, the verbs userspace and libfabric with its providers
+# --- data plane: ringcap recv/send/ring, the verbs userspace and libfabric with its providers, and the
+# kubectl plugin kubectl-ringcap (static; copy it out of the image onto a PATH beside kubectl)
 # (last stage = default target)
 FROM ${RUNTIME_IMAGE} AS ringcap
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
@@ -66,4 +67,5 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
 ARG VERSION=dev
 LABEL org.opencontainers.image.source=https://github.com/ringcap/ringcap org.opencontainers.image.version=${VERSION}
 COPY --from=build /out/ringcap /usr/bin/ringcap
+COPY --from=build /out/kubectl-ringcap /usr/bin/kubectl-ringcap
 ENTRYPOINT ["/usr/bin/ringcap"]

@@ -8,7 +8,8 @@
 #   ringcap/ringcap:TAG   data plane: bin/ringcap (cgo) + the shared libraries it, ibv_devinfo and
 #                         fi_info need + every rdma-core provider (mlx5, rxe, ...) and
 #                         /etc/libibverbs.d + libfabric.so.1 (its providers built in), taken from
-#                         this host's Debian packages, + busybox for a shell
+#                         this host's Debian packages, + busybox for a shell, + the static kubectl
+#                         plugin bin/kubectl-ringcap
 #
 # The contents match the Dockerfile's targets (which users with Docker build instead).
 #   hack/images/build.sh                 # -> $RINGCAP_CACHE/images/{plugin,operator,ringcap}.tar
@@ -21,17 +22,17 @@ OUT=${IMAGES_DIR:-$RINGCAP_CACHE/images}
 TAG=${TAG:-$(hack/images/tag.sh)}
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 mkdir -p "$OUT/bin"
-for c in plugin operator ringcap; do
+for c in plugin operator ringcap kubectl-ringcap; do
   [ -d "cmd/$c" ] || { echo "build-images: cmd/$c does not exist yet: cannot build ringcap/$c:$TAG" >&2; exit 1; }
 done
 
 LDFLAGS="-s -w -X main.version=$TAG"
-GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/" ./cmd/plugin ./cmd/operator ./hack/images/pause
+GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/" ./cmd/plugin ./cmd/operator ./cmd/kubectl-ringcap ./hack/images/pause
 GOFLAGS=-buildvcs=false CGO_ENABLED=1 go build -trimpath -ldflags "$LDFLAGS" -o "$OUT/bin/ringcap" ./cmd/ringcap
 go build -o "$OUT/bin/mkimage" ./hack/images/mkimage
 # MKIMAGE_GZIP_LEVEL=0 (stored layers) for nodes that import under an emulated CPU (make e2e)
 MK() { "$OUT/bin/mkimage" -gzip-level "${MKIMAGE_GZIP_LEVEL:-1}" "$@"; }
-for b in plugin operator pause; do
+for b in plugin operator kubectl-ringcap pause; do
   if ldd "$OUT/bin/$b" >/dev/null 2>&1; then echo "build-images: $b is not static" >&2; exit 1; fi
 done
 
@@ -53,6 +54,7 @@ copy_with_libs() { # FILE [DEST]: the file plus every shared library ldd resolve
   done
 }
 copy_with_libs "$OUT/bin/ringcap" /usr/bin/ringcap
+install -m 0755 "$OUT/bin/kubectl-ringcap" "$R/usr/bin/kubectl-ringcap"
 for b in /usr/bin/ibv_devinfo:ibverbs-utils /usr/bin/ibv_devices:ibverbs-utils /usr/bin/fi_info:libfabric-bin; do
   [ -x "${b%%:*}" ] || { echo "build-images: ${b%%:*} missing (apt-get install ${b#*:})" >&2; exit 1; }
   copy_with_libs "${b%%:*}"

@@ -49,6 +49,7 @@ func TestDockerfileMatchesMakeImages(t *testing.T) {
 			extraEntrypoint: [][]string{{"/operator", "--help"}}},
 		{name: "ringcap", versionArgs: []string{"--version"}, extraEntrypoint: [][]string{
 			{"/usr/bin/ringcap", "--help"},
+			{"/usr/bin/kubectl-ringcap", "--help"}, // the kubectl plugin, static, beside it
 			{"/usr/bin/fi_info", "--version"},
 			{"/usr/bin/fi_info", "-l"}, // the libfabric providers that load in the image
 		}},
