@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,7 @@ func find(ctx context.Context, s *session, name string, all bool) (*ringcapv1.Ri
 	case 1:
 		return found[0], nil
 	default:
+		slices.Sort(where)
 		return nil, fmt.Errorf("RingCapture %s is in namespaces %s: choose one with -n", name, strings.Join(where, ", "))
 	}
 }
