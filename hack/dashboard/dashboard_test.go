@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 )
 
 // exported are the metric names ringcap exports: docs/troubleshooting.md's "Every metric"
@@ -103,6 +107,31 @@ func TestChartFileUpToDate(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the generator's output: run make generate", defaultOut)
 	}
+}
+
+// The chart's file reads back strictly into the SDK's dashboard model, which validates it.
+func TestFileIsAValidDashboard(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	b, err := os.ReadFile("../../" + defaultOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d classic
+	if err := sdkErr(d.UnmarshalJSONStrict(b)); err != nil {
+		t.Fatalf("%s does not read back as a dashboard: %v", defaultOut, err)
+	}
+	if err := sdkErr(d.Validate()); err != nil {
+		t.Errorf("%s is not a valid dashboard: %v", defaultOut, err)
+	}
+}
+
+// sdkErr is err, or nil for the SDK's empty cog.BuildErrors (a nil slice in a non-nil error).
+func sdkErr(err error) error {
+	var errs cog.BuildErrors
+	if errors.As(err, &errs) && len(errs) == 0 {
+		return nil
+	}
+	return err
 }
 
 // Every panel but the rows has a query, and panels and queries use ${datasource}.
