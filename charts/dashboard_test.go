@@ -51,7 +51,7 @@ func TestDashboardConfigMap(t *testing.T) {
 	if data != strings.TrimSuffix(string(file), "\n") {
 		t.Error("the ConfigMap's ringcap.json differs from files/dashboard.json")
 	}
-	exprs := dashboardExprs(t, data)
+	exprs := strings.Join(dashboardExprs(t, data), "\n")
 	for _, m := range dashboardMetrics {
 		if !regexp.MustCompile(`\b` + m + `\b`).MatchString(exprs) {
 			t.Errorf("no panel of the dashboard queries %s", m)
@@ -59,9 +59,9 @@ func TestDashboardConfigMap(t *testing.T) {
 	}
 }
 
-// dashboardExprs are the PromQL expressions of the dashboard's panels, one a line; every
-// panel but a row has one at least.
-func dashboardExprs(t *testing.T, data string) string {
+// dashboardExprs are the PromQL expressions of the dashboard's panels; every panel but a
+// row has one at least.
+func dashboardExprs(t *testing.T, data string) []string {
 	t.Helper()
 	var d struct {
 		Panels []struct {
@@ -84,5 +84,5 @@ func dashboardExprs(t *testing.T, data string) string {
 			exprs = append(exprs, q.Expr)
 		}
 	}
-	return strings.Join(exprs, "\n")
+	return exprs
 }
