@@ -26,7 +26,7 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="QPs",type=integer,JSONPath=`.status.running.queuePairs`
 // +kubebuilder:printcolumn:name="Received",type=string,JSONPath=`.status.received`
 // +kubebuilder:printcolumn:name="Rate",type=string,JSONPath=`.status.rate`
-// +kubebuilder:printcolumn:name="Fill",type=string,JSONPath=`.status.ring.fill`,description="Blocks the slowest reader has still to open, of the ring's blocks (status.ring.fill)"
+// +kubebuilder:printcolumn:name="Fill",type=string,JSONPath=`.status.ring.fill`,description="Blocks in use (filled for a reader or held open by the receiver) of the ring's blocks (status.ring.fill)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.endpoint.address`,priority=1,description="The receiver's address (status.endpoint.address)"
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.status.endpoint.port`,priority=1,description="The handshake port a sender connects to (status.endpoint.port)"
@@ -873,9 +873,13 @@ type RingFillStatus struct {
 	// filledBlocks are the blocks the slowest reader slot has still to open; at blocks the
 	// ring is full and the receiver holds the sender back.
 	FilledBlocks int32 `json:"filledBlocks"`
+	// openBlocks are the blocks the receiver holds open (data landing in them, or opened
+	// ahead for it); they are not free for new data either.
+	OpenBlocks int32 `json:"openBlocks"`
 	// blocks are the ring's data blocks.
 	Blocks int32 `json:"blocks"`
-	// fill is filledBlocks/blocks for display, e.g. "3/8".
+	// fill is the blocks in use (filled plus open) of blocks, for display, e.g. "3/8": at
+	// blocks/blocks the receiver waits for a reader to clear one.
 	Fill string `json:"fill"`
 	// readers are the ring's reader slots, by slot number.
 	// +listType=map

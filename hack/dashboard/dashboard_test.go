@@ -24,7 +24,7 @@ var exported = []string{
 	"ringcap_recv_completion_errors_total", "ringcap_recv_observations_total",
 	"ringcap_recv_refused_senders_total",
 	// the receiver's ring watcher
-	"ringcap_ring_blocks", "ringcap_ring_filled_blocks", "ringcap_ring_written_blocks_total",
+	"ringcap_ring_blocks", "ringcap_ring_filled_blocks", "ringcap_ring_open_blocks", "ringcap_ring_written_blocks_total",
 	"ringcap_ring_reader_lag_blocks", "ringcap_ring_reader_lag_bytes",
 	"ringcap_ring_reader_connected", "ringcap_ring_reader_seconds_since_advance",
 	// operator

@@ -18,9 +18,9 @@ func capturePanels() []cog.Builder[dashboard.Panel] {
 	return []cog.Builder[dashboard.Panel]{
 		graph("Receive rate", "Bytes received into the ring per second, per capture pod.", "Bps").
 			WithTarget(query(`sum by (namespace, pod) (rate(ringcap_recv_bytes_total{`+captureSel+`}[1m]))`, "{{namespace}}/{{pod}}")),
-		graph("Ring fill", "Blocks the slowest reader has still to open, of the ring's blocks: at 100 % the ring is full and the sender held back.", "percentunit").
+		graph("Ring fill", "Blocks in use (filled for the slowest reader, or held open by the receiver) of the ring's blocks: at 100 % the ring is full and the sender held back.", "percentunit").
 			Min(0).Max(1).
-			WithTarget(query(`ringcap_ring_filled_blocks{`+captureSel+`} / ringcap_ring_blocks{`+captureSel+`}`, "{{namespace}}/{{pod}}")),
+			WithTarget(query(`(ringcap_ring_filled_blocks{`+captureSel+`} + ringcap_ring_open_blocks{`+captureSel+`}) / ringcap_ring_blocks{`+captureSel+`}`, "{{namespace}}/{{pod}}")),
 		stat.NewPanelBuilder().
 			Title("Receiver state").
 			Description("Each capture's receiver state: Starting, Listening, Receiving, Finished or Failed.").

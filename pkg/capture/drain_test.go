@@ -20,6 +20,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/pattern"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // A run that created its ring and reaches its stop condition while a reader
@@ -184,6 +185,24 @@ func TestRunStopsWhileTheReadersHoldEveryBlock(t *testing.T) {
 			t.Fatalf("the receiver was never held back: %+v", s)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// The status and the metrics show why: no block is free to the writer, each waits for
+	// the empty reader slot (filled) or is held open by the receiver, which cannot hand it
+	// over before it opens the next.
+	f := tr.Snapshot().RingFill
+	if f == nil || f.FilledBlocks+f.OpenBlocks != 4 || f.FilledBlocks < 1 || f.Blocks != 4 || len(f.Readers) != 1 ||
+		f.Readers[0].Connected || f.Readers[0].LagBlocks != f.FilledBlocks || f.Readers[0].LagBytes != uint64(f.FilledBlocks)*8192 {
+		t.Errorf("ringFill while held back: %+v, want all 4 blocks filled or open, slot 0 empty and behind by the filled ones", f)
+	}
+	if err := testutil.GatherAndCompare(tr.Gatherer(), strings.NewReader(`
+# HELP ringcap_ring_blocks Blocks of the data ring.
+# TYPE ringcap_ring_blocks gauge
+ringcap_ring_blocks 4
+# HELP ringcap_ring_reader_connected 1 while a reader holds the slot, 0 for an empty slot (the writer still waits for it).
+# TYPE ringcap_ring_reader_connected gauge
+ringcap_ring_reader_connected{slot="0"} 0
+`), "ringcap_ring_blocks", "ringcap_ring_reader_connected"); err != nil {
+		t.Errorf("while held back: %v", err)
 	}
 	stop()
 	select {

@@ -13,6 +13,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/ring"
+	"github.com/ringcap/ringcap/pkg/capture/ringwatch"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 	"github.com/ringcap/ringcap/pkg/dada"
@@ -102,6 +103,9 @@ func Run(ctx context.Context, c Capture) (err error) {
 	t.Update(func(s *statusdoc.Status) {
 		s.Ring = statusdoc.Ring{Key: h.Key().String(), Ready: true, Blocks: h.Data.NBufs(), BlockBytes: h.Data.BufSize(), Readers: h.Data.Readers()}
 	})
+	if err := t.WatchRing(ringwatch.NewWatcher(h.Snapshot)); err != nil {
+		return err
+	}
 	return serve(ctx, c, h, t, log)
 }
 

@@ -7,6 +7,7 @@ package ringwatch
 import (
 	"time"
 
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -34,24 +35,35 @@ type Summary struct {
 	// FilledBlocks are the blocks the slowest reader slot has still to open: the writer has
 	// Blocks - FilledBlocks left before it waits.
 	FilledBlocks int
+	// OpenBlocks are the blocks the writer holds open (w_buf_next - w_buf_curr): data is
+	// landing in them, or they are opened ahead for it. They are not free to the writer
+	// either: InUse is both.
+	OpenBlocks int
 	// Written is how many blocks the writer has marked filled (w_buf_curr).
 	Written uint64
 	Readers []Reader
 	At      time.Time
 }
 
-// FillRatio is FilledBlocks of Blocks, 0 for an empty geometry.
+// InUse are the blocks not free to the writer: filled for a reader, or held open.
+func (s Summary) InUse() int { return min(s.FilledBlocks+s.OpenBlocks, s.Blocks) }
+
+// FillRatio is InUse of Blocks, 0 for an empty geometry: at 1 the receiver waits for a
+// reader to clear a block.
 func (s Summary) FillRatio() float64 {
 	if s.Blocks == 0 {
 		return 0
 	}
-	return float64(s.FilledBlocks) / float64(s.Blocks)
+	return float64(s.InUse()) / float64(s.Blocks)
 }
 
 // Summarize reads the data ring's state st at now; prev (nil on the first look) carries
 // each slot's last advance forward when its position has not moved.
 func Summarize(st dada.RingState, prev *Summary, now time.Time) Summary {
 	s := Summary{Blocks: st.NBufs, BlockBytes: st.BufSize, Written: st.WBufCurr, At: now}
+	if st.WBufNext > st.WBufCurr {
+		s.OpenBlocks = int(min(st.WBufNext-st.WBufCurr, uint64(st.NBufs)))
+	}
 	for i, r := range st.Readers {
 		rd := Reader{
 			Slot: i, Connected: r.ConnSem == 0, State: dada.StateName(r.RState),
@@ -66,4 +78,16 @@ func Summarize(st dada.RingState, prev *Summary, now time.Time) Summary {
 	}
 	s.FilledBlocks = min(s.FilledBlocks, s.Blocks)
 	return s
+}
+
+// Document is the summary as the receiver's status document carries it.
+func (s Summary) Document() *statusdoc.RingFill {
+	d := &statusdoc.RingFill{FilledBlocks: s.FilledBlocks, OpenBlocks: s.OpenBlocks, Blocks: s.Blocks, Readers: []statusdoc.ReaderSlot{}}
+	for _, r := range s.Readers {
+		d.Readers = append(d.Readers, statusdoc.ReaderSlot{
+			Slot: r.Slot, Connected: r.Connected, State: r.State, LagBlocks: r.LagBlocks, LagBytes: r.LagBytes,
+			LastAdvance: r.LastAdvance.UTC().Format(time.RFC3339Nano),
+		})
+	}
+	return d
 }

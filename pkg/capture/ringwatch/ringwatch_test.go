@@ -52,3 +52,31 @@ func TestSummarizeEmptyGeometry(t *testing.T) {
 		t.Fatalf("empty ring: %+v", s)
 	}
 }
+
+func TestSummaryDocument(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 12, 0, 0, 5, time.UTC)
+	d := Summarize(state(9, dada.ReaderState{RBufs: 6, Full: 3, RState: 6}), nil, at).Document()
+	if d.FilledBlocks != 3 || d.Blocks != 8 || len(d.Readers) != 1 {
+		t.Fatalf("document %+v", d)
+	}
+	r := d.Readers[0]
+	if r.Slot != 0 || !r.Connected || r.State != "READING" || r.LagBlocks != 3 || r.LagBytes != 3<<20 || r.LastAdvance != "2026-11-28T12:00:00.000000005Z" {
+		t.Fatalf("reader slot %+v", r)
+	}
+}
+
+// Blocks the writer holds open are not free either: in use are the filled and the open.
+func TestSummarizeOpenBlocks(t *testing.T) {
+	t.Parallel()
+	st := state(5, dada.ReaderState{RBufs: 4, Full: 1})
+	st.WBufNext = 8
+	s := Summarize(st, nil, time.Now())
+	if s.OpenBlocks != 3 || s.InUse() != 4 || s.FillRatio() != 0.5 {
+		t.Fatalf("open %d, in use %d, ratio %.2f: want 3, 4, 0.50", s.OpenBlocks, s.InUse(), s.FillRatio())
+	}
+	st.WBufNext = 50 // more than the ring: capped
+	if s := Summarize(st, nil, time.Now()); s.OpenBlocks != 8 || s.InUse() != 8 {
+		t.Fatalf("open %d, in use %d: want both capped at 8", s.OpenBlocks, s.InUse())
+	}
+}

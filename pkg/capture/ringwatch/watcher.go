@@ -40,6 +40,7 @@ func (w *Watcher) Look() (Summary, error) {
 var (
 	descBlocks  = prometheus.NewDesc("ringcap_ring_blocks", "Blocks of the data ring.", nil, nil)
 	descFilled  = prometheus.NewDesc("ringcap_ring_filled_blocks", "Blocks the slowest reader slot has still to open: the ring is full, and the sender held back, when this reaches ringcap_ring_blocks.", nil, nil)
+	descOpen    = prometheus.NewDesc("ringcap_ring_open_blocks", "Blocks the receiver holds open (data landing, or opened ahead): not free to the writer either; filled plus open at ringcap_ring_blocks is a full ring.", nil, nil)
 	descWritten = prometheus.NewDesc("ringcap_ring_written_blocks_total", "Blocks the writer has marked filled (w_buf_curr).", nil, nil)
 	descLag     = prometheus.NewDesc("ringcap_ring_reader_lag_blocks", "Blocks written that the reader slot has not opened yet (its FULL semaphore).", []string{"slot"}, nil)
 	descLagB    = prometheus.NewDesc("ringcap_ring_reader_lag_bytes", "ringcap_ring_reader_lag_blocks in bytes.", []string{"slot"}, nil)
@@ -49,7 +50,7 @@ var (
 
 // Describe sends the ring metrics' descriptors.
 func (w *Watcher) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBlocks, descFilled, descWritten, descLag, descLagB, descConn, descSince} {
+	for _, d := range []*prometheus.Desc{descBlocks, descFilled, descOpen, descWritten, descLag, descLagB, descConn, descSince} {
 		ch <- d
 	}
 }
@@ -66,6 +67,7 @@ func (w *Watcher) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descBlocks, float64(s.Blocks))
 	gauge(descFilled, float64(s.FilledBlocks))
+	gauge(descOpen, float64(s.OpenBlocks))
 	ch <- prometheus.MustNewConstMetric(descWritten, prometheus.CounterValue, float64(s.Written))
 	for _, r := range s.Readers {
 		slot := strconv.Itoa(r.Slot)

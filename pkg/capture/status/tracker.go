@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ringcap/ringcap/pkg/capture/ringwatch"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
@@ -25,6 +26,7 @@ type Tracker struct {
 	rateAt time.Time
 	rateB  uint64
 	held   HoldClock
+	ring   *ringwatch.Watcher // nil until WatchRing
 
 	reg       *prometheus.Registry
 	bytes     *prometheus.CounterVec
@@ -94,10 +96,32 @@ func (t *Tracker) SetState(state, msg string) {
 	t.setStateGauge(state)
 }
 
+// WatchRing adds the ring's fill and reader slots to the status (ringFill) and the
+// metrics (ringcap_ring_*), read at each snapshot and scrape; it replaces the ring an
+// earlier run watched.
+func (t *Tracker) WatchRing(w *ringwatch.Watcher) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ring != nil {
+		t.reg.Unregister(t.ring)
+	}
+	if err := t.reg.Register(w); err != nil {
+		return fmt.Errorf("register the ring metrics: %w", err)
+	}
+	t.ring = w
+	return nil
+}
+
 // Snapshot returns a copy of the status with the derived fields computed.
 func (t *Tracker) Snapshot() statusdoc.Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.ring != nil {
+		t.st.RingFill = nil
+		if sum, err := t.ring.Look(); err == nil {
+			t.st.RingFill = sum.Document()
+		}
+	}
 	now := time.Now()
 	t.updateRate(now)
 	s := t.st

@@ -131,9 +131,11 @@ type Status struct {
 // RingFill is how full the ring is and how far each reader slot is behind.
 type RingFill struct {
 	// FilledBlocks are the blocks the slowest reader slot has still to open.
-	FilledBlocks int          `json:"filledBlocks"`
-	Blocks       int          `json:"blocks"`
-	Readers      []ReaderSlot `json:"readers"`
+	FilledBlocks int `json:"filledBlocks"`
+	// OpenBlocks are the blocks the receiver holds open (data landing in them).
+	OpenBlocks int          `json:"openBlocks"`
+	Blocks     int          `json:"blocks"`
+	Readers    []ReaderSlot `json:"readers"`
 }
 
 // ReaderSlot is one reader slot of the ring.
