@@ -453,6 +453,7 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *statusdoc.Status)
 	st.BlocksFilled = apiInt64(rs.BlocksFilled)
 	st.Observations = int64(rs.Observations)
 	st.RateBytesPerSecond = int64(rs.RateBytesPerSecond)
+	st.Ring = RingFill(rs.RingFill)
 	if rs.MemoryRegistration.Mode != "" {
 		st.MemoryRegistration = &ringcapv1.MemoryRegistrationStatus{
 			Mode: rs.MemoryRegistration.Mode, Regions: apiInt32(rs.MemoryRegistration.Regions),

@@ -326,6 +326,18 @@ func stepReadersBehind(t *testing.T) {
 		st, _, _ := condition(u, "ReadersBehind")
 		return st == "True" && num(u, "status", "heldBackSeconds") > held
 	})
+	// status.ring says where: every block in use, the stopped reader's slot held and behind.
+	waitCapture(t, "behind", 2*time.Minute, "status.ring showing a full ring and the stopped reader behind", func(u *unstructured.Unstructured) bool {
+		blocks := num(u, "status", "ring", "blocks")
+		readers, _, _ := unstructured.NestedSlice(u.Object, "status", "ring", "readers")
+		if blocks == 0 || str(u, "status", "ring", "fill") != fmt.Sprintf("%d/%d", blocks, blocks) || len(readers) != 1 {
+			return false
+		}
+		r, _ := readers[0].(map[string]any)
+		connected, _, _ := unstructured.NestedBool(r, "connected")
+		lag, _, _ := unstructured.NestedInt64(r, "lagBlocks")
+		return connected && lag > 0
+	})
 }
 
 // logsOnFailure logs, when t failed, the sender's and the receiver's output (pod,
