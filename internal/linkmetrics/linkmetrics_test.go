@@ -77,3 +77,32 @@ func TestSysfsPortsListsPortDirectories(t *testing.T) {
 		t.Fatalf("SysfsPorts of a node without RDMA = %+v", got)
 	}
 }
+
+// A capture's deltas count from when it started; a counter that went down counts from zero.
+func TestDeltaCollectorCountsFromItsStart(t *testing.T) {
+	t.Parallel()
+	sys := t.TempDir()
+	hw := filepath.Join(sys, "class/infiniband/rxe0/ports/1/hw_counters")
+	write(t, filepath.Join(hw, "duplicate_request"), "100\n")
+	write(t, filepath.Join(hw, "rcvd_seq_err"), "50\n")
+	d, err := NewDeltaCollector(rdma.Roots{Sys: sys}, Port{"rxe0", 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(hw, "duplicate_request"), "107\n")
+	write(t, filepath.Join(hw, "rcvd_seq_err"), "4\n") // the driver reset it
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(d)
+	want := `
+# HELP ringcap_recv_link_increase_total A counter of the RDMA port this receiver uses, counted from when the capture started (sysfs counters or hw_counters; the device plugin exports the node's totals).
+# TYPE ringcap_recv_link_increase_total counter
+ringcap_recv_link_increase_total{counter="duplicate_request",device="rxe0",port="1",source="hw_counters"} 7
+ringcap_recv_link_increase_total{counter="rcvd_seq_err",device="rxe0",port="1",source="hw_counters"} 4
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewDeltaCollector(rdma.Roots{Sys: sys}, Port{"rxe9", 1}); err == nil {
+		t.Fatal("a port that does not exist: want an error")
+	}
+}

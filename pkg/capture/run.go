@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/linkmetrics"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/ring"
@@ -134,6 +135,7 @@ func serve(ctx context.Context, c Capture, h *dada.HDU, t *Tracker, log *slog.Lo
 		ch.Device.Node, _, _ = net.SplitHostPort(ch.Addr)
 	}
 	t.Update(func(s *statusdoc.Status) { s.Endpoint = statusEndpoint(ch) })
+	watchLink(t, c.Roots, ch.RDMA, log)
 	fab, err := c.Open(ch.Device, h.Data)
 	if err != nil {
 		return err
@@ -266,4 +268,20 @@ func openRing(ctx context.Context, c Capture, log *slog.Logger) (*dada.HDU, func
 		_ = h.Close()
 		return destroy()
 	}, nil
+}
+
+// watchLink adds the counters of the port the receiver uses, counted from now, to its
+// metrics (ringcap_recv_link_increase_total). Counters that cannot be read leave the
+// capture as it is: they are for watching, and a node's totals are the device plugin's.
+func watchLink(t *Tracker, roots rdma.Roots, ch *endpoint.Chosen, log *slog.Logger) {
+	if ch == nil {
+		return
+	}
+	d, err := linkmetrics.NewDeltaCollector(roots, linkmetrics.Port{Device: ch.Device, Port: ch.Port})
+	if err == nil {
+		err = t.Register(d)
+	}
+	if err != nil {
+		log.Warn("the link counters of the port are not exported", "device", ch.Device, "port", ch.Port, "error", err)
+	}
 }

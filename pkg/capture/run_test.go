@@ -20,6 +20,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/rdma"
 	"github.com/ringcap/ringcap/pkg/rdma/rdmatest"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // syntheticRoots is a sysfs and /dev with one Soft-RoCE-like device
@@ -51,7 +52,9 @@ func runCapture(t *testing.T, c Capture, n *memfabric.Net) (*Tracker, <-chan err
 func runCaptureContext(t *testing.T, ctx context.Context, c Capture, n *memfabric.Net) (*Tracker, <-chan error) {
 	t.Helper()
 	c.Status = NewTracker()
-	c.Roots = syntheticRoots(t)
+	if c.Roots.Sys == "" {
+		c.Roots = syntheticRoots(t)
+	}
 	c.Open = func(_ fabric.DeviceConfig, ring *dada.Ring) (fabric.ReceiverFabric, error) {
 		blocks := make([][]byte, ring.NBufs())
 		for i := range blocks {
@@ -133,5 +136,37 @@ func TestRunDestroysTheRingItCreatedAndReportsFailure(t *testing.T) {
 	}
 	if _, err := dada.Connect(key, dada.ConnectOptions{}); !errors.Is(err, dada.ErrNoRing) {
 		t.Fatalf("ring %s after Run: %v, want it destroyed", key, err)
+	}
+}
+
+// The receiver exports the counters of the port it uses, counted from its start: what
+// the link did during this capture.
+func TestRunExportsItsPortsLinkCountersFromItsStart(t *testing.T) {
+	roots := syntheticRoots(t)
+	hw := filepath.Join(roots.Sys, "class/infiniband/synth0/ports/1/hw_counters/duplicate_request")
+	if err := os.MkdirAll(filepath.Dir(hw), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hw, []byte("40\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := testRing(t, 4, 8192)
+	tr, _ := runCapture(t, Capture{
+		Ring: dada.Config{Key: h.Key()}, Roots: roots, Listen: endpoint.Listen{Addr: "127.0.0.1:0"}, Device: endpoint.Request{GIDIndex: -1},
+		Getenv: noEnv, Receiver: ReceiverConfig{Mode: wire.ModeWrite, QPs: 1, MsgBytes: 2048, Header: ObservationHeaders{Template: []byte("HDR_VERSION 1.0\n")}},
+	}, memfabric.NewNet())
+	if ep := tr.Snapshot().Endpoint; ep.Device != "synth0" || ep.IBPort != 1 {
+		t.Fatalf("endpoint %+v: want synth0 port 1", ep)
+	}
+	if err := os.WriteFile(hw, []byte("43\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP ringcap_recv_link_increase_total A counter of the RDMA port this receiver uses, counted from when the capture started (sysfs counters or hw_counters; the device plugin exports the node's totals).
+# TYPE ringcap_recv_link_increase_total counter
+ringcap_recv_link_increase_total{counter="duplicate_request",device="synth0",port="1",source="hw_counters"} 3
+`
+	if err := testutil.GatherAndCompare(tr.Gatherer(), strings.NewReader(want), "ringcap_recv_link_increase_total"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -112,6 +112,14 @@ func (t *Tracker) WatchRing(w *ringwatch.Watcher) error {
 	return nil
 }
 
+// Register adds a collector to the tracker's metrics (what /metrics serves).
+func (t *Tracker) Register(c prometheus.Collector) error {
+	if err := t.reg.Register(c); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	return nil
+}
+
 // Snapshot returns a copy of the status with the derived fields computed.
 func (t *Tracker) Snapshot() statusdoc.Status {
 	t.mu.Lock()
