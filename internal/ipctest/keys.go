@@ -43,6 +43,19 @@ func (k *Keys) Free(maxBlocks int) (uint32, error) {
 	return 0, fmt.Errorf("no free ring key after 100 tries from %#x", k.next)
 }
 
+// Forget takes key back out of the keys to check for leaks: another process's ring
+// was found there and left alone.
+func (k *Keys) Forget(key uint32) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, u := range k.used {
+		if u == key {
+			k.used = append(k.used[:i], k.used[i+1:]...)
+			return
+		}
+	}
+}
+
 // Used returns every key handed out so far.
 func (k *Keys) Used() []uint32 {
 	k.mu.Lock()

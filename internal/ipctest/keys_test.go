@@ -15,6 +15,10 @@ func TestKeysStepByTwoInTheirBand(t *testing.T) {
 	if got := k.Used(); len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("Used() = %#x, want [%#x %#x]", got, a, b)
 	}
+	k.Forget(a)
+	if got := k.Used(); len(got) != 1 || got[0] != b {
+		t.Fatalf("Used() after Forget(%#x) = %#x, want [%#x]", a, got, b)
+	}
 }
 
 func TestKeysFreeSkipsAKeyInUse(t *testing.T) {

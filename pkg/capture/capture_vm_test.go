@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/ipctest"
 	"github.com/ringcap/ringcap/internal/testio"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
@@ -34,8 +35,10 @@ import (
 var (
 	vmPortMu   sync.Mutex
 	vmNextPort = 18600
-	vmKeyNext  = uint32(0x7c00)<<16 | 0x100
 )
+
+// vmKeys: the VM runs one test binary at a time in its own IPC namespace: one band.
+var vmKeys = ipctest.NewKeys(0x7c00, 1, 0, 0x100)
 
 func vmPort() int {
 	vmPortMu.Lock()
@@ -44,13 +47,7 @@ func vmPort() int {
 	return vmNextPort
 }
 
-func vmKey() string {
-	vmPortMu.Lock()
-	defer vmPortMu.Unlock()
-	k := dada.Key(vmKeyNext)
-	vmKeyNext += 2
-	return k.String()
-}
+func vmKey() string { return dada.Key(vmKeys.Next()).String() }
 
 // proc is a background ringcap process whose output is kept.
 type proc struct {

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	if !ipctest.CheckLeaks(usedKeys, 256) {
+	if !ipctest.CheckLeaks(testKeys.Used(), 256) {
 		code = 1
 	}
 	os.Exit(code)

@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ringcap/ringcap/internal/ipctest"
 	"github.com/ringcap/ringcap/pkg/capture/fabric"
 	"github.com/ringcap/ringcap/pkg/capture/memfabric"
 	"github.com/ringcap/ringcap/pkg/capture/sender"
@@ -37,27 +38,15 @@ import (
 // real PSRDADA rings (SysV IPC), real TCP on 127.0.0.1 for the handshake and
 // the in-memory fabric for the data path.
 
-// Test ring keys: PSRDADA places a ring's objects at key + k*0x10000, so each
-// test binary starts in its own band of 16 high values (0x7000..0x77ff, away
-// from pkg/dada's test keys) and counts the low half up in steps of 2 (K+1 is
-// the header ring); testRing skips keys that are taken.
-var (
-	keyMu   sync.Mutex
-	keyNext = uint32(0x7000+(os.Getpid()%0x80)*0x10)<<16 | 0x100
-	// usedKeys records every key testRing created a ring at, for TestMain's leak check.
-	usedKeys []uint32
-)
+// testKeys: PSRDADA places a ring's objects at key + k*0x10000, so each test binary
+// starts in its own band of 16 high values (0x7000..0x77ff, away from pkg/dada's test
+// keys) and counts the low half up in steps of 2 (K+1 is the header ring); testRing skips
+// keys that are taken.
+var testKeys = ipctest.NewKeys(0x7000, 0x80, 0x10, 0x100)
 
 // reserveKey takes the next test key for a ring the code under test creates,
 // and records it for the leak check.
-func reserveKey() dada.Key {
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	k := keyNext
-	keyNext += 2
-	usedKeys = append(usedKeys, k)
-	return dada.Key(k)
-}
+func reserveKey() dada.Key { return dada.Key(testKeys.Next()) }
 
 func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	t.Helper()
@@ -68,23 +57,17 @@ func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	// Create then fails whole, undoing what it made, and the next key is tried.
 	var h *dada.HDU
 	var err error
-	k := dada.Key(0)
 	for range 64 {
-		keyMu.Lock()
-		k = dada.Key(keyNext)
-		keyNext += 2
-		keyMu.Unlock()
-		cfg.Key = k
+		cfg.Key = reserveKey()
 		if h, err = dada.Create(cfg); !errors.Is(err, dada.ErrRingExists) {
 			break
 		}
+		testKeys.Forget(uint32(cfg.Key)) // not ours: the leak check leaves it alone
 	}
 	if err != nil {
-		t.Fatalf("create ring %s: %v", k, err)
+		t.Fatalf("create ring %s: %v", cfg.Key, err)
 	}
-	keyMu.Lock()
-	usedKeys = append(usedKeys, uint32(k))
-	keyMu.Unlock()
+	k := cfg.Key
 	t.Cleanup(func() {
 		if err := h.Destroy(); err != nil {
 			t.Errorf("destroy ring %s: %v", k, err)
