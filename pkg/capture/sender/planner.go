@@ -55,7 +55,7 @@ type slicePlan struct {
 
 // untaken is the first slice of the next block no queue pair has taken
 // (with whole blocks; wire.NoSlice otherwise).
-func (p planner) untaken(c cursor) uint64 {
+func (p *planner) untaken(c *cursor) uint64 {
 	if !p.g.WholeBlocks {
 		return wire.NoSlice
 	}
@@ -63,7 +63,7 @@ func (p planner) untaken(c cursor) uint64 {
 }
 
 // lowest is the lowest slice not yet posted.
-func (p planner) lowest(c cursor) uint64 {
+func (p *planner) lowest(c *cursor) uint64 {
 	lo := p.untaken(c)
 	for _, n := range c.next {
 		lo = min(lo, n)
@@ -75,7 +75,7 @@ func (p planner) lowest(c cursor) uint64 {
 // in strict slice order: the queue pair whose next slice it is, or, for the
 // first slice of a block nobody has taken, the queue pair without a block
 // that has the most free send slots.
-func (p planner) carrier(c cursor, free [][]int, sl uint64) int {
+func (p *planner) carrier(c *cursor, free [][]int, sl uint64) int {
 	if !p.g.WholeBlocks {
 		return p.g.QP(sl)
 	}
@@ -96,26 +96,27 @@ func (p planner) carrier(c cursor, free [][]int, sl uint64) int {
 // send slots; false when q cannot take one now: no free slot, or the slice is
 // at the end of the stream or beyond the look-ahead from base, the oldest
 // slice not completed.
-func (p planner) plan(c cursor, q int, base uint64, free []int) (slicePlan, bool) {
+func (p *planner) plan(c *cursor, q int, base uint64, free []int, sp *slicePlan) bool {
 	sl, take := c.next[q], false
 	if sl == wire.NoSlice && p.g.WholeBlocks {
 		sl, take = p.untaken(c), true
 	}
 	if sl >= c.limit || sl >= base+p.ahead || len(free) == 0 {
-		return slicePlan{}, false
+		return false
 	}
 	seq, off, length := p.g.Slice(sl)
-	offset := p.g.StreamOffset(sl)
+	offset := seq*p.g.BlockBytes + off // wire.Geometry.StreamOffset, without its second division
 	if p.bytes > 0 {
 		length = min(length, p.bytes-offset)
 	}
 	slot := free[len(free)-1]
 	boff := (uint64(q)*uint64(p.txDepth) + uint64(slot)) * p.msgBytes
-	return slicePlan{q: q, slice: sl, take: take, seq: seq, off: off, length: length, offset: offset, slot: slot, boff: boff}, true
+	*sp = slicePlan{q: q, slice: sl, take: take, seq: seq, off: off, length: length, offset: offset, slot: slot, boff: boff}
+	return true
 }
 
 // advance moves the cursor past a slice posted.
-func (p planner) advance(c *cursor, sp slicePlan) {
+func (p *planner) advance(c *cursor, sp *slicePlan) {
 	c.next[sp.q] = p.g.NextOnQP(sp.slice)
 	if sp.take {
 		c.block++
@@ -124,7 +125,7 @@ func (p planner) advance(c *cursor, sp slicePlan) {
 
 // filled notes that the source gave n of the slice's bytes: none, the stream
 // ends before it; fewer than its length, inside it.
-func (c *cursor) filled(sp slicePlan, n int) {
+func (c *cursor) filled(sp *slicePlan, n int) {
 	switch {
 	case n == 0:
 		c.limit = min(c.limit, sp.slice)
@@ -136,6 +137,6 @@ func (c *cursor) filled(sp slicePlan, n int) {
 // carriesOn reports whether slice sl's queue pair posts another slice of its
 // block after it: in write mode sl then goes out as a plain RDMA WRITE, whose
 // immediate the block's last slice carries.
-func (p planner) carriesOn(c cursor, sl uint64) bool {
+func (p *planner) carriesOn(c *cursor, sl uint64) bool {
 	return p.g.NextOnQP(sl) < c.limit // wire.NoSlice after the block's last slice
 }

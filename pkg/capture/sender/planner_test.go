@@ -47,7 +47,9 @@ func TestPlannerPlan(t *testing.T) {
 			slicePlan{q: 1, slice: 1, seq: 0, off: 4, length: 4, offset: 4, slot: 3, boff: 28}, true},
 		{"whole blocks, the next block beyond the look-ahead", true, 0, cursor{next: []uint64{wire.NoSlice, 1}, block: 2, limit: noLimit}, 0, 0, all, slicePlan{}, false},
 	} {
-		got, ok := testPlanner(c.whole, c.bytes).plan(c.cur, c.q, c.base, c.free)
+		p := testPlanner(c.whole, c.bytes)
+		var got slicePlan
+		ok := p.plan(&c.cur, c.q, c.base, c.free, &got)
 		if ok != c.ok || got != c.want {
 			t.Errorf("%s: plan = %+v, %v; want %+v, %v", c.name, got, ok, c.want, c.ok)
 		}
@@ -75,7 +77,7 @@ func TestPlannerCarrier(t *testing.T) {
 		p := testPlanner(c.whole, 0)
 		p.g.QPs = 3
 		cur := cursor{next: c.next, block: c.block, limit: noLimit}
-		if got := p.carrier(cur, free, c.sl); got != c.want {
+		if got := p.carrier(&cur, free, c.sl); got != c.want {
 			t.Errorf("%s: carrier of slice %d = %d, want %d", c.name, c.sl, got, c.want)
 		}
 	}
@@ -85,13 +87,13 @@ func TestPlannerCarrier(t *testing.T) {
 // with whole blocks.
 func TestPlannerLowest(t *testing.T) {
 	striped, whole := testPlanner(false, 0), testPlanner(true, 0)
-	if got := striped.lowest(cursor{next: []uint64{4, 3}}); got != 3 {
+	if got := striped.lowest(&cursor{next: []uint64{4, 3}}); got != 3 {
 		t.Errorf("striped lowest = %d, want 3", got)
 	}
-	if got := whole.lowest(cursor{next: []uint64{wire.NoSlice, wire.NoSlice}, block: 2}); got != 6 {
+	if got := whole.lowest(&cursor{next: []uint64{wire.NoSlice, wire.NoSlice}, block: 2}); got != 6 {
 		t.Errorf("whole blocks, none taken: lowest = %d, want 6", got)
 	}
-	if got := whole.lowest(cursor{next: []uint64{4, wire.NoSlice}, block: 2}); got != 4 {
+	if got := whole.lowest(&cursor{next: []uint64{4, wire.NoSlice}, block: 2}); got != 4 {
 		t.Errorf("whole blocks, one in a block: lowest = %d, want 4", got)
 	}
 }
@@ -101,18 +103,18 @@ func TestPlannerLowest(t *testing.T) {
 func TestPlannerAdvance(t *testing.T) {
 	p := testPlanner(false, 0)
 	c := cursor{next: []uint64{0, 1}, limit: noLimit}
-	p.advance(&c, slicePlan{q: 1, slice: 1})
+	p.advance(&c, &slicePlan{q: 1, slice: 1})
 	if !slices.Equal(c.next, []uint64{0, 3}) || c.block != 0 {
 		t.Errorf("striped: cursor %+v", c)
 	}
 	w := testPlanner(true, 0)
 	c = cursor{next: []uint64{wire.NoSlice, wire.NoSlice}, limit: noLimit}
-	w.advance(&c, slicePlan{q: 1, slice: 0, take: true})
+	w.advance(&c, &slicePlan{q: 1, slice: 0, take: true})
 	if !slices.Equal(c.next, []uint64{wire.NoSlice, 1}) || c.block != 1 {
 		t.Errorf("whole blocks, a block taken: cursor %+v", c)
 	}
-	w.advance(&c, slicePlan{q: 1, slice: 1})
-	w.advance(&c, slicePlan{q: 1, slice: 2})
+	w.advance(&c, &slicePlan{q: 1, slice: 1})
+	w.advance(&c, &slicePlan{q: 1, slice: 2})
 	if !slices.Equal(c.next, []uint64{wire.NoSlice, wire.NoSlice}) || c.block != 1 {
 		t.Errorf("whole blocks, a block done: cursor %+v", c)
 	}
@@ -132,7 +134,7 @@ func TestCursorFilled(t *testing.T) {
 		{0, 5, 5},
 	} {
 		cur := cursor{limit: c.limit}
-		cur.filled(sp, c.n)
+		cur.filled(&sp, c.n)
 		if cur.limit != c.want {
 			t.Errorf("%d of %d bytes, limit %d: limit %d, want %d", c.n, sp.length, c.limit, cur.limit, c.want)
 		}
@@ -152,7 +154,7 @@ func TestPlannerCarriesOn(t *testing.T) {
 		{5, noLimit, false},
 		{4, 5, false},
 	} {
-		if got := p.carriesOn(cursor{limit: c.limit}, c.sl); got != c.want {
+		if got := p.carriesOn(&cursor{limit: c.limit}, c.sl); got != c.want {
 			t.Errorf("slice %d, limit %d: carries on %v, want %v", c.sl, c.limit, got, c.want)
 		}
 	}

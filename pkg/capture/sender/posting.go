@@ -11,11 +11,11 @@ import (
 func (s *sendSession) unsent() bool { return s.lowest() < s.cur.limit }
 
 // lowest is the lowest slice not yet posted.
-func (s *sendSession) lowest() uint64 { return s.plan.lowest(s.cur) }
+func (s *sendSession) lowest() uint64 { return s.plan.lowest(&s.cur) }
 
 // oldest is the lowest slice that has not completed yet.
 func (s *sendSession) oldest() uint64 {
-	lo := s.plan.untaken(s.cur)
+	lo := s.plan.untaken(&s.cur)
 	for q, n := range s.cur.next {
 		lo = min(lo, s.fl.oldest(q, n))
 	}
@@ -63,7 +63,7 @@ func (s *sendSession) postReady() (posted, credit bool, err error) {
 // next, on its carrier, one post each.
 func (s *sendSession) postInOrder(base uint64) (posted, credit bool, err error) {
 	for {
-		q := s.plan.carrier(s.cur, s.fl.free, s.lowest())
+		q := s.plan.carrier(&s.cur, s.fl.free, s.lowest())
 		ok, c, err := s.stageNext(q, base)
 		credit = credit || c
 		if err == nil && ok {
@@ -128,22 +128,23 @@ func (s *sendSession) postQP(q int, base uint64) (posted, credit bool, err error
 // cannot take one now (no slot, beyond the look-ahead or the end, no grant:
 // credit) or the source ended before it.
 func (s *sendSession) stageNext(q int, base uint64) (ok, credit bool, err error) {
-	sp, ok := s.plan.plan(s.cur, q, base, s.fl.free[q])
-	if !ok {
+	var sp slicePlan
+	if !s.plan.plan(&s.cur, q, base, s.fl.free[q], &sp) {
 		return false, false, nil
 	}
-	wr, ok, err := s.admit(sp)
+	var wr fabric.SendWR
+	ok, err = s.admit(&sp, &wr)
 	if err != nil || !ok {
 		return false, err == nil, err
 	}
 	if err := s.paceBefore(q); err != nil {
 		return false, false, err
 	}
-	n, err := s.fill(sp)
+	n, err := s.fill(&sp)
 	if err != nil || n == 0 {
 		return false, false, err
 	}
-	s.stage(sp, wr, n)
+	s.stage(&sp, &wr, n)
 	return true, false, nil
 }
 
@@ -153,23 +154,23 @@ func (s *sendSession) stageNext(q int, base uint64) (ok, credit bool, err error)
 // posted for it (wire.Posted): a SEND that found none would be answered with
 // receiver-not-ready NAKs and retried, every RNR timer, for as long as the
 // ring's readers hold the blocks it is for.
-func (s *sendSession) admit(sp slicePlan) (fabric.SendWR, bool, error) {
-	wr := fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sp.slice)}
+func (s *sendSession) admit(sp *slicePlan, wr *fabric.SendWR) (bool, error) {
+	*wr = fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sp.slice)}
 	switch s.cfg.Mode {
 	case wire.ModeSend:
-		return wr, s.rg.allows(sp.q, sp.slice), nil
+		return s.rg.allows(sp.q, sp.slice), nil
 	case wire.ModeWrite:
 		cr, ok := s.cr.lookup(sp.seq)
 		if !ok {
-			return wr, false, nil
+			return false, nil
 		}
 		remote, rkey, err := s.acc.BlockTarget(cr.Index)
 		if err != nil {
-			return wr, false, err
+			return false, err
 		}
 		wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, remote+sp.off, rkey
 	}
-	return wr, true, nil
+	return true, nil
 }
 
 // paceBefore holds the stream to its rate (RateBytesPerSecond) before the
@@ -190,7 +191,7 @@ func (s *sendSession) paceBefore(q int) error {
 
 // fill reads the slice from the source into its send slot; fewer bytes than
 // the slice's length (none: 0) end the stream there.
-func (s *sendSession) fill(sp slicePlan) (int, error) {
+func (s *sendSession) fill(sp *slicePlan) (int, error) {
 	n, err := s.cfg.Source.Fill(s.buf[sp.boff:sp.boff+sp.length], sp.offset)
 	if err != nil {
 		return 0, fmt.Errorf("read source at byte %d: %w", sp.offset, err)
@@ -201,14 +202,14 @@ func (s *sendSession) fill(sp slicePlan) (int, error) {
 
 // stage adds the slice's work request, of its n bytes, to the batch and puts
 // it in flight.
-func (s *sendSession) stage(sp slicePlan, wr fabric.SendWR, n int) {
+func (s *sendSession) stage(sp *slicePlan, wr *fabric.SendWR, n int) {
 	q := sp.q
 	if wr.Op == fabric.OpWriteImm {
 		// Only a queue pair's last slice in a block carries the immediate:
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
-		if s.plan.carriesOn(s.cur, sp.slice) {
+		if s.plan.carriesOn(&s.cur, sp.slice) {
 			wr.Op = fabric.OpWrite
 			s.tail[q] = tailWrite{slice: sp.slice, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
 		} else {
@@ -217,7 +218,7 @@ func (s *sendSession) stage(sp slicePlan, wr fabric.SendWR, n int) {
 	}
 	wr.ID, wr.Offset, wr.Length = uint64(q)<<32|uint64(sp.slot), sp.boff, uint64(n)
 	wr.Signaled = s.fl.take(q, inFlight{slice: sp.slice, slot: sp.slot, bytes: uint64(n)})
-	s.wrs = append(s.wrs, wr)
+	s.wrs = append(s.wrs, *wr)
 	s.plan.advance(&s.cur, sp)
 	s.sent += uint64(n)
 	s.hi = max(s.hi, sp.slice+1)
