@@ -1,6 +1,6 @@
 # ringcap recv/send (issue 4): host tests run with `make test`; the Soft-RoCE end-to-end tests
 # run in `make test-vm` (pkg/capture is listed in test/vm/packages.txt).
-.PHONY: bench-rdma fuzz-capture bench-headroom bench-ofi
+.PHONY: bench-rdma fuzz-capture bench-headroom bench-headroom-ab bench-ofi
 
 ## bench-rdma: ringcap send/write vs ib_send_bw/ib_write_bw and PerBlock vs WholeRing, in the VM
 bench-rdma: vm-image
@@ -21,6 +21,12 @@ FUZZTIME ?= 60s
 fuzz-capture:
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzReadMessage -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/capture/wire -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+
+## bench-headroom-ab: the headroom benchmarks of OLD (a git revision) and this tree alternating in one run (ROUNDS, default 5): each figure's CPU time per op new/old; host only
+bench-headroom-ab:
+	@mkdir -p bin
+	OLD=$(OLD) ROUNDS=$(or $(ROUNDS),5) HEADROOM_CPU=$(HEADROOM_CPU) hack/headroom-ab.sh | tee $(call bench-log,bench-headroom-ab)
+	$(call bench-record,make bench-headroom-ab OLD=$(OLD),host$(comma) CPU $(HEADROOM_CPU),$(call bench-log,bench-headroom-ab))
 
 ## bench-headroom: what one pinned core of the receive and send engines sustains with a fabric that costs nothing (pkg/capture/benchfabric), as headroom over a 400 Gb/s link, and the ring handoff beside its semop floor; host only
 # Pinned to HEADROOM_CPU, once with each GOMAXPROCS of HEADROOM_PROCS: the engine, the ring's reader and the
