@@ -32,8 +32,11 @@ func ownDefault(fs *pflag.FlagSet, name string) {
 	}
 }
 
+// Every persistent pre-run hook runs, the root's (--cpuprofile) first, then a command
+// group's own (ring: -k from RINGCAP_RING_KEY). Set once, before any command is made.
+func init() { cobra.EnableTraverseRunHooks = true }
+
 func newRootCmd(prof *cpuProfile) *cobra.Command {
-	cobra.EnableTraverseRunHooks = true // the root's --cpuprofile hook, then a command group's own
 	root := &cobra.Command{
 		Use:           "ringcap",
 		Short:         "High-rate RDMA capture into PSRDADA ring buffers",
