@@ -5,7 +5,8 @@
 # (hack/headroomab: `ratio NAME-new/NAME-old=MEDIAN [LO, HI]`, below 1 cheaper).
 #
 #   OLD=50a18bc ROUNDS=5 hack/headroom-ab.sh          # make bench-headroom-ab OLD=50a18bc
-# Env: OLD (required), ROUNDS (default 5), HEADROOM_RUN (default: one figure of each group),
+# Env: OLD (required), ROUNDS (default 5), HEADROOM_RUN (default: 64 KiB send and 1 MiB write, receiver and sender;
+#      set it in the environment, not as a make argument, where make eats its $),
 #      HEADROOM_CPU (default 1), GOMAXPROCS for the benchmarks (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
