@@ -26,15 +26,7 @@ import (
 // written through the status subresource as the operator writes it, then `top --once`,
 // `top --once -A` and `describe NAME` through the cobra command and a kubeconfig file.
 func TestPluginOnAPIServer(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t)
 	kubeconfig := writeKubeconfig(t, env.Config, "radio")
 	ctx := context.Background()
 	st := receivingStatus()

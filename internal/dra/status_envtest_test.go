@@ -35,15 +35,7 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 // and the nodes names; it returns the environment and an administrator's client.
 func startAPIServer(t *testing.T, nodes ...string) (*testenv.Env, kubernetes.Interface) {
 	t.Helper()
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t)
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
 	for _, ns := range []string{chartNS, "work"} {

@@ -32,15 +32,7 @@ var PluginRules = []rbacv1.PolicyRule{
 // only PluginRules: the node gets its labels, the RDMANode its status (accepted by
 // the CRD's schema), and a port that comes up is reflected.
 func TestInventoryOnAPIServer(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	env := testenv.StartT(t)
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(env.Config)
 	if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
