@@ -77,10 +77,7 @@ func WriteRecords(w io.Writer, rs []Record) error {
 		lines = append(lines, r.fields())
 	}
 	for _, f := range lines {
-		for i := range f {
-			f[i] = strings.Join(strings.Fields(f[i]), " ")
-		}
-		if _, err := bw.WriteString(strings.Join(f, "\t") + "\n"); err != nil {
+		if _, err := bw.WriteString(strings.Join(flattened(f), "\t") + "\n"); err != nil {
 			return fmt.Errorf("write records: %w", err)
 		}
 	}
@@ -88,6 +85,16 @@ func WriteRecords(w io.Writer, rs []Record) error {
 		return fmt.Errorf("write records: %w", err)
 	}
 	return nil
+}
+
+// flattened returns f's fields with their tabs and line breaks made single spaces, in a new
+// slice: f may be RecordColumns, which every caller shares.
+func flattened(f []string) []string {
+	out := make([]string, len(f))
+	for i, s := range f {
+		out[i] = strings.Join(strings.Fields(s), " ")
+	}
+	return out
 }
 
 // Upsert replaces the record of r's metric, keeping its anchor and goal when r has none,
