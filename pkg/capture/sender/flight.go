@@ -18,18 +18,27 @@ func newSliceFIFO(n int) sliceFIFO { return sliceFIFO{buf: make([]inFlight, n)} 
 func (f *sliceFIFO) len() int      { return f.size }
 func (f *sliceFIFO) front() uint64 { return f.buf[f.head].slice }
 func (f *sliceFIFO) push(v inFlight) {
-	f.buf[(f.head+f.size)%len(f.buf)] = v
+	f.buf[f.wrap(f.head+f.size)] = v
 	f.size++
 }
 func (f *sliceFIFO) pop() inFlight {
 	v := f.buf[f.head]
-	f.head = (f.head + 1) % len(f.buf)
+	f.head = f.wrap(f.head + 1)
 	f.size--
 	return v
 }
 func (f *sliceFIFO) popBack() inFlight {
 	f.size--
-	return f.buf[(f.head+f.size)%len(f.buf)]
+	return f.buf[f.wrap(f.head+f.size)]
+}
+
+// wrap is index i (below twice the capacity) in the ring: a comparison, not a
+// division, once a message.
+func (f *sliceFIFO) wrap(i int) int {
+	if i >= len(f.buf) {
+		i -= len(f.buf)
+	}
+	return i
 }
 
 // flight is the send slots of every queue pair: free, or holding a slice in

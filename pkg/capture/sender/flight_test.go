@@ -40,3 +40,35 @@ func TestFlight(t *testing.T) {
 		t.Error("queue pair 0 has no free slot")
 	}
 }
+
+// The FIFO of slices in flight keeps its order across many turns of its ring,
+// from either end, as a slice kept in order would.
+func TestSliceFIFOWraps(t *testing.T) {
+	t.Parallel()
+	f := newSliceFIFO(3)
+	var want []uint64
+	for i := range uint64(40) {
+		switch {
+		case i%5 == 4 && len(want) > 0: // take the newest back
+			got := f.popBack().slice
+			if got != want[len(want)-1] {
+				t.Fatalf("step %d: popBack %d, want %d", i, got, want[len(want)-1])
+			}
+			want = want[:len(want)-1]
+		case len(want) == 3 || i%3 == 2:
+			if len(want) == 0 {
+				continue
+			}
+			if got := f.pop().slice; got != want[0] {
+				t.Fatalf("step %d: pop %d, want %d", i, got, want[0])
+			}
+			want = want[1:]
+		default:
+			f.push(inFlight{slice: i})
+			want = append(want, i)
+		}
+		if f.len() != len(want) || (len(want) > 0 && f.front() != want[0]) {
+			t.Fatalf("step %d: %d in the FIFO, front %d; want %v", i, f.len(), f.front(), want)
+		}
+	}
+}

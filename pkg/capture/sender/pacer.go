@@ -18,6 +18,10 @@ func newPacer(rate float64, start time.Time) pacer {
 	return pacer{rate: rate, start: start, now: time.Now, sleep: time.Sleep}
 }
 
+// limited reports whether there is a rate to hold (checked before wait, so an
+// unlimited stream pays no call a message).
+func (p *pacer) limited() bool { return p.rate > 0 }
+
 // wait is how long until the bytes after sent are due (0 or less: now).
 func (p pacer) wait(sent uint64) time.Duration {
 	if p.rate <= 0 {

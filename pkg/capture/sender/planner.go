@@ -34,10 +34,26 @@ func newCursor(g wire.Geometry, bytes uint64) cursor {
 // planner decides what goes where; it changes nothing.
 type planner struct {
 	g        wire.Geometry
+	perBlock uint64 // g.SlicesPerBlock(), divided once here rather than per slice
 	bytes    uint64 // stream length (0: until the source ends)
 	ahead    uint64 // look-ahead: slices past the oldest unfinished one
 	txDepth  int    // send slots per queue pair
 	msgBytes uint64 // bytes per send slot
+}
+
+// newPlanner plans a stream of the geometry, of bytes bytes (0: until the source
+// ends), at most ahead slices past the oldest unfinished one, from txDepth send slots
+// of msgBytes per queue pair.
+func newPlanner(g wire.Geometry, bytes, ahead uint64, txDepth int, msgBytes uint64) planner {
+	return planner{g: g, perBlock: g.SlicesPerBlock(), bytes: bytes, ahead: ahead, txDepth: txDepth, msgBytes: msgBytes}
+}
+
+// slice is wire.Geometry.Slice with the slices per block known: one division a
+// slice, where the sender spends most of its time per message.
+func (p *planner) slice(n uint64) (block, off, length uint64) {
+	block = n / p.perBlock
+	off = (n - block*p.perBlock) * p.g.MsgBytes
+	return block, off, min(p.g.MsgBytes, p.g.BlockBytes-off)
 }
 
 // slicePlan is where one slice goes.
@@ -59,7 +75,7 @@ func (p *planner) untaken(c *cursor) uint64 {
 	if !p.g.WholeBlocks {
 		return wire.NoSlice
 	}
-	return c.block * p.g.SlicesPerBlock()
+	return c.block * p.perBlock
 }
 
 // lowest is the lowest slice not yet posted.
@@ -104,7 +120,7 @@ func (p *planner) plan(c *cursor, q int, base uint64, free []int, sp *slicePlan)
 	if sl >= c.limit || sl >= base+p.ahead || len(free) == 0 {
 		return false
 	}
-	seq, off, length := p.g.Slice(sl)
+	seq, off, length := p.slice(sl)
 	offset := seq*p.g.BlockBytes + off // wire.Geometry.StreamOffset, without its second division
 	if p.bytes > 0 {
 		length = min(length, p.bytes-offset)

@@ -11,7 +11,7 @@ import (
 // a ring of 2 blocks (a look-ahead of 6 slices), 4 send slots of 4 bytes.
 func testPlanner(whole bool, bytes uint64) planner {
 	g := wire.Geometry{BlockBytes: 10, MsgBytes: 4, QPs: 2, NBufs: 2, WholeBlocks: whole}
-	return planner{g: g, bytes: bytes, ahead: 6, txDepth: 4, msgBytes: 4}
+	return newPlanner(g, bytes, 6, 4, 4)
 }
 
 // plan says which slice a queue pair posts next, where it lands (block,
@@ -170,5 +170,26 @@ func TestNewCursor(t *testing.T) {
 	g.WholeBlocks = true
 	if c := newCursor(g, 0); !slices.Equal(c.next, []uint64{wire.NoSlice, wire.NoSlice}) || c.limit != noLimit {
 		t.Errorf("whole blocks, unknown length: %+v", c)
+	}
+}
+
+// The planner's slice, with the slices per block divided once, places every slice
+// where wire.Geometry.Slice does.
+func TestPlannerSliceIsGeometrySlice(t *testing.T) {
+	t.Parallel()
+	for _, g := range []wire.Geometry{
+		{BlockBytes: 10, MsgBytes: 4, QPs: 2},
+		{BlockBytes: 12, MsgBytes: 4, QPs: 3, WholeBlocks: true},
+		{BlockBytes: 1 << 20, MsgBytes: 65536, QPs: 4},
+		{BlockBytes: 1000, MsgBytes: 1000, QPs: 1},
+	} {
+		p := newPlanner(g, 0, 1, 1, g.MsgBytes)
+		for n := range uint64(100) {
+			b, o, l := p.slice(n)
+			wb, wo, wl := g.Slice(n)
+			if b != wb || o != wo || l != wl {
+				t.Fatalf("%+v slice %d: planner (%d, %d, %d), geometry (%d, %d, %d)", g, n, b, o, l, wb, wo, wl)
+			}
+		}
 	}
 }

@@ -132,49 +132,57 @@ func (s *sendSession) stageNext(q int, base uint64) (ok, credit bool, err error)
 	if !s.plan.plan(&s.cur, q, base, s.fl.free[q], &sp) {
 		return false, false, nil
 	}
-	var wr fabric.SendWR
-	ok, err = s.admit(&sp, &wr)
+	to, ok, err := s.admit(&sp)
 	if err != nil || !ok {
 		return false, err == nil, err
 	}
-	if err := s.paceBefore(q); err != nil {
-		return false, false, err
+	if s.pace.limited() {
+		if err := s.paceBefore(q); err != nil {
+			return false, false, err
+		}
 	}
 	n, err := s.fill(&sp)
 	if err != nil || n == 0 {
 		return false, false, err
 	}
-	s.stage(&sp, &wr, n)
+	s.stage(&sp, to, n)
 	return true, false, nil
 }
 
-// admit is the slice's work request once the receiver has granted it, false
-// while it waits for the grant. In write mode the grant is the block's credit,
-// which names where it lands. In send mode it is the receive the receiver
-// posted for it (wire.Posted): a SEND that found none would be answered with
-// receiver-not-ready NAKs and retried, every RNR timer, for as long as the
-// ring's readers hold the blocks it is for.
-func (s *sendSession) admit(sp *slicePlan, wr *fabric.SendWR) (bool, error) {
-	*wr = fabric.SendWR{Op: fabric.OpSendImm, Imm: uint32(sp.slice)}
-	switch s.cfg.Mode {
-	case wire.ModeSend:
-		return s.rg.allows(sp.q, sp.slice), nil
-	case wire.ModeWrite:
-		cr, ok := s.cr.lookup(sp.seq)
-		if !ok {
-			return false, nil
-		}
-		remote, rkey, err := s.acc.BlockTarget(cr.Index)
-		if err != nil {
-			return false, err
-		}
-		wr.Op, wr.RemoteAddr, wr.RKey = fabric.OpWriteImm, remote+sp.off, rkey
-	}
-	return true, nil
+// target is where an admitted slice goes: a SEND with the slice number as its
+// immediate, or (write mode) a WRITE with immediate to its place in the granted
+// block. It travels in registers: a work request assembled field by field and
+// then copied whole would stall the copy on the fields just stored, once a
+// message.
+type target struct {
+	op           fabric.Op
+	remote, rkey uint64
 }
 
-// paceBefore holds the stream to its rate (RateBytesPerSecond) before the
-// next slice: what queue pair q has staged goes out before the pause.
+// admit is where the slice goes once the receiver has granted it, false while
+// it waits for the grant. In write mode the grant is the block's credit, which
+// names where it lands. In send mode it is the receive the receiver posted for
+// it (wire.Posted): a SEND that found none would be answered with
+// receiver-not-ready NAKs and retried, every RNR timer, for as long as the
+// ring's readers hold the blocks it is for.
+func (s *sendSession) admit(sp *slicePlan) (target, bool, error) {
+	if s.cfg.Mode != wire.ModeWrite {
+		return target{op: fabric.OpSendImm}, s.rg.allows(sp.q, sp.slice), nil
+	}
+	cr, ok := s.cr.lookup(sp.seq)
+	if !ok {
+		return target{}, false, nil
+	}
+	remote, rkey, err := s.acc.BlockTarget(cr.Index)
+	if err != nil {
+		return target{}, false, err
+	}
+	return target{op: fabric.OpWriteImm, remote: remote + sp.off, rkey: rkey}, true, nil
+}
+
+// paceBefore holds a rate-limited stream to its rate (RateBytesPerSecond)
+// before the next slice: what queue pair q has staged goes out before the
+// pause.
 func (s *sendSession) paceBefore(q int) error {
 	w := s.pace.wait(s.sent)
 	if w <= 0 {
@@ -202,23 +210,25 @@ func (s *sendSession) fill(sp *slicePlan) (int, error) {
 
 // stage adds the slice's work request, of its n bytes, to the batch and puts
 // it in flight.
-func (s *sendSession) stage(sp *slicePlan, wr *fabric.SendWR, n int) {
+func (s *sendSession) stage(sp *slicePlan, to target, n int) {
 	q := sp.q
-	if wr.Op == fabric.OpWriteImm {
+	if to.op == fabric.OpWriteImm {
 		// Only a queue pair's last slice in a block carries the immediate:
 		// RC places its plain writes before it, so that one completion at
 		// the receiver accounts for them all (with whole blocks on each
 		// queue pair, a completion and a receive WR per block).
 		if s.plan.carriesOn(&s.cur, sp.slice) {
-			wr.Op = fabric.OpWrite
-			s.tail[q] = tailWrite{slice: sp.slice, addr: wr.RemoteAddr, rkey: wr.RKey, set: true}
+			to.op = fabric.OpWrite
+			s.tail[q] = tailWrite{slice: sp.slice, addr: to.remote, rkey: to.rkey, set: true}
 		} else {
 			s.tail[q].set = false
 		}
 	}
-	wr.ID, wr.Offset, wr.Length = uint64(q)<<32|uint64(sp.slot), sp.boff, uint64(n)
-	wr.Signaled = s.fl.take(q, inFlight{slice: sp.slice, slot: sp.slot, bytes: uint64(n)})
-	s.wrs = append(s.wrs, *wr)
+	signal := s.fl.take(q, inFlight{slice: sp.slice, slot: sp.slot, bytes: uint64(n)})
+	s.wrs = append(s.wrs, fabric.SendWR{
+		ID: uint64(q)<<32 | uint64(sp.slot), Op: to.op, Offset: sp.boff, Length: uint64(n),
+		Imm: uint32(sp.slice), Signaled: signal, RemoteAddr: to.remote, RKey: to.rkey,
+	})
 	s.plan.advance(&s.cur, sp)
 	s.sent += uint64(n)
 	s.hi = max(s.hi, sp.slice+1)

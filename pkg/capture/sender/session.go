@@ -392,7 +392,7 @@ func (s *sendSession) setup() {
 	s.fl = newFlight(cfg.QPs, cfg.TxDepth)
 	s.tail = make([]tailWrite, cfg.QPs)
 	s.cur = newCursor(s.g, cfg.Bytes)
-	s.plan = planner{g: s.g, bytes: cfg.Bytes, ahead: uint64(s.acc.NBufs) * s.g.SlicesPerBlock(), txDepth: cfg.TxDepth, msgBytes: cfg.MsgBytes}
+	s.plan = newPlanner(s.g, cfg.Bytes, uint64(s.acc.NBufs)*s.g.SlicesPerBlock(), cfg.TxDepth, cfg.MsgBytes)
 	_, random := cfg.Source.(RandomAccessSource)
 	s.ordered = !random
 	s.cr = credits{nbufs: s.acc.NBufs}
