@@ -32,7 +32,7 @@ var (
 	errVersion     = malformed("version is not 4")
 	errWidths      = malformed("item pointer widths are neither SPEAD-64-48 (2, 6) nor SPEAD-64-40 (3, 5)")
 	errItemsPast   = malformed("item pointers run past the end of the packet")
-	errTooMany     = malformed("more item pointers than MaxItems")
+	errTooMany     = malformed("more item pointers than a Packet holds (MaxItems)")
 	errNotImm      = malformed("a standard item (heap counter, size, offset or payload length) is not immediate")
 	errRepeated    = malformed("a standard item appears twice")
 	errNoCounter   = malformed("no heap counter item (0x1)")
