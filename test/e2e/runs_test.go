@@ -292,7 +292,10 @@ func stepEditRunning(t *testing.T) {
 
 // stepReadersBehind is issue 32 item 2 (status): a reader that stops reading holds the
 // receiver back once the ring is full; the capture says so while it happens (ReadersBehind
-// naming the ring) and status.heldBackSeconds grows while the hold lasts.
+// naming the ring) and status.heldBackSeconds grows while the hold lasts. A real Prometheus
+// in the node VM (issue 54) scrapes the capture and the device plugin with the chart's
+// rules: the stall's alerts fire, the dashboard's panels have data, and once the reader
+// continues the alerts resolve; `kubectl ringcap top` in a terminal shows the capture.
 func stepReadersBehind(t *testing.T) {
 	ctx := context.Background()
 	newCapture(t, "behind", "be4", func(u *unstructured.Unstructured) {
@@ -305,6 +308,7 @@ func stepReadersBehind(t *testing.T) {
 	u := waitCapture(t, "behind", 3*time.Minute, "Listening", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Listening" && str(u, "status", "endpoint", "address") != ""
 	})
+	prom := startPrometheus(t, captureTargets(t, str(u, "status", "pod")))
 	sender := senderPod("behind-sender", u, "--qps 4 --mode send --msg-bytes 65536 --bytes 64M --seed 1")
 	if _, err := s.cs.CoreV1().Pods(testNamespace).Create(ctx, sender, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -338,6 +342,8 @@ func stepReadersBehind(t *testing.T) {
 		lag, _, _ := unstructured.NestedInt64(r, "lagBlocks")
 		return connected && lag > 0
 	})
+	topThroughTerminal(t, "behind")
+	checkPrometheusSeesTheStall(t, prom, str(u, "status", "pod"), "stopped")
 }
 
 // logsOnFailure logs, when t failed, the sender's and the receiver's output (pod,
