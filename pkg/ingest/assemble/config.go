@@ -21,7 +21,9 @@ type Config struct {
 	// blocks in the ring.
 	BlockBytes int
 	RingBlocks int
-	// Window is the number of blocks open at once, 1..RingBlocks.
+	// Window is the number of blocks open at once, 1..RingBlocks. A payload
+	// spanning more blocks than the window is out-of-window: when payloads
+	// cross block boundaries, the window needs at least 2.
 	Window int
 	// MaxAhead is how many blocks past the window a payload may reach and
 	// still advance it; past that it is out-of-window. 0: Window.

@@ -12,7 +12,7 @@ type Counters struct {
 	Late          uint64 // for a block already handed over: not written
 	OutOfWindow   uint64 // too far ahead of the window (or longer than it): dropped
 	Duplicate     uint64 // overlapping bytes already present: not written
-	Malformed     uint64 // rejected by the caller's decoder or placement rule
+	Malformed     uint64 // rejected by the caller's decoder or placement rule, or past the byte space
 	ZeroFilled    uint64 // bytes of handed-over blocks that no packet carried
 	Blocks        uint64 // blocks handed to the ring
 }

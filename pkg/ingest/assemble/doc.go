@@ -23,17 +23,24 @@
 // readers own that block). A payload that overlaps bytes already present is
 // counted duplicate and not written at all, so data in place is never
 // rewritten; its other bytes, if any were missing, stay missing and are
-// recorded as such. Each packet is counted under exactly one outcome:
+// recorded as such. Blocks inside the window are handed over only when the
+// window moves past them or at Close; a stream that jumps further ahead than
+// MaxAhead (a sender restarted with a later timestamp) is a new observation,
+// which the receiver starts with a new assembler. Each packet is counted
+// under exactly one outcome:
 //
 //	packets = received + late + out-of-window + duplicate + malformed
 //
 // where malformed packets are the ones the caller's decoder or placer
-// rejected and reported with Malformed, so that all reasons live in one place.
+// rejected and reported with Malformed (and payloads that run past the
+// stream's 2^64 bytes), so that all reasons live in one place.
 //
 // Presence inside a block is kept as a sorted list of received byte ranges,
 // merged as they grow: a stream in order costs one comparison per packet, a
 // reordered one a binary search, and the missing bytes of a block are the
-// complement of the list, exact to the byte whatever the payload sizes.
+// complement of the list, exact to the byte whatever the payload sizes. The
+// lists keep their arrays from block to block, so Put allocates nothing once
+// they have grown to the stream's pattern of gaps.
 //
 // # The loss record
 //
