@@ -1,0 +1,165 @@
+package assemble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ringcap/ringcap/pkg/capture/ring"
+)
+
+// ErrClosed is returned by Put after Close.
+var ErrClosed = errors.New("assemble: assembler closed")
+
+// Assembler writes placed payloads into the blocks of one observation in a
+// ring (see the package documentation for the window and the counts).
+type Assembler struct {
+	cfg    Config
+	ctx    context.Context
+	w      *ring.Worker
+	bsize  uint64
+	window uint64
+	ahead  uint64
+	slots  []slot // open block seq lives in slots[seq % window]
+	base   uint64 // oldest block in the window
+	next   uint64 // next block to open; base <= next <= base+window
+	gaps   []Range
+	header bool // the header is in the ring
+	err    error
+	closed bool
+	cerr   error
+	c      counters
+}
+
+// slot is one open block: its ring index, memory and the bytes present.
+type slot struct {
+	index    int
+	data     []byte
+	present  spans
+	received uint64
+}
+
+// New starts an assembler over cfg's ring; the ring worker it starts opens
+// blocks until Close or until ctx ends (which also ends a Put waiting for a
+// block).
+func New(ctx context.Context, cfg Config) (*Assembler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ahead := cfg.MaxAhead
+	if ahead == 0 {
+		ahead = cfg.Window
+	}
+	// One block beyond the window is opened ahead when the ring has it, so
+	// that advancing rarely waits for the worker.
+	w := ring.NewWorker(cfg.Writer, min(cfg.Window+1, cfg.RingBlocks))
+	a := &Assembler{cfg: cfg, ctx: ctx, w: w, bsize: uint64(cfg.BlockBytes), window: uint64(cfg.Window),
+		ahead: uint64(ahead), slots: make([]slot, cfg.Window)}
+	go w.Run(ctx)
+	return a, nil
+}
+
+// Put copies payload into the ring at stream byte offset, or counts why it
+// does not. It returns an error only when the ring fails (or after Close);
+// the assembler is then done and Close ends it.
+func (a *Assembler) Put(offset uint64, payload []byte) error {
+	if a.err != nil {
+		return a.err
+	}
+	a.c.packets.Add(1)
+	n := uint64(len(payload))
+	if n == 0 {
+		a.c.received.Add(1)
+		return nil
+	}
+	end := offset + n
+	if end < offset {
+		a.c.malformed.Add(1) // the payload runs past the end of the stream's byte space
+		return nil
+	}
+	first, last := offset/a.bsize, (end-1)/a.bsize
+	switch {
+	case first < a.base:
+		a.c.late.Add(1)
+		return nil
+	case last-first >= a.window || last >= a.base+a.window+a.ahead:
+		a.c.outOfWindow.Add(1)
+		return nil
+	}
+	if err := a.reach(last); err != nil {
+		return a.fail(err)
+	}
+	if a.present(offset, end) {
+		a.c.duplicate.Add(1)
+		return nil
+	}
+	a.place(offset, payload)
+	a.c.received.Add(1)
+	a.c.receivedBytes.Add(n)
+	return nil
+}
+
+// fail records the ring's failure; every later Put returns it.
+func (a *Assembler) fail(err error) error {
+	a.err = err
+	return err
+}
+
+// reach makes block last open: the window advances past the blocks that
+// leave it (handed over) and opens the blocks up to last.
+func (a *Assembler) reach(last uint64) error {
+	for last >= a.base+a.window {
+		if err := a.handOver(false); err != nil {
+			return err
+		}
+	}
+	for a.next <= last {
+		if err := a.open(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open opens block a.next, waiting for the ring worker to deliver a block.
+func (a *Assembler) open() error {
+	var idx int
+	select {
+	case idx = <-a.w.Opened():
+	case err := <-a.w.Errs():
+		return fmt.Errorf("assemble: open block %d: %w", a.next, err)
+	case <-a.ctx.Done():
+		return fmt.Errorf("assemble: open block %d: %w", a.next, a.ctx.Err())
+	}
+	s := &a.slots[a.next%a.window]
+	s.index, s.data, s.present, s.received = idx, a.cfg.Block(idx)[:a.bsize], s.present[:0], 0
+	a.next++
+	return nil
+}
+
+// present reports whether any byte of [off, end) is already present.
+func (a *Assembler) present(off, end uint64) bool {
+	for off < end {
+		seq, in := off/a.bsize, off%a.bsize
+		k := min(end-off, a.bsize-in)
+		if a.slots[seq%a.window].present.overlaps(in, in+k) {
+			return true
+		}
+		off += k
+	}
+	return false
+}
+
+// place copies p to stream byte off, split at block boundaries.
+func (a *Assembler) place(off uint64, p []byte) {
+	for len(p) > 0 {
+		seq, in := off/a.bsize, off%a.bsize
+		k := min(uint64(len(p)), a.bsize-in)
+		s := &a.slots[seq%a.window]
+		copy(s.data[in:], p[:k])
+		s.present.add(in, in+k)
+		s.received += k
+		off += k
+		p = p[k:]
+	}
+}
