@@ -10,7 +10,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
 )
 
-// observationMetrics are the current observation's metrics in the exposition format.
+// observationMetrics are the current observation's metrics, a line "NAME VALUE" each.
 func observationMetrics(t *testing.T, tr *Tracker) string {
 	t.Helper()
 	var b strings.Builder
@@ -28,6 +28,7 @@ func observationMetrics(t *testing.T, tr *Tracker) string {
 	return b.String()
 }
 
+// land counts n bytes landed on queue pair 0.
 func land(tr *Tracker, n uint64) {
 	qpc := tr.QueuePairs(1)
 	qpc[0].Add(n)
