@@ -93,7 +93,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.registryDir, "kubelet-registry-dir", "/var/lib/kubelet/plugins_registry", "dra: the kubelet's plugin registration directory")
 	fl.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "dra: this pod's UID (default $POD_UID): another instance may run during a rolling update (kubelet >= 1.33); empty: one at a time")
 	fl.StringVar(&f.config, "config", "", "config file (YAML); empty: one exclusive pool ringcap.io/rdma with every device")
-	fl.StringVar(&f.otherConfig, "other-config", "", "with both running on the node (chart plugin.mode both): the other side's config (the DRA driver's in deviceplugin mode, the device plugin's in dra mode); a device both configs select refuses the start, and one that appears later is left out by both")
+	fl.StringVar(&f.otherConfig, "other-config", "", "with both running on the node (chart plugin.mode both): the other side's config (the DRA driver's in deviceplugin mode, the device plugin's in dra mode); a device both configs select refuses the start, and one that appears later is left out by both; in dra mode the link counters are then left to the device plugin, which exports every port's")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")

@@ -69,6 +69,7 @@ type row struct {
 func rows() []row {
 	return []row{
 		{"Capture", capturePanels()},
+		{"Observation", observationPanels()},
 		{"Ring readers", readerPanels()},
 		{"Errors", errorPanels()},
 		{"Node RDMA links", nodePanels()},

@@ -23,6 +23,7 @@ var exported = []string{
 	"ringcap_recv_held_back_seconds_total", "ringcap_recv_held_back_current_seconds",
 	"ringcap_recv_completion_errors_total", "ringcap_recv_observations_total",
 	"ringcap_recv_refused_senders_total",
+	"ringcap_observation_number", "ringcap_observation_bytes", "ringcap_observation_start_timestamp_seconds",
 	// the receiver's ring watcher
 	"ringcap_ring_blocks", "ringcap_ring_filled_blocks", "ringcap_ring_open_blocks", "ringcap_ring_written_blocks_total",
 	"ringcap_ring_reader_lag_blocks", "ringcap_ring_reader_lag_bytes",
@@ -52,6 +53,7 @@ var shown = []string{
 	"ringcap_ring_reader_connected", "ringcap_recv_held_back_current_seconds",
 	"ringcap_recv_completion_errors_total", "ringcap_recv_observations_total",
 	"ringcap_recv_state", "ringcap_link_counter_total", "ringcap_plugin_device_healthy",
+	"ringcap_observation_bytes", "ringcap_observation_number", "ringcap_observation_start_timestamp_seconds",
 }
 
 type panelJSON struct {

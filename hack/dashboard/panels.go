@@ -32,6 +32,18 @@ func capturePanels() []cog.Builder[dashboard.Panel] {
 	}
 }
 
+func observationPanels() []cog.Builder[dashboard.Panel] {
+	return []cog.Builder[dashboard.Panel]{
+		graph("Observation bytes", "Bytes that landed in the ring for each capture's observation in progress (the last one's between observations).", "bytes").
+			Min(0).
+			WithTarget(query(`ringcap_observation_bytes{`+captureSel+`}`, "{{namespace}}/{{pod}}")),
+		value("Observation", "Number of each capture's observation in progress, or the last one (RINGCAP_OBSERVATION).", "none").
+			WithTarget(query(`ringcap_observation_number{`+captureSel+`}`, "{{namespace}}/{{pod}}").Instant()),
+		value("UTC_START", "UTC_START of each capture's observation in progress, or the last one, from its header.", "dateTimeAsIso").
+			WithTarget(query(`ringcap_observation_start_timestamp_seconds{`+captureSel+`} * 1000`, "{{namespace}}/{{pod}}").Instant()),
+	}
+}
+
 func readerPanels() []cog.Builder[dashboard.Panel] {
 	return []cog.Builder[dashboard.Panel]{
 		graph("Reader lag", "Blocks written that each reader slot has not opened yet.", "short").
@@ -90,6 +102,18 @@ func graph(title, description, unit string) *timeseries.PanelBuilder {
 		Unit(unit).
 		Height(8).
 		Span(12)
+}
+
+// value is a quarter-width stat panel of each series' last value, named.
+func value(title, description, unit string) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().
+		Title(title).
+		Description(description).
+		Datasource(datasource).Height(8).Span(6).
+		Unit(unit).
+		TextMode(common.BigValueTextModeValueAndName).
+		ColorMode(common.BigValueColorModeNone).
+		GraphMode(common.BigValueGraphModeNone)
 }
 
 // query is a PromQL query with its legend, on the dashboard's data source.

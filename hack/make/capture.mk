@@ -1,6 +1,6 @@
 # ringcap recv/send (issue 4): host tests run with `make test`; the Soft-RoCE end-to-end tests
 # run in `make test-vm` (pkg/capture is listed in test/vm/packages.txt).
-.PHONY: bench-rdma fuzz-capture bench-headroom bench-headroom-ab bench-ofi
+.PHONY: bench-rdma fuzz-capture bench-headroom bench-headroom-ab bench-ofi bench-scrape
 
 ## bench-rdma: ringcap send/write vs ib_send_bw/ib_write_bw and PerBlock vs WholeRing, in the VM
 bench-rdma: vm-image
@@ -46,3 +46,13 @@ bench-headroom:
 	$(GO) test -c -o bin/dada.test ./pkg/dada
 	cd pkg/dada && taskset -c $(HEADROOM_CPU) ../../bin/dada.test -test.run '^$$' -test.bench BenchmarkHandoffFloor -test.benchtime 1x | tee -a ../../$(call bench-log,bench-headroom)
 	$(call bench-record,make bench-headroom,host$(comma) CPU $(HEADROOM_CPU),$(call bench-log,bench-headroom))
+
+BENCH += bench-scrape
+
+## bench-scrape: the CPU cost of one full scrape of a capture's /metrics (its registry, the ring watcher on a real ring with 2 reader slots, an mlx5 port's link counters from a sysfs tree in a temp dir) as the share of one core at a 1 s scrape (goal ≤ 0.5 %); host only, pinned to SCRAPE_CPU
+SCRAPE_CPU ?= 0
+bench-scrape:
+	@mkdir -p bin
+	$(GO) test -c -o bin/capture.test ./pkg/capture
+	cd pkg/capture && taskset -c $(SCRAPE_CPU) ../../bin/capture.test -test.run '^$$' -test.bench '^BenchmarkScrape$$' -test.benchtime 1x | tee ../../$(call bench-log,bench-scrape)
+	$(call bench-record,make bench-scrape,host$(comma) CPU $(SCRAPE_CPU),$(call bench-log,bench-scrape))

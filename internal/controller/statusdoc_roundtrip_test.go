@@ -29,6 +29,7 @@ func fillTracker(tr *capture.Tracker, state string) {
 		s.Seconds, s.Gbps = 2, 0.0125
 		s.LastObservation = &statusdoc.Observation{Number: 1, Bytes: 2 << 20, Blocks: 2, Seconds: 1, Gbps: 0.0168, Complete: false, Message: "sender went away"}
 	})
+	tr.ObservationBegan(2) // currentObservation, with no bytes and no UTC_START yet
 	tr.SetState(state, "state "+state)
 }
 

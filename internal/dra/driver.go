@@ -23,7 +23,6 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
-	"github.com/ringcap/ringcap/internal/linkmetrics"
 	"github.com/ringcap/ringcap/internal/plugin"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -43,6 +42,8 @@ type Options struct {
 	PluginDir, RegistryDir string
 	// OtherConfig is the device plugin's config when both run on the node (plugin.mode
 	// both): a device both configs select refuses Run, or is left out when it appears later.
+	// Set, the driver leaves the node's link counters to the device plugin, which exports
+	// every port once; nil, the driver exports them.
 	OtherConfig *plugin.Config
 	// PodUID is the driver pod's UID: set, two instances may run at once during a
 	// rolling update (the kubeletplugin helper's RollingUpdate, calls serialised by a
@@ -159,8 +160,8 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.Registry.Register(linkmetrics.NewCollector(opts.Roots, linkmetrics.SysfsPorts(opts.Roots))); err != nil {
-		return nil, fmt.Errorf("register link counters: %w", err)
+	if err := registerLinkCounters(opts); err != nil {
+		return nil, err
 	}
 	d := &Driver{opts: opts, log: opts.Log, metrics: m, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
 		health: newHealthState()}

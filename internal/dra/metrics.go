@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ringcap/ringcap/internal/linkmetrics"
 )
 
 // Operations and results, the label values of the claim metrics.
@@ -69,4 +70,17 @@ func (m *metrics) since(op string, start time.Time) {
 func (m *metrics) published(devices int, at time.Time) {
 	m.devices.Set(float64(devices))
 	m.lastPublish.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// registerLinkCounters exports every port's link counters unless the device plugin runs
+// on the node too (Options.OtherConfig set): then the plugin exports them, so that each port's
+// counters appear once per node whichever side hands the port out.
+func registerLinkCounters(opts Options) error {
+	if opts.OtherConfig != nil {
+		return nil
+	}
+	if err := opts.Registry.Register(linkmetrics.NewCollector(opts.Roots, linkmetrics.SysfsPorts(opts.Roots))); err != nil {
+		return fmt.Errorf("register link counters: %w", err)
+	}
+	return nil
 }

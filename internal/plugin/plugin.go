@@ -272,7 +272,9 @@ func (p *Plugin) Rescan() error {
 	return nil
 }
 
-// linkPorts are the ports of every device the last scan found, for the link counters.
+// linkPorts are the ports of every device the last scan found, for the link counters:
+// those the DRA driver's config selects included, as the driver exports none when both
+// run on the node (its Options.OtherConfig set).
 func (p *Plugin) linkPorts() []linkmetrics.Port {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -50,8 +50,14 @@ func reserveKey() dada.Key { return dada.Key(testKeys.Next()) }
 
 func testRing(t *testing.T, nbufs, bufsz uint64) *dada.HDU {
 	t.Helper()
+	return testRingReaders(t, nbufs, bufsz, 1)
+}
+
+// testRingReaders is testRing with the given number of reader slots.
+func testRingReaders(t testing.TB, nbufs, bufsz uint64, readers int) *dada.HDU {
+	t.Helper()
 	cfg := dada.DefaultConfig()
-	cfg.NBufs, cfg.BufSize, cfg.Readers = nbufs, bufsz, 1
+	cfg.NBufs, cfg.BufSize, cfg.Readers = nbufs, bufsz, readers
 	// A ring's objects reach past its band (key + (10+i)*0x10000), so another
 	// process's ring, or one a killed run left behind, can hold one of its keys:
 	// Create then fails whole, undoing what it made, and the next key is tried.

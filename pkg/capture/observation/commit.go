@@ -98,6 +98,6 @@ func (o *Observation) writeHeader() error {
 		return fmt.Errorf("write header of observation %d: %w", o.cfg.Number, err)
 	}
 	o.headerDone = true
-	o.cfg.Tracker.Update(func(st *statusdoc.Status) { st.Header = obsheader.StatusFields(hd) })
+	o.cfg.Tracker.HeaderWritten(obsheader.StatusFields(hd))
 	return nil
 }

@@ -57,6 +57,7 @@ func Start(ctx context.Context, cfg Config) (*Observation, error) {
 	}
 	win.Hold = cfg.Blocks >= 2
 	o := &Observation{cfg: cfg, win: win, ring: ring.NewWorker(cfg.Writer, cfg.Blocks)}
+	cfg.Tracker.ObservationBegan(cfg.Number)
 	go o.ring.Run(ctx)
 	// Closed in reverse: the end of the observation goes into the ring
 	// through the worker, which then stops.

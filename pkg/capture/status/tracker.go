@@ -27,6 +27,7 @@ type Tracker struct {
 	rateB  uint64
 	held   HoldClock
 	ring   *ringwatch.Watcher // nil until WatchRing
+	cur    current            // the current observation (observation.go)
 
 	reg       *prometheus.Registry
 	bytes     *prometheus.CounterVec
@@ -62,7 +63,7 @@ func NewTracker() *Tracker {
 	t.stateGage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ringcap_recv_state", Help: "1 for the receiver's current state."}, []string{"state"})
 	t.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_recv_refused_senders_total",
 		Help: "Connections refused because the sender's address is outside the receiver's allowlist (--allowed-senders)."})
-	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage, t.refused,
+	t.reg.MustRegister(t.bytes, t.messages, t.blocks, heldBack, heldNow, t.wcErrors, t.obs, rate, t.stateGage, t.refused, observationCollector{t},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	t.setStateGauge(statusdoc.StateStarting)
 	return t
@@ -133,6 +134,7 @@ func (t *Tracker) Snapshot() statusdoc.Status {
 	now := time.Now()
 	t.updateRate(now)
 	s := t.st
+	s.CurrentObservation = t.currentDoc()
 	h := t.held.At(now)
 	s.HeldBackSeconds = h.Total.Seconds()
 	if h.Holding {
@@ -215,6 +217,7 @@ func (t *Tracker) ObservationDone(o statusdoc.Observation) {
 	t.obs.WithLabelValues(outcome).Inc()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.observationEnded()
 	t.st.Observations++
 	if !o.Complete {
 		t.st.IncompleteObs++

@@ -79,6 +79,17 @@ type Observation struct {
 	Message  string  `json:"message,omitempty"`
 }
 
+// CurrentObservation describes the observation in progress.
+type CurrentObservation struct {
+	Number int `json:"number"`
+	// Bytes landed in the ring for it so far (what it commits when it ends may be less:
+	// an incomplete stream keeps its gap-free prefix).
+	Bytes uint64 `json:"bytes"`
+	// UTCStart is its header's UTC_START (PSRDADA's %Y-%m-%d-%H:%M:%S); empty until the
+	// header is in the ring, when its first block is.
+	UTCStart string `json:"utcStart,omitempty"`
+}
+
 // Status is the receiver's state as served on /status and written to the
 // summary file.
 type Status struct {
@@ -119,6 +130,8 @@ type Status struct {
 	IncompleteObs    int               `json:"incompleteObservations"`
 	// LastObservation is the most recent observation that ended.
 	LastObservation *Observation `json:"lastObservation,omitempty"`
+	// CurrentObservation is the observation in progress; absent between observations.
+	CurrentObservation *CurrentObservation `json:"currentObservation,omitempty"`
 
 	// RefusedSenders counts connections refused by the sender allowlist.
 	RefusedSenders uint64 `json:"refusedSenders,omitempty"`

@@ -20,7 +20,8 @@ func full() Status {
 		RateBytesPerSecond: 1.5e9, HeldBackSeconds: 2.5, HeldBackSince: "2026-11-21T15:00:00.123456789Z",
 		Header: map[string]string{"SOURCE": "J0437-4715"}, CompletionErrors: 1, StartTime: "2026-11-21T14:59:00Z",
 		CompletionTime: "2026-11-21T15:01:00Z", Seconds: 3, Gbps: 12.5, IncompleteObs: 1,
-		LastObservation: &Observation{Number: 1, Bytes: 4 << 20, Blocks: 4, Seconds: 2, Gbps: 0.0168, Complete: true, Message: "stopped"},
+		LastObservation:    &Observation{Number: 1, Bytes: 4 << 20, Blocks: 4, Seconds: 2, Gbps: 0.0168, Complete: true, Message: "stopped"},
+		CurrentObservation: &CurrentObservation{Number: 2, Bytes: 1 << 20, UTCStart: "2026-11-21-15:00:30"},
 	}
 }
 
@@ -32,7 +33,8 @@ const fullJSON = `{"version":1,"state":"Receiving","message":"receiving observat
 	`"rateBytesPerSecond":1500000000,"heldBackSeconds":2.5,"heldBackSince":"2026-11-21T15:00:00.123456789Z",` +
 	`"header":{"SOURCE":"J0437-4715"},"completionErrors":1,"startTime":"2026-11-21T14:59:00Z","completionTime":"2026-11-21T15:01:00Z",` +
 	`"seconds":3,"gbps":12.5,"incompleteObservations":1,` +
-	`"lastObservation":{"number":1,"bytes":4194304,"blocks":4,"seconds":2,"gbps":0.0168,"complete":true,"message":"stopped"}}`
+	`"lastObservation":{"number":1,"bytes":4194304,"blocks":4,"seconds":2,"gbps":0.0168,"complete":true,"message":"stopped"},` +
+	`"currentObservation":{"number":2,"bytes":1048576,"utcStart":"2026-11-21-15:00:30"}}`
 
 func TestFieldNames(t *testing.T) {
 	b, err := json.Marshal(full())
