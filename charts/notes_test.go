@@ -17,7 +17,8 @@ import (
 // The notes' sender pod streams into the chart's sample as a pod must: it is a valid Pod in
 // the installed data-plane image (registry and tag), with an RDMA unit of its own, connecting
 // to the sample's endpoint with the seed the sample's reader verifies, and admitted under the
-// restricted Pod Security level (non-root, no privilege escalation, every capability dropped).
+// restricted Pod Security level (non-root, no privilege escalation, every capability dropped,
+// RuntimeDefault seccomp).
 func TestNotesSenderPod(t *testing.T) {
 	notes := renderNotes(t, "image.registry=reg.example.org:5000,image.tag=abc1234")
 	var sample unstructured.Unstructured
@@ -48,8 +49,9 @@ func TestNotesSenderPod(t *testing.T) {
 	checkSenderArgs(t, c.Args, sampleSeed(t, &sample))
 	sc := c.SecurityContext
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
-		t.Errorf("sender securityContext %+v, want non-root, no privilege escalation, every capability dropped", sc)
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("sender securityContext %+v, want non-root, no privilege escalation, every capability dropped, RuntimeDefault seccomp", sc)
 	}
 }
 

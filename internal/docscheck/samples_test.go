@@ -37,7 +37,8 @@ func argAfter(args []string, flag string) string {
 // The sender pod the README and docs/network.md apply (config/samples/sender-pod.yaml) fits the
 // sample capture it names (config/samples/ringcapture.yaml): it sends the pattern seed the
 // capture's reader verifies and exactly the bytes after which the capture stops, to the
-// endpoint put in place of CAPTURE_ENDPOINT, from an RDMA unit of its own.
+// endpoint put in place of CAPTURE_ENDPOINT, from an RDMA unit of its own, admitted under the
+// restricted Pod Security level.
 func TestSenderPodFitsSampleCapture(t *testing.T) {
 	t.Parallel()
 	var rc ringcapv1.RingCapture
@@ -50,6 +51,11 @@ func TestSenderPodFitsSampleCapture(t *testing.T) {
 	c := pod.Spec.Containers[0]
 	if c.Image != "ringcap/ringcap:IMAGE_TAG" || len(c.Args) == 0 || c.Args[0] != "send" || argAfter(c.Args, "--connect") != "CAPTURE_ENDPOINT" {
 		t.Errorf("sender image %q args %q, want ringcap/ringcap:IMAGE_TAG running send --connect CAPTURE_ENDPOINT", c.Image, c.Args)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("sender securityContext %+v, want Pod Security's restricted level: non-root, no privilege escalation, every capability dropped, RuntimeDefault seccomp", sc)
 	}
 	if q := c.Resources.Limits["ringcap.io/rdma"]; q.String() != "1" {
 		t.Errorf("sender limits %v, want one ringcap.io/rdma", c.Resources.Limits)
