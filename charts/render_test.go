@@ -59,7 +59,13 @@ type rendered map[string]*unstructured.Unstructured
 
 func render(t *testing.T, values string, set ...string) rendered {
 	t.Helper()
-	args := []string{"template", "rc", chartDir, "--namespace", "ringcap-system"}
+	return renderAs(t, "rc", values, set...)
+}
+
+// renderAs renders the chart as the release named release in namespace ringcap-system.
+func renderAs(t *testing.T, release, values string, set ...string) rendered {
+	t.Helper()
+	args := []string{"template", release, chartDir, "--namespace", "ringcap-system"}
 	if values != "" {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := os.WriteFile(f, []byte(values), 0o644); err != nil {

@@ -104,6 +104,11 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for publishing the inventory; empty: in-cluster")
 	fl.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity")
 	fl.BoolVar(&f.printConfig, "print-config", false, "print the effective config and discovered devices (and those --other-config selects too), then exit")
+	// Their usage names the environment variable; the value taken from it is not shown as a
+	// second default (in the chart's pods both are set).
+	for _, name := range []string{"pod-uid", "node-name"} {
+		fl.Lookup(name).DefValue = ""
+	}
 	return cmd
 }
 

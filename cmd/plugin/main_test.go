@@ -255,3 +255,28 @@ func TestMetricsServer(t *testing.T) {
 		t.Error("/healthz still answers after stop")
 	}
 }
+
+// With POD_UID and NODE_NAME set, as in the chart's pods, --help shows each flag's default
+// once: the usage's "(default $POD_UID)", not the variable's value as well.
+func TestHelpOneDefault(t *testing.T) {
+	t.Setenv("POD_UID", "0b4e-uid")
+	t.Setenv("NODE_NAME", "node-a")
+	cmd := newCmd()
+	for _, name := range []string{"pod-uid", "node-name"} {
+		line := ""
+		for _, l := range strings.Split(cmd.Flags().FlagUsages(), "\n") {
+			if strings.Contains(l, "--"+name+" ") {
+				line = l
+			}
+		}
+		if strings.Count(line, "(default") != 1 || strings.Contains(line, "0b4e-uid") || strings.Contains(line, "node-a") {
+			t.Errorf("--%s help %q, want one default naming the environment variable", name, line)
+		}
+	}
+	if err := cmd.Flags().Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cmd.Flags().GetString("pod-uid"); got != "0b4e-uid" {
+		t.Errorf("--pod-uid without the flag is %q, want $POD_UID", got)
+	}
+}

@@ -131,3 +131,18 @@ func TestRingMonitorStopsWhenItsOutputFails(t *testing.T) {
 		t.Fatalf("monitor into a full disk: %v", err)
 	}
 }
+
+// ring header and info without a ring name the key the user gave (-k K), not the
+// header ring's K+1.
+func TestRingCommandsNameTheGivenKey(t *testing.T) {
+	k := testKey(t)
+	for _, args := range [][]string{
+		{"ring", "header", "-k", k.String(), "--wait", "10ms"},
+		{"ring", "info", "-k", k.String()},
+	} {
+		_, _, err := ringcap(context.Background(), args...)
+		if err == nil || !strings.Contains(err.Error(), "ring "+k.String()+":") || strings.Contains(err.Error(), (k+1).String()) {
+			t.Errorf("ringcap %s: %v, want an error naming ring %s and not %s", strings.Join(args, " "), err, k, k+1)
+		}
+	}
+}

@@ -41,6 +41,7 @@ func TestRingcap(t *testing.T) {
 		{"20-capture-in-restricted-namespace", stepRestrictedNamespace},
 		{"21-helm-upgrade-while-streaming", stepHelmUpgradeWhileStreaming},
 		{"22-helm-uninstall-leaves-captures", stepHelmUninstallLeaves},
+		{"23-sample-sender-pod-streams", stepSampleSenderPod},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {
