@@ -67,7 +67,7 @@ func shuffle(packets [][]byte, n int, seed uint64) {
 func TestSPEADStream(t *testing.T) {
 	packets := speadStream()
 	packets = append(packets[:10], packets[11:]...) // drop i=2, g=1, k=0: stream bytes 5120..5631
-	packets = append(packets, packets[5]) // a duplicate of i=1, g=0, k=1
+	packets = append(packets, packets[5])           // a duplicate of i=1, g=0, k=1
 	shuffle(packets, 8, 1)
 	packets = append(packets,
 		[]byte("not SPEAD at all"),           // malformed
