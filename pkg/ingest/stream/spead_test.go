@@ -1,10 +1,15 @@
 package stream
 
 import (
+	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
 )
 
@@ -101,4 +106,65 @@ func checkCounts(t *testing.T, c, want Counters, zero, blocks uint64) {
 	if c != want || a.ZeroFilled != zero || a.Blocks != blocks {
 		t.Fatalf("counters %+v (assembler %+v), want %+v, %d bytes zero-filled in %d blocks", c, a, want, zero, blocks)
 	}
+}
+
+// A SPEAD observation that starts at a given timestamp counts the heaps
+// before it and writes none of them; the sync time is the user's, the sample
+// rate an item of the stream.
+func TestSPEADStartAtTimestamp(t *testing.T) {
+	packets := speadStream()
+	cfg := Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: SPEADTime{SyncTime: syncTime, SampleRateID: rateID},
+		Start: Start{At: true, Timestamp: t0 + 2*step}}
+	got := observe(t, cfg, 4, 4096, 2, packets)
+	checkData(t, got.data, (heaps-2)*2*heapBytes, 2*2*heapBytes, nil)
+	checkHeader(t, got.hdr, map[string]string{
+		"UTC_START": "2023-11-14-22:13:25", "OBS_OFFSET": "8192", "RINGCAP_SPEAD_TIMESTAMP": "5016384",
+		"RINGCAP_SPEAD_SAMPLE_RATE": "1000000", "HDR_VERSION": "1.0", "RINGCAP_PROTOCOL": "spead",
+	})
+	want := Counters{Packets: 24, PlacedBytes: 16 * pktBytes, Received: 16, BeforeStart: 8}
+	checkCounts(t, got.counts, want, 0, 2)
+}
+
+// The first packet placed must give the header what the configuration
+// leaves to the stream, and the header must fit its block: else the pipeline
+// fails, with nothing written but a header without the stream's keys.
+func TestSPEADHeaderFailures(t *testing.T) {
+	rate := SPEADTime{SyncTime: syncTime, SampleRate: sampleRate}
+	noSync := Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: SPEADTime{SyncTimeID: 0x7777, SampleRate: sampleRate}}
+	failFirst(t, noSync, "no immediate item 0x7777")
+	tmpl, err := dada.ParseHeader([]byte("COMMENT " + strings.Repeat("x", 4000) + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failFirst(t, Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: rate, Template: tmpl}, "larger than HDR_SIZE 4096")
+}
+
+// failFirst runs a SPEAD stream through a pipeline of cfg that fails at the
+// first packet placed with an error saying want.
+func failFirst(t *testing.T, cfg Config, want string) {
+	t.Helper()
+	h := testRing(t, 4, 4096)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := h.LockWrite(ctx, dada.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	cfg.HeaderBytes = h.Header.BufSize()
+	p, err := New(ctx, cfg, assemble.ForDada(w, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Run(ctx, memSource(speadStream()))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("run: %v, want an error saying %q", err, want)
+	}
+	if err2 := p.Handle(speadStream()[1]); err2 != err {
+		t.Fatalf("handle after the failure: %v", err2)
+	}
+	if c := p.Snapshot(); c.Packets != 1 || c.Outcomes() != 0 {
+		t.Fatalf("counters %+v: the failed packet has no outcome", c)
+	}
+	_ = p.Close() // the template too large for the header block fails again here
 }
