@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -160,7 +161,7 @@ func failFirst(t *testing.T, cfg Config, want string) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("run: %v, want an error saying %q", err, want)
 	}
-	if err2 := p.Handle(speadStream()[1]); err2 != err {
+	if err2 := p.Handle(speadStream()[1]); !errors.Is(err2, err) {
 		t.Fatalf("handle after the failure: %v", err2)
 	}
 	if c := p.Snapshot(); c.Packets != 1 || c.Outcomes() != 0 {
