@@ -10,7 +10,7 @@ import (
 // and metrics. Every packet handed to the pipeline is counted in Packets and
 // under exactly one outcome:
 //
-//	Packets = Received + Late + OutOfWindow + Duplicate + Malformed + Invalid + OutOfRange + BeforeStart
+//	Packets = Received + Late + OutOfWindow + Duplicate + Malformed + Invalid + OutOfRange + BeforeStart + Control
 //
 // Received, Late, OutOfWindow and Duplicate are the assembler's; Malformed
 // is the assembler's too (the pipeline reports the packets its decoder or
@@ -26,6 +26,10 @@ type Counters struct {
 	Invalid     uint64 // VDIF frames their sender flagged invalid
 	OutOfRange  uint64 // well-formed but not placed by the rule (a channel or thread it does not name)
 	BeforeStart uint64 // before the observation's first timestamp or second
+	Control     uint64 // SPEAD heaps of descriptors or stream control without the timestamp item: not data
+	// Newest is the stream's newest placed time: the SPEAD timestamp item's
+	// value, or the VDIF frame's Unix second; 0 before the first packet.
+	Newest uint64
 	// Assemble are the assembler's own counts (ZeroFilled, Blocks, ...).
 	Assemble assemble.Counters
 }
@@ -33,12 +37,12 @@ type Counters struct {
 // Outcomes is the sum of the outcomes; it equals Packets once no packet is
 // being handled.
 func (c Counters) Outcomes() uint64 {
-	return c.Received + c.Late + c.OutOfWindow + c.Duplicate + c.Malformed + c.Invalid + c.OutOfRange + c.BeforeStart
+	return c.Received + c.Late + c.OutOfWindow + c.Duplicate + c.Malformed + c.Invalid + c.OutOfRange + c.BeforeStart + c.Control
 }
 
 // counters are the pipeline's own live counts.
 type counters struct {
-	packets, invalid, outOfRange, beforeStart atomic.Uint64
+	packets, invalid, outOfRange, beforeStart, control, newest atomic.Uint64
 }
 
 // Snapshot returns the counts now; it may be called from any goroutine. Each
@@ -51,6 +55,7 @@ func (p *Pipeline) Snapshot() Counters {
 		Packets: packets, PlacedBytes: a.ReceivedBytes, Received: a.Received, Late: a.Late,
 		OutOfWindow: a.OutOfWindow, Duplicate: a.Duplicate, Malformed: a.Malformed,
 		Invalid: p.c.invalid.Load(), OutOfRange: p.c.outOfRange.Load(), BeforeStart: p.c.beforeStart.Load(),
+		Control: p.c.control.Load(), Newest: p.c.newest.Load(),
 		Assemble: a,
 	}
 }

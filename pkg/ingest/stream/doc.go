@@ -10,13 +10,18 @@
 // Every packet handed to the pipeline is counted once, under one outcome
 // (Counters):
 //
-//	packets = received + late + out-of-window + duplicate + malformed + invalid + out-of-range + before-start
+//	packets = received + late + out-of-window + duplicate + malformed + invalid + out-of-range + before-start + control
 //
 // The assembler counts the first five (packets its decoder or placer found
 // malformed are reported to it, so that one count holds every malformed
 // packet); the pipeline counts VDIF frames flagged invalid, packets the rule
-// does not place (a channel or thread outside it) and packets before the
-// observation's start (the given start, or the first packet placed).
+// does not place (a channel or thread outside it), packets before the
+// observation's start (the given start, or the first packet placed: a stream
+// reordered before its first packet loses what came before it) and SPEAD
+// control packets (descriptor or stream-control items, no timestamp item),
+// which carry no data. A failure that ends the pipeline (the ring, or a
+// header the first packet placed cannot give) leaves that packet without an
+// outcome.
 //
 // # The observation header
 //

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
@@ -99,54 +98,6 @@ func (p *Pipeline) Handle(pkt []byte) error {
 		return p.fail(err)
 	}
 	return nil
-}
-
-// placeSPEAD decodes and places a SPEAD packet, counting a rejection.
-func (p *Pipeline) placeSPEAD(pkt []byte) (uint64, []byte, bool) {
-	if err := spead.Decode(pkt, &p.sp); err != nil {
-		p.asm.Malformed()
-		return 0, nil, false
-	}
-	pl, err := p.spl.Place(&p.sp)
-	if err == nil {
-		return pl.Offset, p.sp.Payload, true
-	}
-	if !errors.Is(err, spead.ErrOutOfRange) {
-		p.asm.Malformed()
-		return 0, nil, false
-	}
-	first, _ := p.spl.First()
-	if ts, ok := p.sp.Immediate(p.cfg.SPEAD.TimestampID); ok && ts < first {
-		p.c.beforeStart.Add(1)
-	} else {
-		p.c.outOfRange.Add(1)
-	}
-	return 0, nil, false
-}
-
-// placeVDIF decodes and places a VDIF frame, counting a rejection.
-func (p *Pipeline) placeVDIF(pkt []byte) (uint64, []byte, bool) {
-	if err := vdif.Decode(pkt, &p.vf); err != nil {
-		p.asm.Malformed()
-		return 0, nil, false
-	}
-	pl, err := p.vpl.Place(&p.vf)
-	switch {
-	case err == nil:
-		return pl.Offset, p.vf.Data, true
-	case errors.Is(err, vdif.ErrInvalid):
-		p.c.invalid.Add(1)
-	case !errors.Is(err, vdif.ErrOutOfRange):
-		p.asm.Malformed()
-	default:
-		first, _ := p.vpl.First()
-		if vdif.EpochUnix(p.vf.RefEpoch)+int64(p.vf.Seconds) < first.Unix() {
-			p.c.beforeStart.Add(1)
-		} else {
-			p.c.outOfRange.Add(1)
-		}
-	}
-	return 0, nil, false
 }
 
 // fail records the pipeline's failure; every later Handle returns it.

@@ -171,7 +171,7 @@ func checkInvariant(t *testing.T, c Counters) {
 		t.Fatalf("counters %+v: outcomes add up to %d, not the %d packets", c, c.Outcomes(), c.Packets)
 	}
 	a := c.Assemble
-	if a.Packets+c.Invalid+c.OutOfRange+c.BeforeStart != c.Packets || a.ReceivedBytes != c.PlacedBytes {
+	if a.Packets+c.Invalid+c.OutOfRange+c.BeforeStart+c.Control != c.Packets || a.ReceivedBytes != c.PlacedBytes {
 		t.Fatalf("counters %+v: the assembler's %+v disagree", c, a)
 	}
 }

@@ -67,7 +67,8 @@ func shuffle(packets [][]byte, n int, seed uint64) {
 }
 
 // A shuffled SPEAD stream with a dropped packet, a duplicate, a malformed
-// packet, a channel outside the rule and a heap before the first lands in
+// packet, a channel outside the rule, a heap before the first, a descriptor
+// heap and a stream stop lands in
 // place, the gap zero-filled, every packet counted; the sync time is an item
 // of the stream, the sample rate the user's.
 func TestSPEADStream(t *testing.T) {
@@ -80,6 +81,8 @@ func TestSPEADStream(t *testing.T) {
 		speadPacket(t0+2*step, 2, 0, 0)[:40], // malformed: truncated
 		ingesttest.SPEADHeap(48, 99, heapBytes, 0, make([]byte, pktBytes), ingesttest.Imm(tsID, t0), ingesttest.Imm(chanID, 1024)), // out of range
 		speadPacket(t0-step, 0, 0, 0), // before the first heap
+		ingesttest.SPEADHeap(48, 100, 64, 0, make([]byte, 64), spead.Item{ID: DescriptorID, Value: 0}), // control: descriptors
+		ingesttest.SPEADHeap(48, 101, 0, 0, nil, ingesttest.Imm(StreamControlID, 2)),                   // control: stream stop
 	)
 	cfg := Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: SPEADTime{SyncTimeID: syncID, SampleRate: sampleRate}, Template: template(t)}
 	got := observe(t, cfg, 4, 4096, 3, packets)
@@ -91,7 +94,8 @@ func TestSPEADStream(t *testing.T) {
 		"BYTES_PER_SECOND": "500000", "RINGCAP_SPEAD_TIMESTAMP": "5008192",
 		"RINGCAP_SPEAD_SYNC_TIME": "1700000000", "RINGCAP_SPEAD_SAMPLE_RATE": "1000000",
 	})
-	want := Counters{Packets: 28, PlacedBytes: 23 * pktBytes, Received: 23, Duplicate: 1, Malformed: 2, OutOfRange: 1, BeforeStart: 1}
+	want := Counters{Packets: 30, PlacedBytes: 23 * pktBytes, Received: 23, Duplicate: 1, Malformed: 2, OutOfRange: 1, BeforeStart: 1,
+		Control: 2, Newest: t0 + (heaps-1)*step}
 	checkCounts(t, got.counts, want, pktBytes, 3)
 	if r := got.records[1]; r.Received != 4096-pktBytes || len(r.Missing) != 1 || r.Missing[0].Off != 1024 || r.Missing[0].Len != pktBytes {
 		t.Fatalf("record of block 1: %+v", r)
@@ -122,7 +126,7 @@ func TestSPEADStartAtTimestamp(t *testing.T) {
 		"UTC_START": "2023-11-14-22:13:25", "OBS_OFFSET": "8192", "RINGCAP_SPEAD_TIMESTAMP": "5016384",
 		"RINGCAP_SPEAD_SAMPLE_RATE": "1000000", "HDR_VERSION": "1.0", "RINGCAP_PROTOCOL": "spead",
 	})
-	want := Counters{Packets: 24, PlacedBytes: 16 * pktBytes, Received: 16, BeforeStart: 8}
+	want := Counters{Packets: 24, PlacedBytes: 16 * pktBytes, Received: 16, BeforeStart: 8, Newest: t0 + (heaps-1)*step}
 	checkCounts(t, got.counts, want, 0, 2)
 }
 

@@ -73,7 +73,8 @@ func TestVDIFStream(t *testing.T) {
 		"OBS_OFFSET": "0", "BYTES_PER_SECOND": "8192", "NBIT": "2", "NCHAN": "4", "NDIM": "1",
 		"RINGCAP_VDIF_STATION": "Ef", "RINGCAP_VDIF_THREADS": "2", "RINGCAP_VDIF_FRAMES_PER_SECOND": "4",
 	})
-	want := Counters{Packets: 27, PlacedBytes: 22 * frameBytes, Received: 22, Late: 1, Duplicate: 1, Malformed: 1, Invalid: 1, OutOfRange: 1}
+	want := Counters{Packets: 27, PlacedBytes: 22 * frameBytes, Received: 22, Late: 1, Duplicate: 1, Malformed: 1, Invalid: 1, OutOfRange: 1,
+		Newest: uint64(vdif.EpochUnix(epoch)) + firstSecond + seconds - 1}
 	checkCounts(t, got.counts, want, 2*frameBytes, 6)
 }
 
@@ -87,6 +88,7 @@ func TestVDIFStartAtTime(t *testing.T) {
 	got := observe(t, cfg, 4, 4096, 2, append(frames[7:], frames[:7]...))
 	checkData(t, got.data, (seconds-1)*fps*2*frameBytes, fps*2*frameBytes, nil)
 	checkHeader(t, got.hdr, map[string]string{"UTC_START": "2026-01-01-00:16:41", "OBS_OFFSET": "0", "HDR_VERSION": "1.0"})
-	want := Counters{Packets: 23, PlacedBytes: 16 * frameBytes, Received: 16, BeforeStart: 7}
+	want := Counters{Packets: 23, PlacedBytes: 16 * frameBytes, Received: 16, BeforeStart: 7,
+		Newest: uint64(vdif.EpochUnix(epoch)) + firstSecond + seconds - 1}
 	checkCounts(t, got.counts, want, 0, 4)
 }
