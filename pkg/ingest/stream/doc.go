@@ -42,6 +42,10 @@
 //     RINGCAP_VDIF_FRAMES_PER_SECOND. NPOL is not in a VDIF frame: the
 //     template gives it.
 //
+// The stream's keys replace the template's (NBIT, BYTES_PER_SECOND, ...).
+// Config.CheckHeader checks before any packet that the header fits the header
+// block with every stream value at its widest.
+//
 // Stream byte 0 is the start (heap index 0, frame 0 of the first second), so
 // a lost first packet leaves zeros at the start of the first block, recorded
 // as missing like any other gap.

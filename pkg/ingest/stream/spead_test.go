@@ -141,7 +141,7 @@ func TestSPEADHeaderFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failFirst(t, Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: rate, Template: tmpl}, "larger than HDR_SIZE 4096")
+	failFirst(t, Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: rate, Template: tmpl}, "more than the 4096-byte header block")
 }
 
 // failFirst runs a SPEAD stream through a pipeline of cfg that fails at the
