@@ -36,21 +36,29 @@ func speadRule() spead.Rule {
 
 // speadPacket is part k of the heap of timestamp index i, channel group g:
 // stream bytes ((i*2+g)*heapBytes + k*pktBytes) on of the pattern, with the
-// sync time and sample rate items.
-func speadPacket(ts uint64, i, g, k int) []byte {
+// sync time and sample rate items, in SPEAD-64-48.
+func speadPacket(ts uint64, i, g, k int) []byte { return speadPacketBits(48, ts, i, g, k) }
+
+// speadPacketBits is speadPacket in the flavour of addrBits heap address
+// bits.
+func speadPacketBits(addrBits int, ts uint64, i, g, k int) []byte {
 	off := uint64((i*2+g)*heapBytes + k*pktBytes)
-	return ingesttest.SPEADHeap(48, uint64(i*2+g), heapBytes, uint64(k*pktBytes), ingesttest.Pattern(off, pktBytes),
+	return ingesttest.SPEADHeap(addrBits, uint64(i*2+g), heapBytes, uint64(k*pktBytes), ingesttest.Pattern(off, pktBytes),
 		ingesttest.Imm(tsID, ts), ingesttest.Imm(chanID, uint64(g*512)),
 		ingesttest.Imm(syncID, syncTime), ingesttest.Imm(rateID, sampleRate))
 }
 
-// speadStream is every packet of heaps timestamps, in order.
-func speadStream() [][]byte {
+// speadStream is every packet of heaps timestamps, in order, in SPEAD-64-48.
+func speadStream() [][]byte { return speadStreamBits(48) }
+
+// speadStreamBits is speadStream in the flavour of addrBits heap address
+// bits.
+func speadStreamBits(addrBits int) [][]byte {
 	var out [][]byte
 	for i := range heaps {
 		for g := range 2 {
 			for k := range 2 {
-				out = append(out, speadPacket(t0+uint64(i*step), i, g, k))
+				out = append(out, speadPacketBits(addrBits, t0+uint64(i*step), i, g, k))
 			}
 		}
 	}
@@ -115,9 +123,9 @@ func checkCounts(t *testing.T, c, want Counters, zero, blocks uint64) {
 
 // A SPEAD observation that starts at a given timestamp counts the heaps
 // before it and writes none of them; the sync time is the user's, the sample
-// rate an item of the stream.
+// rate an item of the stream, in SPEAD-64-40.
 func TestSPEADStartAtTimestamp(t *testing.T) {
-	packets := speadStream()
+	packets := speadStreamBits(40)
 	cfg := Config{Protocol: SPEAD, SPEAD: speadRule(), SPEADTime: SPEADTime{SyncTime: syncTime, SampleRateID: rateID},
 		Start: Start{At: true, Timestamp: t0 + 2*step}}
 	got := observe(t, cfg, 4, 4096, 2, packets)
