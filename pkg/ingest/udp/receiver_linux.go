@@ -147,22 +147,35 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		defer runtime.UnlockOSThread()
 	}
 	for {
-		if err := s.rc.Read(s.b.readFn); err != nil {
+		if err := s.receiveBatch(i, h); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			s.counters.Errors.Add(1)
-			return fmt.Errorf("receive on udp %s: %w", s.info.Local, err)
+			return err
 		}
-		switch s.b.errno {
-		case 0:
-			s.counters.add(s.b.deliver(h, i))
-		case unix.EINTR, unix.ENOMEM, unix.ENOBUFS:
-			s.counters.Errors.Add(1)
-		default:
-			s.counters.Errors.Add(1)
-			return fmt.Errorf("recvmmsg on udp %s: %w", s.info.Local, s.b.errno)
+	}
+}
+
+// receiveBatch waits for one batch, hands it to h and counts it. Transient errors are
+// counted and return nil.
+func (s *socket) receiveBatch(i int, h Handler) error {
+	if err := s.rc.Read(s.b.readFn); err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return err
 		}
+		s.counters.Errors.Add(1)
+		return fmt.Errorf("receive on udp %s: %w", s.info.Local, err)
+	}
+	switch s.b.errno {
+	case 0:
+		s.counters.add(s.b.deliver(h, i))
+		return nil
+	case unix.EINTR, unix.ENOMEM, unix.ENOBUFS:
+		s.counters.Errors.Add(1)
+		return nil
+	default:
+		s.counters.Errors.Add(1)
+		return fmt.Errorf("recvmmsg on udp %s: %w", s.info.Local, s.b.errno)
 	}
 }
 
