@@ -125,3 +125,22 @@ func sourceOf(sa *unix.RawSockaddrInet6) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), port)
 }
+
+// batchCounts accumulates one batch's counts in the receive goroutine before one atomic add
+// per field.
+type batchCounts struct{ packets, bytes, drops, truncated uint64 }
+
+// add publishes one batch.
+func (c *Counters) add(b batchCounts) {
+	c.Batches.Add(1)
+	if b.packets > 0 {
+		c.Packets.Add(b.packets)
+		c.Bytes.Add(b.bytes)
+	}
+	if b.drops > 0 {
+		c.KernelDrops.Add(b.drops)
+	}
+	if b.truncated > 0 {
+		c.Truncated.Add(b.truncated)
+	}
+}

@@ -72,7 +72,7 @@ func TestBufferBeyondRmemMaxSaysWhichSysctl(t *testing.T) {
 	if openErr != nil {
 		t.Fatalf("Open without RequireRecvBuffer = %v, want the socket with the shortfall recorded", openErr)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	var be *BufferError
 	if !errors.As(r.BufferErr(), &be) || be.Wanted != want || be.Obtained != rmemMax || be.RmemMax != rmemMax || !errors.Is(be.Force, unix.EPERM) {
 		t.Fatalf("BufferErr = %#v, want wanted %d, obtained %d, rmem_max %d, force refused", r.BufferErr(), want, rmemMax, rmemMax)
@@ -104,7 +104,7 @@ func TestBufferForcedPastRmemMax(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	if got := r.Sockets()[0].RecvBuffer; got < want || r.BufferErr() != nil {
 		t.Errorf("RecvBuffer = %d (%v), want at least %d", got, r.BufferErr(), want)
 	}

@@ -92,9 +92,6 @@ func (c Config) validateGroups() error {
 	if !c.Address.IsUnspecified() {
 		return fmt.Errorf("udp config: with multicast groups bind the wildcard address, not %s (name the interface with Interface or InterfaceAddr)", c.Address)
 	}
-	if len(c.Groups) < c.SocketsPerPort {
-		return fmt.Errorf("udp config: %d sockets per port need at least as many multicast groups (have %d): the kernel gives every socket that joined a group a copy of its datagrams, so each socket joins its own groups", c.SocketsPerPort, len(c.Groups))
-	}
 	for _, g := range c.Groups {
 		if !g.IsMulticast() {
 			return fmt.Errorf("udp config: group %s is not a multicast address", g)

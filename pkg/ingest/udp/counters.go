@@ -43,22 +43,3 @@ func (s Stats) Add(o Stats) Stats {
 // Accounted is every datagram the sockets were sent that is known of: handed on, truncated
 // or dropped by the kernel.
 func (s Stats) Accounted() uint64 { return s.Packets + s.Truncated + s.KernelDrops }
-
-// batchCounts accumulates one batch's counts in the receive goroutine before one atomic add
-// per field.
-type batchCounts struct{ packets, bytes, drops, truncated uint64 }
-
-// add publishes one batch.
-func (c *Counters) add(b batchCounts) {
-	c.Batches.Add(1)
-	if b.packets > 0 {
-		c.Packets.Add(b.packets)
-		c.Bytes.Add(b.bytes)
-	}
-	if b.drops > 0 {
-		c.KernelDrops.Add(b.drops)
-	}
-	if b.truncated > 0 {
-		c.Truncated.Add(b.truncated)
-	}
-}

@@ -18,11 +18,14 @@
 // it, with SO_RCVBUFFORCE (CAP_NET_ADMIN); when the size obtained still falls short a
 // *BufferError names the size wanted, the size obtained and the sysctl that raises the cap.
 //
-// With several sockets on one port the kernel spreads unicast datagrams by a hash of the
-// source and destination, but it delivers a copy of a multicast datagram to every socket
-// that joined its group. So the groups are shared out: socket k of a port joins groups k,
-// k+n, k+2n, ... (n sockets per port), and each socket takes only its own groups
-// (IP_MULTICAST_ALL off).
+// With several sockets on one port the kernel spreads unicast datagrams over them by a hash
+// of source and destination. For multicast, kernels differ: some hand a copy of each
+// datagram to every socket on the port that joined its group (with IP_MULTICAST_ALL on, to
+// every socket on the port), others (Linux 6.18, as the tests found) pick one socket of the
+// SO_REUSEPORT group by the same hash, whichever joined. So the groups are shared out and
+// IP_MULTICAST_ALL is turned off: socket k of a port joins groups k, k+n, k+2n, ... (n
+// sockets per port), and either way each datagram reaches exactly one socket. Which socket
+// that is depends on the kernel; a Handler must not assume it.
 //
 // The package is Linux only; elsewhere Open returns ErrNotSupported.
 package udp

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // loopback is the address every unicast test sends to.
@@ -107,3 +106,6 @@ func waitAccounted(t *testing.T, r *Receiver, sent uint64) Stats {
 func statsString(s Stats, sent uint64) string {
 	return fmt.Sprintf("sent %d: packets %d, truncated %d, kernel drops %d, errors %d", sent, s.Packets, s.Truncated, s.KernelDrops, s.Errors)
 }
+
+// runtimeYield lets the receiver run while a sender waits for it.
+func runtimeYield() { time.Sleep(50 * time.Microsecond) }

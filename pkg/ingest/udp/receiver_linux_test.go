@@ -210,7 +210,7 @@ func TestOpenFailureClosesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	_, err = Open(Config{Address: netip.MustParseAddr("192.0.2.1"), Ports: []uint16{0}}) // TEST-NET-1, not ours
 	if err == nil {
 		t.Fatal("Open on an address not on this host succeeded")
