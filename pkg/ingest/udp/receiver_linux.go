@@ -19,7 +19,9 @@ type Receiver struct {
 	cfg     Config
 	socks   []*socket
 	running atomic.Bool
-	closeMu sync.Once
+	mu      sync.Mutex // orders Run's start against Close
+	closed  bool       // under mu
+	once    sync.Once  // closes the sockets
 	wg      sync.WaitGroup
 }
 
@@ -64,9 +66,9 @@ func Open(cfg Config) (*Receiver, error) {
 // openSocket opens socket k of port.
 func (r *Receiver) openSocket(port uint16, k, ifindex int) (*socket, error) {
 	groups := r.cfg.groupsFor(k)
-	conn, obtained, bufErr := openSocket(r.cfg, port, groups, ifindex)
-	if conn == nil {
-		return nil, bufErr
+	conn, buf, err := openSocket(r.cfg, port, groups, ifindex)
+	if err != nil {
+		return nil, err
 	}
 	rc, err := conn.SyscallConn()
 	if err != nil {
@@ -77,8 +79,8 @@ func (r *Receiver) openSocket(port uint16, k, ifindex int) (*socket, error) {
 	s.info = SocketInfo{
 		Local:      conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		Groups:     groups,
-		RecvBuffer: obtained,
-		BufferErr:  bufErr,
+		RecvBuffer: buf.obtained,
+		BufferErr:  buf.err,
 	}
 	return s, nil
 }
@@ -122,8 +124,14 @@ func (r *Receiver) Run(h Handler) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("udp receiver: Run called twice")
 	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
 	errs := make(chan error, len(r.socks))
 	r.wg.Add(len(r.socks))
+	r.mu.Unlock()
 	for i, s := range r.socks {
 		go func() {
 			defer r.wg.Done()
@@ -182,6 +190,9 @@ func (s *socket) receiveBatch(i int, h Handler) error {
 // Close closes every socket, which ends Run's goroutines, and waits for them to return.
 // It is idempotent.
 func (r *Receiver) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	r.closeSockets()
 	r.wg.Wait()
 	return nil
@@ -189,7 +200,7 @@ func (r *Receiver) Close() error {
 
 // closeSockets closes the sockets once; a blocked receive returns net.ErrClosed.
 func (r *Receiver) closeSockets() {
-	r.closeMu.Do(func() {
+	r.once.Do(func() {
 		for _, s := range r.socks {
 			_ = s.conn.Close()
 		}

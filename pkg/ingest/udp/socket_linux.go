@@ -19,42 +19,45 @@ import (
 // rmemMaxPath is where the cap on SO_RCVBUF is read for BufferError.
 const rmemMaxPath = "/proc/sys/net/core/rmem_max"
 
+// bufferSize is what sizeRecvBuffer obtained for one socket.
+type bufferSize struct {
+	obtained int
+	err      error // a *BufferError when obtained falls short
+}
+
 // openSocket binds one socket for port with the receive options set before bind, then joins
-// its groups.
-func openSocket(cfg Config, port uint16, groups []netip.Addr, ifindex int) (*net.UDPConn, int, error) {
+// its groups. A buffer shortfall is returned in bufferSize, or as the error when
+// cfg.RequireRecvBuffer.
+func openSocket(cfg Config, port uint16, groups []netip.Addr, ifindex int) (*net.UDPConn, bufferSize, error) {
 	network := "udp4"
 	if cfg.Address.Is6() {
 		network = "udp6"
 	}
-	var obtained int
-	var bufErr error
+	var buf bufferSize
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		return controlErr(c, func(fd int) error {
 			if err := setReceiveOptions(fd, cfg.Address.Is6()); err != nil {
 				return err
 			}
-			obtained, bufErr = sizeRecvBuffer(fd, cfg.RecvBufferBytes)
+			buf.obtained, buf.err = sizeRecvBuffer(fd, cfg.RecvBufferBytes)
+			var be *BufferError
+			if buf.err != nil && (cfg.RequireRecvBuffer || !errors.As(buf.err, &be)) {
+				return buf.err
+			}
 			return nil
 		})
 	}}
 	addr := netip.AddrPortFrom(cfg.Address, port).String()
 	pc, err := lc.ListenPacket(context.Background(), network, addr)
 	if err != nil {
-		return nil, 0, fmt.Errorf("listen on udp %s: %w", addr, err)
+		return nil, buf, err // net's error names the listen and the address
 	}
 	conn := pc.(*net.UDPConn)
-	if bufErr != nil && cfg.RequireRecvBuffer {
-		_ = conn.Close()
-		return nil, 0, fmt.Errorf("listen on udp %s: %w", addr, bufErr)
-	}
 	if err := joinGroups(conn, groups, ifindex, cfg.InterfaceAddr); err != nil {
 		_ = conn.Close()
-		return nil, 0, fmt.Errorf("listen on udp %s: %w", addr, err)
+		return nil, buf, fmt.Errorf("udp %s: %w", addr, err)
 	}
-	if bufErr != nil {
-		return conn, obtained, bufErr
-	}
-	return conn, obtained, nil
+	return conn, buf, nil
 }
 
 // controlErr runs f on the socket's descriptor and returns the first error of either.
