@@ -13,14 +13,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ringcap/ringcap/internal/testkit"
 	"golang.org/x/sys/unix"
 )
 
 // Addresses of the veth pair between the test's two network namespaces.
 var (
-	txAddr = netip.MustParseAddr("10.231.0.1")
-	rxAddr = netip.MustParseAddr("10.231.0.2")
+	txAddr  = netip.MustParseAddr("10.231.0.1")
+	rxAddr  = netip.MustParseAddr("10.231.0.2")
+	txAddr6 = netip.MustParseAddr("fd77::1")
+	rxAddr6 = netip.MustParseAddr("fd77::2")
 )
 
 // ip runs the ip command, failing the test with its output.
@@ -55,9 +59,27 @@ func vethPair(t *testing.T) (tx, rx string) {
 	ip(t, "-n", tx, "link", "add", "vtx", "type", "veth", "peer", "name", "vrx", "netns", rx)
 	ip(t, "-n", tx, "addr", "add", txAddr.String()+"/24", "dev", "vtx")
 	ip(t, "-n", rx, "addr", "add", rxAddr.String()+"/24", "dev", "vrx")
+	ip(t, "-n", tx, "addr", "add", txAddr6.String()+"/64", "dev", "vtx", "nodad")
+	ip(t, "-n", rx, "addr", "add", rxAddr6.String()+"/64", "dev", "vrx", "nodad")
+	ip(t, "-n", tx, "link", "set", "lo", "up") // IPv6 input routing needs lo up
+	ip(t, "-n", rx, "link", "set", "lo", "up")
 	ip(t, "-n", tx, "link", "set", "vtx", "up")
 	ip(t, "-n", rx, "link", "set", "vrx", "up")
+	waitMulticastRoute(t, tx, "vtx")
+	waitMulticastRoute(t, rx, "vrx")
 	return tx, rx
+}
+
+// waitMulticastRoute waits until dev in ns is up with carrier and its IPv6 multicast route
+// is usable (datagrams sent before are dropped as unroutable).
+func waitMulticastRoute(t *testing.T, ns, dev string) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, dev+" up in "+ns, func() (bool, string) {
+		link, _ := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
+		routes, _ := exec.Command("ip", "-n", ns, "-6", "route", "show", "table", "local", "ff00::/8", "dev", dev).CombinedOutput()
+		ok := strings.Contains(string(link), "state UP") && len(routes) > 0 && !strings.Contains(string(routes), "linkdown")
+		return ok, string(link) + string(routes)
+	})
 }
 
 // inNetns runs fn on a throw-away thread inside network namespace ns: sockets it opens
@@ -82,8 +104,9 @@ func inNetns(t *testing.T, ns string, fn func()) {
 	}
 }
 
-// multicastSender opens, in ns, a socket that sends multicast out of interface dev.
-func multicastSender(t *testing.T, ns, dev string) *net.UDPConn {
+// multicastSender opens, in ns, a socket bound to from that sends multicast out of
+// interface dev.
+func multicastSender(t *testing.T, ns, dev string, from netip.Addr) *net.UDPConn {
 	t.Helper()
 	var conn *net.UDPConn
 	var err error
@@ -92,11 +115,14 @@ func multicastSender(t *testing.T, ns, dev string) *net.UDPConn {
 		if ifi, err = net.InterfaceByName(dev); err != nil {
 			return
 		}
-		if conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(txAddr, 0))); err != nil {
+		if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(from, 0))); err != nil {
 			return
 		}
 		rc, _ := conn.SyscallConn()
 		err = controlErr(rc, func(fd int) error {
+			if from.Is6() {
+				return unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifi.Index)
+			}
 			return unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, &unix.IPMreqn{Ifindex: int32(ifi.Index)})
 		})
 	})
@@ -127,7 +153,7 @@ func TestMulticastGroupsSharedOutOverVeth(t *testing.T) {
 	}
 	run(t, r, func(p Packet) { counts[p.Socket][binary.LittleEndian.Uint64(p.Data)>>32].Add(1) })
 	port := r.Sockets()[0].Local.Port()
-	c := multicastSender(t, tx, "vtx")
+	c := multicastSender(t, tx, "vtx", txAddr)
 	const n = 300
 	sendToGroups(t, r, c, groups, netip.MustParseAddr("239.255.77.9"), port, n)
 	s := waitAccounted(t, r, 3*n)
@@ -157,10 +183,42 @@ func TestMulticastJoinByInterfaceAddress(t *testing.T) {
 		t.Fatalf("Open in %s: %v", rx, err)
 	}
 	run(t, r, func(Packet) {})
-	c := multicastSender(t, tx, "vtx")
+	c := multicastSender(t, tx, "vtx", txAddr)
 	sendToGroups(t, r, c, []netip.Addr{group}, netip.Addr{}, r.Sockets()[0].Local.Port(), 100)
 	if s := waitAccounted(t, r, 100); s.Packets != 100 {
 		t.Fatalf("stats %+v, want 100 packets", s)
+	}
+}
+
+// An IPv6 group joined on a named interface arrives from its sender's address.
+func TestMulticastIPv6OverVeth(t *testing.T) {
+	tx, rx := vethPair(t)
+	group := netip.MustParseAddr("ff15::7701")
+	var r *Receiver
+	var err error
+	inNetns(t, rx, func() {
+		r, err = Open(Config{Ports: []uint16{0}, Groups: []netip.Addr{group}, Interface: "vrx"})
+	})
+	if err != nil {
+		t.Fatalf("Open in %s: %v", rx, err)
+	}
+	var from atomic.Value
+	run(t, r, func(p Packet) { from.Store(p.Source.Addr()) })
+	c := multicastSender(t, tx, "vtx", txAddr6)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, args := range [][]string{{"-n", rx, "maddr", "show", "dev", "vrx"}, {"netns", "exec", rx, "grep", "-i", "mcast\\|InDiscards\\|NoRoutes\\|Udp6", "/proc/net/snmp6"}, {"netns", "exec", tx, "grep", "-i", "OutMcast\\|NoRoutes\\|Udp6Out", "/proc/net/snmp6"}} {
+				out, _ := exec.Command("ip", args...).CombinedOutput()
+				t.Logf("ip %v:\n%s", args, out)
+			}
+		}
+	})
+	sendToGroups(t, r, c, []netip.Addr{group}, netip.Addr{}, r.Sockets()[0].Local.Port(), 100)
+	if s := waitAccounted(t, r, 100); s.Packets != 100 {
+		t.Fatalf("stats %+v, want 100 packets", s)
+	}
+	if got := from.Load(); got != txAddr6 {
+		t.Errorf("source %v, want %s", got, txAddr6)
 	}
 }
 
@@ -183,7 +241,10 @@ func sendToGroups(t *testing.T, r *Receiver, c *net.UDPConn, groups []netip.Addr
 				t.Fatalf("send to %s: %v", unjoined, err)
 			}
 		}
-		for sent > r.Stats().Accounted()+uint64(64*len(groups)) {
+		for deadline := time.Now().Add(10 * time.Second); sent > r.Stats().Accounted()+uint64(64*len(groups)); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the receiver stopped taking datagrams: %s", statsString(r.Stats(), sent))
+			}
 			runtimeYield()
 		}
 	}
