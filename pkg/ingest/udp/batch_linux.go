@@ -49,6 +49,7 @@ func newBatch(size, packetSize int) *batch {
 		h.Iov = &b.iovs[i]
 		h.SetIovlen(1)
 		h.Control = &b.oob[i*oobSize]
+		b.reset(i)
 	}
 	b.readFn = b.recv
 	return b
@@ -57,11 +58,8 @@ func newBatch(size, packetSize int) *batch {
 // recv is the RawConn read callback: one non-blocking recvmmsg; false asks the poller to
 // wait for the socket to become readable.
 func (b *batch) recv(fd uintptr) bool {
-	for i := range b.msgs {
-		h := &b.msgs[i].Hdr
-		h.Namelen = unix.SizeofSockaddrInet6
-		h.SetControllen(oobSize)
-		h.Flags = 0
+	for i := range b.n { // the kernel rewrote only the headers it filled
+		b.reset(i)
 	}
 	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_DONTWAIT, 0, 0)
 	runtime.KeepAlive(b)
@@ -71,8 +69,19 @@ func (b *batch) recv(fd uintptr) bool {
 	b.n, b.errno = int(n), e
 	if e != 0 {
 		b.n = 0
+		for i := range b.msgs {
+			b.reset(i)
+		}
 	}
 	return true
+}
+
+// reset restores the lengths the kernel overwrites in message i.
+func (b *batch) reset(i int) {
+	h := &b.msgs[i].Hdr
+	h.Namelen = unix.SizeofSockaddrInet6
+	h.SetControllen(oobSize)
+	h.Flags = 0
 }
 
 // deliver hands the last call's datagrams to h and returns the batch's counts.

@@ -10,6 +10,8 @@ import (
 const (
 	DefaultBatchSize  = 64
 	DefaultPacketSize = 9000
+	// MaxBatchSize is the kernel's limit on one recvmmsg call (UIO_MAXIOV).
+	MaxBatchSize = 1024
 )
 
 // ErrNotSupported is returned by Open on platforms without Linux's socket options.
@@ -74,6 +76,8 @@ func (c Config) Validate() error {
 		return errors.New("udp config: no ports")
 	case c.SocketsPerPort < 0, c.BatchSize < 0, c.PacketSize < 0, c.RecvBufferBytes < 0:
 		return errors.New("udp config: SocketsPerPort, BatchSize, PacketSize and RecvBufferBytes must not be negative")
+	case c.BatchSize > MaxBatchSize:
+		return fmt.Errorf("udp config: BatchSize %d exceeds the kernel's %d messages per recvmmsg", c.BatchSize, MaxBatchSize)
 	case c.PacketSize > 65535:
 		return fmt.Errorf("udp config: PacketSize %d exceeds the largest UDP payload (65535)", c.PacketSize)
 	case c.Interface != "" && c.InterfaceAddr.IsValid():

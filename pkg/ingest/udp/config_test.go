@@ -19,6 +19,7 @@ func TestConfigValidate(t *testing.T) {
 		{"one port", Config{Ports: []uint16{7148}}, ""},
 		{"no ports", Config{}, "no ports"},
 		{"negative batch", Config{Ports: []uint16{1}, BatchSize: -1}, "must not be negative"},
+		{"batch beyond recvmmsg", Config{Ports: []uint16{1}, BatchSize: 4096}, "exceeds the kernel's 1024"},
 		{"jumbo beyond UDP", Config{Ports: []uint16{1}, PacketSize: 70000}, "largest UDP payload"},
 		{"both interface forms", Config{Ports: []uint16{1}, Interface: "eth0", InterfaceAddr: netip.MustParseAddr("10.0.0.1")}, "not both"},
 		{"v6 interface address", Config{Ports: []uint16{1}, InterfaceAddr: netip.MustParseAddr("fe80::1")}, "not IPv4"},
