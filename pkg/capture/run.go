@@ -63,6 +63,12 @@ type Capture struct {
 	// Status is where Run reports (nil: a tracker of its own); a caller that
 	// passes one can watch the run.
 	Status *Tracker
+	// ServeRing, when set, serves the ring in place of the RDMA receiver (a
+	// packet-stream receiver, pkg/ingest/receiver): Run makes the ring, the
+	// status server, the drain and the final state as for RDMA, and
+	// ServeRing receives into it until a stop condition (nil) or ctx. The
+	// RDMA fields (Listen, Device, Receiver, Transport, Open) are unused.
+	ServeRing func(ctx context.Context, h *dada.HDU, t *Tracker, log *slog.Logger) error
 }
 
 // Run receives into the ring until a stop condition or ctx ends: it makes or
@@ -79,9 +85,11 @@ func Run(ctx context.Context, c Capture) (err error) {
 	if t == nil {
 		t = NewTracker()
 	}
-	t.Update(func(s *statusdoc.Status) {
-		s.QueuePairs, s.TransferMode, s.BusyPoll = c.Receiver.QPs, c.Receiver.Mode.String(), c.Receiver.BusyPoll
-	})
+	if c.ServeRing == nil {
+		t.Update(func(s *statusdoc.Status) {
+			s.QueuePairs, s.TransferMode, s.BusyPoll = c.Receiver.QPs, c.Receiver.Mode.String(), c.Receiver.BusyPoll
+		})
+	}
 	stop, err := serveStatus(t, c.MetricsAddr, log)
 	if err != nil {
 		return err
@@ -106,6 +114,9 @@ func Run(ctx context.Context, c Capture) (err error) {
 	})
 	if err := t.WatchRing(ringwatch.NewWatcher(h.Snapshot)); err != nil {
 		return err
+	}
+	if c.ServeRing != nil {
+		return c.ServeRing(ctx, h, t, log)
 	}
 	return serve(ctx, c, h, t, log)
 }

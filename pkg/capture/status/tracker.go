@@ -28,6 +28,7 @@ type Tracker struct {
 	held   HoldClock
 	ring   *ringwatch.Watcher // nil until WatchRing
 	cur    current            // the current observation (observation.go)
+	live   func(*statusdoc.Status)
 
 	reg       *prometheus.Registry
 	bytes     *prometheus.CounterVec
@@ -121,10 +122,28 @@ func (t *Tracker) Register(c prometheus.Collector) error {
 	return nil
 }
 
+// SetLive sets a function that brings the status up to date from live
+// counters (a packet pipeline's) at each snapshot, before the derived fields
+// are computed; it runs under the tracker's lock, so it must not call the
+// tracker. nil removes it.
+func (t *Tracker) SetLive(f func(*statusdoc.Status)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.live = f
+}
+
+// refresh runs the live function, if any; the caller holds t.mu.
+func (t *Tracker) refresh() {
+	if t.live != nil {
+		t.live(&t.st)
+	}
+}
+
 // Snapshot returns a copy of the status with the derived fields computed.
 func (t *Tracker) Snapshot() statusdoc.Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.refresh()
 	if t.ring != nil {
 		t.st.RingFill = nil
 		if sum, err := t.ring.Look(); err == nil {
@@ -148,6 +167,10 @@ func (t *Tracker) Snapshot() statusdoc.Status {
 		g := *s.Endpoint.GIDIndex
 		s.Endpoint.GIDIndex = &g
 	}
+	if s.Packets != nil {
+		p := *s.Packets
+		s.Packets = &p
+	}
 	return s
 }
 
@@ -166,6 +189,7 @@ func (t *Tracker) updateRate(now time.Time) {
 func (t *Tracker) rateNow() float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.refresh()
 	t.updateRate(time.Now())
 	return t.st.RateBytesPerSecond
 }

@@ -139,6 +139,42 @@ type Status struct {
 	// RingFill is the ring's fill and reader slots, read from the ring when the document
 	// was made; absent while the ring cannot be read (not made yet, or closed).
 	RingFill *RingFill `json:"ringFill,omitempty"`
+
+	// Packets are the packet counts of a packet-stream receiver (SPEAD,
+	// VDIF); absent from an RDMA receiver's document.
+	Packets *Packets `json:"packets,omitempty"`
+}
+
+// Packets are a packet-stream receiver's counts since it started. Every
+// packet handed to its pipeline is counted in Packets and under one outcome:
+//
+//	Packets = ReceivedPackets + Late + OutOfWindow + Duplicate + Malformed + Invalid + OutOfRange + BeforeStart + Control
+//
+// KernelDrops (dropped by the kernel, the socket buffer full) and Truncated
+// (longer than the largest packet accepted) never reach the pipeline.
+type Packets struct {
+	Protocol        string `json:"protocol"` // "spead" or "vdif"
+	Packets         uint64 `json:"packets"`
+	ReceivedPackets uint64 `json:"receivedPackets"`
+	ReceivedBytes   uint64 `json:"receivedBytes"` // payload bytes written into the ring
+	Late            uint64 `json:"late"`
+	OutOfWindow     uint64 `json:"outOfWindow"`
+	Duplicate       uint64 `json:"duplicate"`
+	Malformed       uint64 `json:"malformed"`
+	Invalid         uint64 `json:"invalid"`
+	OutOfRange      uint64 `json:"outOfRange"`
+	BeforeStart     uint64 `json:"beforeStart"`
+	Control         uint64 `json:"control"`
+	KernelDrops     uint64 `json:"kernelDrops"`
+	Truncated       uint64 `json:"truncated"`
+	ZeroFilledBytes uint64 `json:"zeroFilledBytes"` // bytes of blocks handed over that no packet carried
+	Blocks          uint64 `json:"blocks"`          // blocks handed to the ring
+}
+
+// Outcomes is the sum of the outcomes; it equals Packets once no packet is
+// being handled.
+func (p Packets) Outcomes() uint64 {
+	return p.ReceivedPackets + p.Late + p.OutOfWindow + p.Duplicate + p.Malformed + p.Invalid + p.OutOfRange + p.BeforeStart + p.Control
 }
 
 // RingFill is how full the ring is and how far each reader slot is behind.

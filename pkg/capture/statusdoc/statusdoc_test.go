@@ -22,6 +22,8 @@ func full() Status {
 		CompletionTime: "2026-11-21T15:01:00Z", Seconds: 3, Gbps: 12.5, IncompleteObs: 1,
 		LastObservation:    &Observation{Number: 1, Bytes: 4 << 20, Blocks: 4, Seconds: 2, Gbps: 0.0168, Complete: true, Message: "stopped"},
 		CurrentObservation: &CurrentObservation{Number: 2, Bytes: 1 << 20, UTCStart: "2026-11-21-15:00:30"},
+		Packets: &Packets{Protocol: "spead", Packets: 100, ReceivedPackets: 90, ReceivedBytes: 737280, Late: 1, OutOfWindow: 1, Duplicate: 2,
+			Malformed: 1, Invalid: 1, OutOfRange: 1, BeforeStart: 1, Control: 2, KernelDrops: 3, Truncated: 1, ZeroFilledBytes: 8192, Blocks: 4},
 	}
 }
 
@@ -34,7 +36,9 @@ const fullJSON = `{"version":1,"state":"Receiving","message":"receiving observat
 	`"header":{"SOURCE":"J0437-4715"},"completionErrors":1,"startTime":"2026-11-21T14:59:00Z","completionTime":"2026-11-21T15:01:00Z",` +
 	`"seconds":3,"gbps":12.5,"incompleteObservations":1,` +
 	`"lastObservation":{"number":1,"bytes":4194304,"blocks":4,"seconds":2,"gbps":0.0168,"complete":true,"message":"stopped"},` +
-	`"currentObservation":{"number":2,"bytes":1048576,"utcStart":"2026-11-21-15:00:30"}}`
+	`"currentObservation":{"number":2,"bytes":1048576,"utcStart":"2026-11-21-15:00:30"},` +
+	`"packets":{"protocol":"spead","packets":100,"receivedPackets":90,"receivedBytes":737280,"late":1,"outOfWindow":1,"duplicate":2,` +
+	`"malformed":1,"invalid":1,"outOfRange":1,"beforeStart":1,"control":2,"kernelDrops":3,"truncated":1,"zeroFilledBytes":8192,"blocks":4}}`
 
 func TestFieldNames(t *testing.T) {
 	b, err := json.Marshal(full())
@@ -93,5 +97,13 @@ func TestGIDIndexAbsent(t *testing.T) {
 		if got != want {
 			t.Errorf("Parse(%s): gidIndex %s, want %s", doc, got, want)
 		}
+	}
+}
+
+// The packets section adds up: every packet under one outcome.
+func TestPacketsOutcomes(t *testing.T) {
+	p := full().Packets
+	if p.Outcomes() != p.Packets {
+		t.Errorf("%+v: outcomes %d, packets %d", p, p.Outcomes(), p.Packets)
 	}
 }
