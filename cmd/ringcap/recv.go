@@ -49,6 +49,7 @@ type recvOpts struct {
 	summaryFile string
 	wait        time.Duration
 	drain       time.Duration
+	packets     packetFlags
 }
 
 // devFlags are the --device/--ib-port/--gid-index flags shared by recv and send.
@@ -79,12 +80,23 @@ func newRecvCmd() *cobra.Command {
 		Long: "recv becomes the writer of a ring and waits for senders on a TCP port. Each sender's stream\n" +
 			"is one observation: a header, then the data, placed in ring blocks by sequence number, ending\n" +
 			"with end-of-data on the exact byte count. Status is served as JSON on /status and as\n" +
-			"Prometheus metrics on /metrics (--metrics-addr).",
+			"Prometheus metrics on /metrics (--metrics-addr).\n\n" +
+			"With --protocol spead or vdif it takes a UDP packet stream instead (a digitiser's or\n" +
+			"beamformer's): each packet's payload lands at the place its index gives, missing bytes are\n" +
+			"zero-filled, and every packet not written is counted by reason (/status \"packets\").",
 		Example: "  ringcap recv -k dada --create -b 1048576 -n 8 --qps 4 --mode write --listen 198.18.0.2:18515\n" +
 			"  ringcap recv -k dada --mode send --stop-observations 1 --summary-file /tmp/summary.json\n" +
-			"  ringcap recv -k dada --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo --listen 127.0.0.1:18515",
+			"  ringcap recv -k dada --transport ofi --ofi-provider 'tcp;ofi_rxm' --ofi-domain lo --listen 127.0.0.1:18515\n" +
+			"  ringcap recv -k dada --create -b 8388608 -n 16 --protocol spead --udp-ports 7148 --spead-timestamp-id 0x1600 \\\n" +
+			"      --spead-timestamp-step 2097152 --spead-sync-time-id 0x1027 --spead-sample-rate 1712000000",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.packets.check(cmd.Flags()); err != nil {
+				return err
+			}
+			if o.packets.packet() {
+				return runPacketRecv(cmd.Context(), cmd.ErrOrStderr(), o)
+			}
 			return runRecv(cmd.Context(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -122,6 +134,7 @@ func newRecvCmd() *cobra.Command {
 	fs.IntVar(&o.stopObs, "stop-observations", 0, "exit after this many observations")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":9100", "HTTP address for /metrics and /status (empty: off)")
 	fs.StringVar(&o.summaryFile, "summary-file", "", "write the final status JSON here on exit")
+	o.packets.add(c)
 	return c
 }
 

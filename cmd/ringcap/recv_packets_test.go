@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/ingest/vdif"
+)
+
+// freeUDPPort returns a UDP port free now on 127.0.0.1.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// packetRun is a `ringcap recv` of a packet protocol running in this process
+// into ring key, with its status on metrics and its summary in summary.
+type packetRun struct {
+	key, metrics, summary string
+	udpPort               int
+	cancel                context.CancelFunc
+	done                  chan error
+	errs                  *strings.Builder
+}
+
+// startPacketRecv creates a ring of 8 blocks of 4096 bytes and runs recv with
+// args (the protocol's flags) into it.
+func startPacketRecv(t *testing.T, args ...string) *packetRun {
+	t.Helper()
+	r := &packetRun{key: createRing(t, "-b", "4096", "-n", "8", "-a", "4096"), udpPort: freeUDPPort(t),
+		metrics: "127.0.0.1:" + strconv.Itoa(freePort(t)), summary: filepath.Join(t.TempDir(), "summary.json"), done: make(chan error, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	r.cancel = cancel
+	all := append([]string{"recv", "-k", r.key, "--udp-ports", strconv.Itoa(r.udpPort), "--udp-address", "127.0.0.1", "--udp-buffer", "4M",
+		"--metrics-addr", r.metrics, "--summary-file", r.summary}, args...)
+	go func() {
+		_, errs, err := ringcap(ctx, all...)
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, errs)
+		}
+		r.done <- err
+	}()
+	t.Cleanup(cancel)
+	return r
+}
+
+// status reads /status (nil while the server does not answer).
+func (r *packetRun) status() *statusdoc.Status {
+	resp, err := http.Get("http://" + r.metrics + "/status")
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	st, err := statusdoc.Parse(b)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// waitStatus polls /status until ok(status) holds.
+func (r *packetRun) waitStatus(t *testing.T, what string, ok func(*statusdoc.Status) bool) *statusdoc.Status {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := r.status(); st != nil && ok(st) {
+			return st
+		}
+		select {
+		case err := <-r.done:
+			t.Fatalf("recv ended waiting for %s: %v", what, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	st := r.status()
+	t.Fatalf("no %s in time: %+v (packets %+v)", what, st, st.Packets)
+	return nil
+}
+
+// wait waits for recv to return, then reads its summary.
+func (r *packetRun) wait(t *testing.T) *statusdoc.Status {
+	t.Helper()
+	if err := <-r.done; err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	b, err := os.ReadFile(r.summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := statusdoc.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// send writes each packet to the receiver's port on loopback.
+func (r *packetRun) send(t *testing.T, packets [][]byte) {
+	t.Helper()
+	c, err := net.Dial("udp", "127.0.0.1:"+strconv.Itoa(r.udpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	for _, p := range packets {
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readRing reads one observation of ring key with a pkg/dada reader.
+func readPacketRing(ctx context.Context, key string) (*dada.Header, []byte, error) {
+	h, err := dada.ConnectWait(ctx, mustKey(key), dada.ConnectOptions{}, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = h.Close() }()
+	rd, err := h.LockRead(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = rd.Close() }()
+	hb, err := rd.ReadHeader(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	hd, err := dada.ParseHeader(hb)
+	if err != nil {
+		return nil, nil, err
+	}
+	var data []byte
+	for {
+		b, err := rd.NextBlock(ctx)
+		if errors.Is(err, io.EOF) {
+			return hd, data, nil
+		}
+		if err != nil {
+			return hd, data, err
+		}
+		data = append(data, b.Data...)
+		if err := rd.MarkCleared(); err != nil || b.EOD {
+			return hd, data, err
+		}
+	}
+}
+
+// ringRead is what a reader read of the ring, delivered on a channel.
+type ringRead struct {
+	hdr  *dada.Header
+	data []byte
+	err  error
+}
+
+func startReader(key string) chan ringRead {
+	ch := make(chan ringRead, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		hd, data, err := readPacketRing(ctx, key)
+		ch <- ringRead{hd, data, err}
+	}()
+	return ch
+}
+
+// checkPattern checks data against the test pattern, zero in [gap0, gap1).
+func checkPattern(t *testing.T, data []byte, total, gap0, gap1 int) {
+	t.Helper()
+	if len(data) != total {
+		t.Fatalf("read %d bytes, want %d", len(data), total)
+	}
+	for i, b := range data {
+		want := ingesttest.PatternByte(uint64(i))
+		if i >= gap0 && i < gap1 {
+			want = 0
+		}
+		if b != want {
+			t.Fatalf("byte %d = %d, want %d (gap [%d, %d))", i, b, want, gap0, gap1)
+		}
+	}
+}
+
+// checkPackets checks the packets section against want and its invariant.
+func checkPackets(t *testing.T, got *statusdoc.Packets, want statusdoc.Packets) {
+	t.Helper()
+	if got == nil || *got != want {
+		t.Fatalf("packets %+v, want %+v", got, want)
+	}
+	if got.Outcomes() != got.Packets {
+		t.Fatalf("packets %+v: outcomes %d, not %d", got, got.Outcomes(), got.Packets)
+	}
+}
+
+const (
+	speadHeap = 1024   // bytes per heap, one packet each
+	speadStep = 2048   // timestamp units per heap
+	speadRate = 8192   // timestamp units per second: 4 heaps a second
+	speadSync = 1.7e9  // Unix seconds of timestamp 0
+	speadT0   = 10 * speadRate
+)
+
+// speadPackets are 24 heaps in order (6 blocks of 4096 bytes) but heap 5,
+// heap 7 twice, and a malformed packet after heap 12.
+func speadPackets() [][]byte {
+	var out [][]byte
+	for i := range 24 {
+		p := ingesttest.SPEADHeap(48, uint64(i+1), speadHeap, 0, ingesttest.Pattern(uint64(i*speadHeap), speadHeap),
+			ingesttest.Imm(0x1600, speadT0+uint64(i)*speadStep))
+		switch i {
+		case 5:
+			continue
+		case 7:
+			out = append(out, p)
+		case 12:
+			out = append(out, []byte("not a SPEAD packet"))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// `ringcap recv --protocol spead` on loopback: a real ring read back with a
+// pkg/dada reader (header keys, every byte, the dropped heap zero-filled),
+// /status's packets exact while running, /metrics, and the end on a stop.
+func TestRecvSPEADLoopback(t *testing.T) {
+	r := startPacketRecv(t, "--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
+		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate), "--header", "SOURCE=J0437-4715")
+	read := startReader(r.key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	r.send(t, speadPackets())
+	want := statusdoc.Packets{Protocol: "spead", Packets: 25, ReceivedPackets: 23, ReceivedBytes: 23 * speadHeap, Duplicate: 1, Malformed: 1, Blocks: 2, ZeroFilledBytes: 1024}
+	st := r.waitStatus(t, "every packet counted", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Packets == 25 })
+	if st.State != statusdoc.StateReceiving || st.Header["UTC_START"] != "2023-11-14-22:13:30" {
+		t.Errorf("state %s, header %v", st.State, st.Header)
+	}
+	checkPackets(t, st.Packets, want) // 6 blocks, a window of 4: 2 handed over
+	checkMetrics(t, r.metrics, `ringcap_packets_total{outcome="received"} 23`, `ringcap_packets_total{outcome="duplicate"} 1`,
+		`ringcap_packets_total{outcome="malformed"} 1`, `ringcap_packet_bytes_total 23552`, `ringcap_packet_zero_filled_bytes_total 1024`)
+	r.cancel() // SIGTERM: the open blocks are handed over, the data end
+	final := r.wait(t)
+	want.Blocks = 6
+	checkPackets(t, final.Packets, want)
+	if final.State != statusdoc.StateFinished || final.Observations != 1 || final.BytesReceived != 23*speadHeap {
+		t.Errorf("final status %+v", final)
+	}
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkPattern(t, got.data, 24*speadHeap, 5*speadHeap, 6*speadHeap)
+	checkHeader(t, got.hdr, map[string]string{"UTC_START": "2023-11-14-22:13:30", "RINGCAP_PROTOCOL": "spead", "OBS_OFFSET": "0",
+		"SOURCE": "J0437-4715", "RINGCAP_SPEAD_TIMESTAMP": strconv.Itoa(speadT0), "HDR_SIZE": "4096"})
+}
+
+// checkMetrics checks that /metrics has each line.
+func checkMetrics(t *testing.T, addr string, lines ...string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range lines {
+		if !strings.Contains(string(b), l+"\n") {
+			t.Errorf("/metrics lacks %q", l)
+		}
+	}
+}
+
+// checkHeader checks header keys.
+func checkHeader(t *testing.T, hd *dada.Header, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got, ok := hd.Get(k); !ok || got != v {
+			t.Errorf("header %s = %q, want %q\n%s", k, got, v, hd)
+		}
+	}
+}
+
+// vdifPackets are 24 frames of threads 0 and 1 (12 frame numbers of 2 x 512
+// bytes from second 100 of the 2025 epoch, 8 a second: 3 blocks of 4096)
+// but frame 7, frame 9 twice, and a malformed packet after frame 12.
+func vdifPackets() [][]byte {
+	var out [][]byte
+	for i := range 24 {
+		fn := i / 2
+		h := vdif.Header{Seconds: uint32(100 + fn/8), RefEpoch: 50, FrameNumber: uint32(fn % 8), BitsMinus1: 1, ThreadID: uint16(i % 2), StationID: 'E'<<8 | 'f'}
+		p := ingesttest.VDIF(h, ingesttest.Pattern(uint64(i*512), 512))
+		switch i {
+		case 7:
+			continue
+		case 9:
+			out = append(out, p)
+		case 12:
+			out = append(out, []byte("short"))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// `ringcap recv --protocol vdif` on loopback, ended by --stop-bytes at the
+// last frame: every byte read back, the dropped frame zero-filled, the
+// summary's packets exact.
+func TestRecvVDIFLoopback(t *testing.T) {
+	r := startPacketRecv(t, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--vdif-threads", "0,1", "--stop-bytes", strconv.Itoa(23*512))
+	read := startReader(r.key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	r.send(t, vdifPackets())
+	final := r.wait(t)
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "vdif", Packets: 25, ReceivedPackets: 23, ReceivedBytes: 23 * 512,
+		Duplicate: 1, Malformed: 1, Blocks: 3, ZeroFilledBytes: 512})
+	if final.State != statusdoc.StateFinished || final.Message != "stop condition reached" {
+		t.Errorf("final state %s: %s", final.State, final.Message)
+	}
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkPattern(t, got.data, 24*512, 7*512, 8*512)
+	checkHeader(t, got.hdr, map[string]string{"UTC_START": "2025-01-01-00:01:40", "RINGCAP_PROTOCOL": "vdif", "NBIT": "2",
+		"RINGCAP_VDIF_STATION": "Ef", "RINGCAP_VDIF_THREADS": "2", "BYTES_PER_SECOND": "8192"})
+}
