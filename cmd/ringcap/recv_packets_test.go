@@ -38,7 +38,6 @@ type packetRun struct {
 	udpPort               int
 	cancel                context.CancelFunc
 	done                  chan error
-	errs                  *strings.Builder
 }
 
 // startPacketRecv creates a ring of 8 blocks of 4096 bytes and runs recv with
@@ -211,10 +210,10 @@ func checkPackets(t *testing.T, got *statusdoc.Packets, want statusdoc.Packets) 
 }
 
 const (
-	speadHeap = 1024   // bytes per heap, one packet each
-	speadStep = 2048   // timestamp units per heap
-	speadRate = 8192   // timestamp units per second: 4 heaps a second
-	speadSync = 1.7e9  // Unix seconds of timestamp 0
+	speadHeap = 1024  // bytes per heap, one packet each
+	speadStep = 2048  // timestamp units per heap
+	speadRate = 8192  // timestamp units per second: 4 heaps a second
+	speadSync = 1.7e9 // Unix seconds of timestamp 0
 	speadT0   = 10 * speadRate
 )
 
@@ -340,4 +339,59 @@ func TestRecvVDIFLoopback(t *testing.T) {
 	checkPattern(t, got.data, 24*512, 7*512, 8*512)
 	checkHeader(t, got.hdr, map[string]string{"UTC_START": "2025-01-01-00:01:40", "RINGCAP_PROTOCOL": "vdif", "NBIT": "2",
 		"RINGCAP_VDIF_STATION": "Ef", "RINGCAP_VDIF_THREADS": "2", "BYTES_PER_SECOND": "8192"})
+}
+
+// Bad packet-receiver flags fail before any ring or socket is touched,
+// naming what is wrong.
+func TestRecvPacketFlagsRejected(t *testing.T) {
+	spead := []string{"--protocol", "spead", "--udp-ports", "7148", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", "2048",
+		"--spead-sync-time", "1700000000", "--spead-sample-rate", "8192"}
+	vdifArgs := []string{"--protocol", "vdif", "--udp-ports", "7148", "--vdif-frames-per-second", "8"}
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--protocol", "tcp"}, `--protocol "tcp": want rdma, spead or vdif`},
+		{[]string{"--protocol", "spead"}, "--protocol spead needs --udp-ports"},
+		{[]string{"--protocol", "vdif", "--vdif-frames-per-second", "8"}, "--protocol vdif needs --udp-ports"},
+		{[]string{"--udp-ports", "7148"}, "--udp-ports: not for --protocol rdma"},
+		{with(spead, "--vdif-threads", "0"), "--vdif-threads: not for --protocol spead"},
+		{with(vdifArgs, "--spead-channels", "0:1:2"), "--spead-channels: not for --protocol vdif"},
+		{with(spead, "--stop-observations", "1"), "--stop-observations: a spead capture is one observation"},
+		{with(spead, "--udp-ports", "7148,x"), `"x" is not a port number`},
+		{with(spead, "--udp-ports", "70000"), `"70000" is not a port number`},
+		{with(spead, "--udp-sockets", "0"), "--udp-sockets 0"},
+		{with(spead, "--udp-buffer", "2G"), "--udp-buffer 2147483648"},
+		{with(spead, "--udp-address", "localhost"), `--udp-address "localhost"`},
+		{with(spead, "--multicast", "10.0.0.1"), `"10.0.0.1" is not an IPv4 multicast address`},
+		{with(spead, "--multicast-interface", "eth1"), "--multicast-interface eth1: no --multicast groups"},
+		{with(spead, "--reorder-blocks", "0"), "reorder window of 0 blocks"},
+		{with(spead, "--spead-channel-id", "0x4103", "--spead-channels", "0:256"), `--spead-channels "0:256": want FIRST:STEP:COUNT`},
+		{with(spead, "--spead-channel-id", "0x4103", "--spead-channels", "0:x:4"), `--spead-channels "0:x:4": want FIRST:STEP:COUNT`},
+		{with(spead, "--spead-channel-id", "0x4103", "--spead-channels", "0:256:0"), "COUNT is 0"},
+		{with(spead, "--spead-channel-id", "0x4103"), "needs --spead-channels"},
+		{with(spead, "--spead-channels", "0:256:4"), "needs --spead-channel-id"},
+		{with(spead, "--spead-channel-id", "0x4103", "--spead-channels", "0:0:4"), "a step of 0"},
+		{with(spead, "--spead-timestamp-id", "0xzz"), `--spead-timestamp-id "0xzz"`},
+		{with(spead, "--spead-sync-time-id", "0x1027"), "--spead-sync-time or --spead-sync-time-id, not both"},
+		{[]string{"--protocol", "spead", "--udp-ports", "7148", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", "2048", "--spead-sample-rate", "8192"},
+			"give --spead-sync-time or --spead-sync-time-id"},
+		{[]string{"--protocol", "spead", "--udp-ports", "7148", "--spead-sync-time", "1", "--spead-sample-rate", "8192"}, "give --spead-timestamp-id and --spead-timestamp-step"},
+		{with(spead, "--spead-timestamp-id", "0x3"), "standard item"},
+		{[]string{"--protocol", "vdif", "--udp-ports", "7148"}, "needs --vdif-frames-per-second"},
+		{with(vdifArgs, "--vdif-threads", "0,1,0"), "thread 0 given twice"},
+		{with(vdifArgs, "--vdif-threads", "0,1024"), `"1024" is not a thread ID`},
+		{with(vdifArgs, "--vdif-payload-bytes", "1001"), "not a multiple of 8"},
+		{with(vdifArgs, "--vdif-start", "yesterday"), `--vdif-start "yesterday": want RFC 3339`},
+		{with(vdifArgs, "--header", "OBS_OFFSET=5"), "--header"},
+	} {
+		// Key 1 does not exist and is not waited for: a check that let this through
+		// would fail on the ring instead.
+		args := append([]string{"recv", "-k", "1", "--metrics-addr", ""}, c.args...)
+		_, _, err := ringcap(context.Background(), args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ringcap %s: got %v, want an error containing %q", strings.Join(args, " "), err, c.want)
+		}
+	}
 }
