@@ -35,20 +35,39 @@ func freeUDPPort(t *testing.T) int {
 // into ring key, with its status on metrics and its summary in summary.
 type packetRun struct {
 	key, metrics, summary string
-	udpPort               int
+	udpPorts              []int
 	cancel                context.CancelFunc
 	done                  chan error
 }
 
-// startPacketRecv creates a ring of 8 blocks of 4096 bytes and runs recv with
-// args (the protocol's flags) into it.
-func startPacketRecv(t *testing.T, args ...string) *packetRun {
+// packetSetup is how a test runs recv: it makes the ring (--create) or
+// finds one made for it (8 blocks of 4096 bytes), and on how many ports it
+// listens.
+type packetSetup struct {
+	create bool
+	ports  int
+}
+
+// startPacketRecv runs recv with args (the protocol's flags) into a ring of
+// 8 blocks of 4096 bytes.
+func startPacketRecv(t *testing.T, setup packetSetup, args ...string) *packetRun {
 	t.Helper()
-	r := &packetRun{key: createRing(t, "-b", "4096", "-n", "8", "-a", "4096"), udpPort: freeUDPPort(t),
-		metrics: "127.0.0.1:" + strconv.Itoa(freePort(t)), summary: filepath.Join(t.TempDir(), "summary.json"), done: make(chan error, 1)}
+	r := &packetRun{metrics: "127.0.0.1:" + strconv.Itoa(freePort(t)), summary: filepath.Join(t.TempDir(), "summary.json"), done: make(chan error, 1)}
+	geometry := []string{"-b", "4096", "-n", "8", "-a", "4096"}
+	if setup.create {
+		r.key = testKey(t).String()
+		args = append(append(args, "--create"), geometry...)
+	} else {
+		r.key = createRing(t, geometry...)
+	}
+	var ports []string
+	for range max(setup.ports, 1) {
+		r.udpPorts = append(r.udpPorts, freeUDPPort(t))
+		ports = append(ports, strconv.Itoa(r.udpPorts[len(r.udpPorts)-1]))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	r.cancel = cancel
-	all := append([]string{"recv", "-k", r.key, "--udp-ports", strconv.Itoa(r.udpPort), "--udp-address", "127.0.0.1", "--udp-buffer", "4M",
+	all := append([]string{"recv", "-k", r.key, "--udp-ports", strings.Join(ports, ","), "--udp-address", "127.0.0.1", "--udp-buffer", "4M",
 		"--metrics-addr", r.metrics, "--summary-file", r.summary}, args...)
 	go func() {
 		_, errs, err := ringcap(ctx, all...)
@@ -112,16 +131,21 @@ func (r *packetRun) wait(t *testing.T) *statusdoc.Status {
 	return st
 }
 
-// send writes each packet to the receiver's port on loopback.
+// send writes the packets to the receiver's ports on loopback, packet i to
+// port i modulo the ports, from a socket per port.
 func (r *packetRun) send(t *testing.T, packets [][]byte) {
 	t.Helper()
-	c, err := net.Dial("udp", "127.0.0.1:"+strconv.Itoa(r.udpPort))
-	if err != nil {
-		t.Fatal(err)
+	var conns []net.Conn
+	for _, port := range r.udpPorts {
+		c, err := net.Dial("udp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		conns = append(conns, c)
 	}
-	defer func() { _ = c.Close() }()
-	for _, p := range packets {
-		if _, err := c.Write(p); err != nil {
+	for i, p := range packets {
+		if _, err := conns[i%len(conns)].Write(p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +265,7 @@ func speadPackets() [][]byte {
 // pkg/dada reader (header keys, every byte, the dropped heap zero-filled),
 // /status's packets exact while running, /metrics, and the end on a stop.
 func TestRecvSPEADLoopback(t *testing.T) {
-	r := startPacketRecv(t, "--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
+	r := startPacketRecv(t, packetSetup{}, "--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
 		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate), "--header", "SOURCE=J0437-4715")
 	read := startReader(r.key)
 	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
@@ -322,7 +346,7 @@ func vdifPackets() [][]byte {
 // last frame: every byte read back, the dropped frame zero-filled, the
 // summary's packets exact.
 func TestRecvVDIFLoopback(t *testing.T) {
-	r := startPacketRecv(t, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--vdif-threads", "0,1", "--stop-bytes", strconv.Itoa(23*512))
+	r := startPacketRecv(t, packetSetup{create: true}, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--vdif-threads", "0,1", "--stop-bytes", strconv.Itoa(23*512))
 	read := startReader(r.key)
 	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
 	r.send(t, vdifPackets())
@@ -393,5 +417,52 @@ func TestRecvPacketFlagsRejected(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ringcap %s: got %v, want an error containing %q", strings.Join(args, " "), err, c.want)
 		}
+	}
+}
+
+// Two ports of two sockets each, the heaps dealt out over them (so they
+// arrive out of order): the one pipeline takes them in turn, and with the
+// start given and a window as large as the ring every heap lands in place.
+func TestRecvSPEADPortsAndSockets(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{ports: 2}, "--protocol", "spead", "--udp-sockets", "2", "--reorder-blocks", "8", "--spead-start-timestamp", strconv.Itoa(speadT0),
+		"--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
+		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate))
+	read := startReader(r.key)
+	st := r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	if !strings.Contains(st.Message, fmt.Sprintf("127.0.0.1:%d", r.udpPorts[1])) || st.Endpoint.Port != r.udpPorts[0] {
+		t.Errorf("listening: %q, endpoint %+v", st.Message, st.Endpoint)
+	}
+	r.send(t, speadPackets())
+	r.waitStatus(t, "every packet counted", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Packets == 25 })
+	r.cancel()
+	final := r.wait(t)
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "spead", Packets: 25, ReceivedPackets: 23, ReceivedBytes: 23 * speadHeap,
+		Duplicate: 1, Malformed: 1, Blocks: 6, ZeroFilledBytes: 1024})
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkPattern(t, got.data, 24*speadHeap, 5*speadHeap, 6*speadHeap)
+}
+
+// A run that gets no packet before --stop-duration ends Finished without an
+// observation: the ring holds no header.
+func TestRecvPacketsStopDurationWithoutPackets(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{}, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--stop-duration", "300ms")
+	final := r.wait(t)
+	if final.State != statusdoc.StateFinished || final.Observations != 0 || final.Packets == nil || final.Packets.Packets != 0 {
+		t.Fatalf("final status %+v, packets %+v", final, final.Packets)
+	}
+	h, err := dada.Connect(mustKey(r.key), dada.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Close() }()
+	snap, err := h.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Header.WBufCurr != 0 || snap.Data.WBufCurr != 0 {
+		t.Errorf("ring written: header %+v, data %+v", snap.Header, snap.Data)
 	}
 }
