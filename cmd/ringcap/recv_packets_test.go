@@ -272,8 +272,8 @@ func TestRecvSPEADLoopback(t *testing.T) {
 	r.send(t, speadPackets())
 	want := statusdoc.Packets{Protocol: "spead", Packets: 25, ReceivedPackets: 23, ReceivedBytes: 23 * speadHeap, Duplicate: 1, Malformed: 1, Blocks: 2, ZeroFilledBytes: 1024}
 	st := r.waitStatus(t, "every packet counted", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Packets == 25 })
-	if st.State != statusdoc.StateReceiving || st.Header["UTC_START"] != "2023-11-14-22:13:30" {
-		t.Errorf("state %s, header %v", st.State, st.Header)
+	if st.State != statusdoc.StateReceiving || st.Header["UTC_START"] != "2023-11-14-22:13:30" || st.RingFill == nil || st.CurrentObservation == nil {
+		t.Errorf("state %s, header %v, ring fill %+v, observation %+v", st.State, st.Header, st.RingFill, st.CurrentObservation)
 	}
 	checkPackets(t, st.Packets, want) // 6 blocks, a window of 4: 2 handed over
 	checkMetrics(t, r.metrics, `ringcap_packets_total{outcome="received"} 23`, `ringcap_packets_total{outcome="duplicate"} 1`,

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
+	"github.com/ringcap/ringcap/pkg/capture/status"
+	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
+	"github.com/ringcap/ringcap/pkg/ingest/stream"
 	"github.com/ringcap/ringcap/pkg/ingest/udp"
 )
 
@@ -54,3 +57,22 @@ func TestBufferNote(t *testing.T) {
 		}
 	}
 }
+
+// The state message keeps the buffer note, Listening and Receiving alike.
+func TestListeningSaysBufferShort(t *testing.T) {
+	tr := status.NewTracker()
+	s := newSession(Config{Stream: stream.Config{Protocol: stream.SPEAD}}, stream.Config{}, nil, udpStats{}, tr, slog.New(slog.DiscardHandler))
+	be := &udp.BufferError{Wanted: 64 << 20, Obtained: 4 << 20, RmemMax: 4 << 20, Force: errors.New("operation not permitted")}
+	s.listening([]udp.SocketInfo{{Local: netip.MustParseAddrPort("127.0.0.1:7148"), BufferErr: be}}, "")
+	st := tr.Snapshot()
+	if st.State != statusdoc.StateListening || !strings.Contains(st.Message, "127.0.0.1:7148") || !strings.Contains(st.Message, "sysctl -w net.core.rmem_max=67108864") {
+		t.Errorf("state %s: %q", st.State, st.Message)
+	}
+	if st.Endpoint.Address != "127.0.0.1" || st.Endpoint.Port != 7148 || st.Endpoint.GIDIndex != nil {
+		t.Errorf("endpoint %+v", st.Endpoint)
+	}
+}
+
+type udpStats struct{}
+
+func (udpStats) Stats() udp.Stats { return udp.Stats{} }
