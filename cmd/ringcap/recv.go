@@ -76,7 +76,7 @@ func newRecvCmd() *cobra.Command {
 	o := &recvOpts{ring: dada.DefaultConfig()}
 	c := &cobra.Command{
 		Use:   "recv",
-		Short: "Receive a stream over RDMA (several RC queue pairs) into a PSRDADA ring",
+		Short: "Receive a stream over RDMA (several RC queue pairs), or a SPEAD or VDIF packet stream over UDP, into a PSRDADA ring",
 		Long: "recv becomes the writer of a ring and waits for senders on a TCP port. Each sender's stream\n" +
 			"is one observation: a header, then the data, placed in ring blocks by sequence number, ending\n" +
 			"with end-of-data on the exact byte count. Status is served as JSON on /status and as\n" +
