@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -464,5 +466,53 @@ func TestRecvPacketsStopDurationWithoutPackets(t *testing.T) {
 	}
 	if snap.Header.WBufCurr != 0 || snap.Data.WBufCurr != 0 {
 		t.Errorf("ring written: header %+v, data %+v", snap.Header, snap.Data)
+	}
+}
+
+// A packet receiver in a process of its own ends on SIGTERM as an RDMA one
+// does: the open blocks handed over and the data ended (a reader gets every
+// byte), exit status 0, the summary Finished "stopped by signal".
+func TestRecvPacketsSIGTERM(t *testing.T) {
+	key, port := createRing(t, "-b", "4096", "-n", "8", "-a", "4096"), freeUDPPort(t)
+	metrics, summary := "127.0.0.1:"+strconv.Itoa(freePort(t)), filepath.Join(t.TempDir(), "summary.json")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "recv", "-k", key, "--protocol", "vdif",
+		"--udp-ports", strconv.Itoa(port), "--udp-address", "127.0.0.1", "--vdif-frames-per-second", "8", "--vdif-threads", "0,1",
+		"--metrics-addr", metrics, "--summary-file", summary)
+	cmd.Env = append(os.Environ(), runCLIEnv+"=1")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	r := &packetRun{key: key, metrics: metrics, udpPorts: []int{port}, done: done}
+	read := startReader(key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	r.send(t, vdifPackets())
+	r.waitStatus(t, "every frame counted", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Packets == 25 })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("recv: %v\n%s", err, errb.String())
+	}
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkPattern(t, got.data, 24*512, 7*512, 8*512)
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := statusdoc.Parse(b)
+	if err != nil || st.State != statusdoc.StateFinished || st.Message != "stopped by signal" || st.Packets == nil || st.Packets.Blocks != 3 {
+		t.Fatalf("summary %+v, %v", st, err)
 	}
 }
