@@ -243,13 +243,18 @@ const (
 	speadT0   = 10 * speadRate
 )
 
+// speadHeap is heap i of the test stream: stream bytes i*speadHeap on.
+func speadHeapPacket(i int) []byte {
+	return ingesttest.SPEADHeap(48, uint64(i+1), speadHeap, 0, ingesttest.Pattern(uint64(i*speadHeap), speadHeap),
+		ingesttest.Imm(0x1600, speadT0+uint64(i)*speadStep))
+}
+
 // speadPackets are 24 heaps in order (6 blocks of 4096 bytes) but heap 5,
 // heap 7 twice, and a malformed packet after heap 12.
 func speadPackets() [][]byte {
 	var out [][]byte
 	for i := range 24 {
-		p := ingesttest.SPEADHeap(48, uint64(i+1), speadHeap, 0, ingesttest.Pattern(uint64(i*speadHeap), speadHeap),
-			ingesttest.Imm(0x1600, speadT0+uint64(i)*speadStep))
+		p := speadHeapPacket(i)
 		switch i {
 		case 5:
 			continue
@@ -515,4 +520,34 @@ func TestRecvPacketsSIGTERM(t *testing.T) {
 	if err != nil || st.State != statusdoc.StateFinished || st.Message != "stopped by signal" || st.Packets == nil || st.Packets.Blocks != 3 {
 		t.Fatalf("summary %+v, %v", st, err)
 	}
+}
+
+// With no reader the ring fills and the receiver is held back (status
+// heldBackSince, counted in heldBackSeconds) while the packets wait in the
+// socket buffer; once a reader reads, every heap lands, none lost.
+func TestRecvPacketsHeldBackByReaders(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{}, "--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
+		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate))
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	var heaps [][]byte
+	for i := range 48 { // 12 blocks, the ring holds 8
+		heaps = append(heaps, speadHeapPacket(i))
+	}
+	r.send(t, heaps)
+	r.waitStatus(t, "a hold", func(s *statusdoc.Status) bool { return s.HeldBackSince != "" })
+	read := startReader(r.key)
+	r.waitStatus(t, "every heap received", func(s *statusdoc.Status) bool {
+		return s.Packets != nil && s.Packets.ReceivedPackets == 48 && s.HeldBackSince == ""
+	})
+	r.cancel()
+	final := r.wait(t)
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "spead", Packets: 48, ReceivedPackets: 48, ReceivedBytes: 48 * speadHeap, Blocks: 12})
+	if final.HeldBackSeconds <= 0 {
+		t.Errorf("held back %v s", final.HeldBackSeconds)
+	}
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkPattern(t, got.data, 48*speadHeap, 0, 0)
 }

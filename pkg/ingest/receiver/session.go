@@ -150,7 +150,7 @@ func (s *session) handle(pkt []byte) {
 // begin makes the observation's pipeline.
 func (s *session) begin() bool {
 	acfg := assemble.ForDada(s.w, s.cfg.ReorderBlocks)
-	acfg.Writer = headerWriter{DadaWriter: ring.DadaWriter{W: s.w}, t: s.t}
+	acfg.Writer = ringWriter{DadaWriter: ring.DadaWriter{W: s.w}, t: s.t}
 	acfg.OnBlock = func(assemble.Record) { s.t.BlockFilled() }
 	p, err := stream.New(s.pctx, s.scfg, acfg)
 	if err != nil {
