@@ -551,3 +551,22 @@ func TestRecvPacketsHeldBackByReaders(t *testing.T) {
 	}
 	checkPattern(t, got.data, 48*speadHeap, 0, 0)
 }
+
+// A stop while the readers hold every block (the receiver waiting for one)
+// ends the run cleanly after the grace, Finished by signal, not Failed.
+func TestRecvPacketsStopWhileHeldBack(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{}, "--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
+		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate))
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	var heaps [][]byte
+	for i := range 48 {
+		heaps = append(heaps, speadHeapPacket(i))
+	}
+	r.send(t, heaps)
+	r.waitStatus(t, "a hold", func(s *statusdoc.Status) bool { return s.HeldBackSince != "" })
+	r.cancel()
+	final := r.wait(t)
+	if final.State != statusdoc.StateFinished || final.Message != "stopped by signal" || final.Packets.Packets == 0 {
+		t.Fatalf("final state %s: %s (packets %+v)", final.State, final.Message, final.Packets)
+	}
+}

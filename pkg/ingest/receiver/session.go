@@ -98,7 +98,12 @@ func (s *session) run(ctx context.Context, src stream.Source) error {
 		defer timer.Stop()
 	}
 	err := src.Run(sctx, s.handle)
-	if s.err != nil {
+	switch {
+	case s.err != nil && ctx.Err() != nil:
+		// A stop (SIGINT/SIGTERM) ended a wait for the readers: the stop's
+		// doing, as for an RDMA stream.
+		s.log.Warn("Stream ended by a stop", "err", s.err.Error())
+	case s.err != nil:
 		err = s.err
 	}
 	return errors.Join(err, s.end(ctx, err))
