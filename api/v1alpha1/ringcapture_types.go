@@ -36,6 +36,7 @@ const ReceiverContainerName = "receiver"
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.observation.source`,priority=1,description="SOURCE of the current (or last) observation's header"
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.status.running.transport`,priority=1,description="The transport the receiver runs: Verbs or OFI (status.running.transport; the provider is status.running.ofiProvider)"
 // +kubebuilder:printcolumn:name="Held back (s)",type=integer,JSONPath=`.status.heldBackSeconds`,priority=1,description="Seconds the readers held the receiver back (status.heldBackSeconds)"
+// +kubebuilder:printcolumn:name="Loss",type=string,JSONPath=`.status.packets.loss`,priority=1,description="Packets lost by a SPEAD or VDIF receiver (late, out of window, duplicate, malformed, invalid, out of range and dropped by the kernel) of the packets it was sent (status.packets.loss)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || !has(oldSelf.status.phase) || oldSelf.status.phase in ['Succeeded', 'Failed'] || !(oldSelf.status.phase == 'Receiving' || (has(oldSelf.status.bytesReceived) && oldSelf.status.bytesReceived > 0) || (has(oldSelf.status.observations) && oldSelf.status.observations > 0)) || self.spec.ring == oldSelf.spec.ring",message="spec.ring is immutable while the capture pod holds data (it has received data and the capture is not Succeeded or Failed); a pod that has received nothing is replaced at once by a spec change",fieldPath=".spec.ring",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.pod) || !has(oldSelf.status.phase) || oldSelf.status.phase in ['Succeeded', 'Failed'] || !(oldSelf.status.phase == 'Receiving' || (has(oldSelf.status.bytesReceived) && oldSelf.status.bytesReceived > 0) || (has(oldSelf.status.observations) && oldSelf.status.observations > 0)) || self.spec.receiver.mode == oldSelf.spec.receiver.mode",message="spec.receiver.mode is immutable while the capture pod holds data (it has received data and the capture is not Succeeded or Failed); a pod that has received nothing is replaced at once by a spec change",fieldPath=".spec.receiver.mode",reason=FieldValueForbidden
 type RingCapture struct {
@@ -53,7 +54,9 @@ type RingCapture struct {
 
 // RingCaptureSpec is the desired capture.
 //
-// +kubebuilder:validation:XValidation:rule="self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
+// +kubebuilder:validation:XValidation:rule="(has(self.receiver.protocol) && self.receiver.protocol != 'RDMA') || self.ring.blockBytes % self.receiver.messageBytes == 0",message="spec.receiver.messageBytes must divide spec.ring.blockBytes",fieldPath=".receiver.messageBytes"
+// +kubebuilder:validation:XValidation:rule="!has(self.receiver.udp) || self.receiver.udp.reorderBlocks <= self.ring.blocks",message="spec.receiver.udp.reorderBlocks must not exceed spec.ring.blocks: the reorder window holds that many ring blocks open",fieldPath=".receiver.udp.reorderBlocks"
+// +kubebuilder:validation:XValidation:rule="!has(self.receiver.udp) || !has(self.network) || self.network.mode != 'Host' || self.receiver.udp.ports.all(p, p >= 1024)",message="spec.receiver.udp.ports must be at least 1024 when spec.network.mode is Host: the receiver runs without privileges in the node's network namespace, where ports below 1024 need CAP_NET_BIND_SERVICE",fieldPath=".receiver.udp.ports"
 // +kubebuilder:validation:XValidation:rule="self.receiver.memoryRegistration != 'WholeRing' || self.ring.blockBytes % 4096 == 0",message="spec.ring.blockBytes must be a multiple of 4096 when spec.receiver.memoryRegistration is WholeRing",fieldPath=".ring.blockBytes"
 // +kubebuilder:validation:XValidation:rule="!has(self.readers) || size(self.readers) <= self.ring.readers",message="spec.readers has more containers than spec.ring.readers reader slots",fieldPath=".readers"
 // +kubebuilder:validation:XValidation:rule="!has(self.network) || self.network.mode != 'Host' || (self.receiver.port >= 1024 && self.receiver.metricsPort >= 1024)",message="spec.receiver.port and spec.receiver.metricsPort must be at least 1024 when spec.network.mode is Host: the receiver runs without privileges in the node's network namespace, where ports below 1024 need CAP_NET_BIND_SERVICE",fieldPath=".receiver.port"
@@ -377,7 +380,39 @@ const (
 // +kubebuilder:validation:XValidation:rule="!(has(self.deviceClassName) || has(self.resourceClaimTemplateName)) || !has(self.resources) || ((!has(self.resources.requests) || !('ringcap.io/rdma' in self.resources.requests)) && (!has(self.resources.limits) || !('ringcap.io/rdma' in self.resources.limits)))",message="receiver.resources must not request ringcap.io/rdma when the device comes through a claim (deviceClassName or resourceClaimTemplateName): the pod would need a device from both",fieldPath=".resources"
 // +kubebuilder:validation:XValidation:rule="!has(self.ofiProvider) || (has(self.transport) && self.transport == 'OFI')",message="receiver.ofiProvider is only for receiver.transport OFI (libfabric); set transport: OFI or remove ofiProvider",fieldPath=".ofiProvider"
 // +kubebuilder:validation:XValidation:rule="!has(self.gidIndex) || !has(self.transport) || self.transport != 'OFI'",message="receiver.gidIndex is a verbs setting and cannot apply with receiver.transport OFI: libfabric providers address their endpoints themselves (EFA has no RoCE GID); remove gidIndex",fieldPath=".gidIndex"
+// +kubebuilder:validation:XValidation:rule="(has(self.protocol) && self.protocol != 'RDMA') == has(self.udp)",message="receiver.udp (its ports) is required when receiver.protocol is SPEAD or VDIF, and only then (RDMA takes no UDP packets)",fieldPath=".udp"
+// +kubebuilder:validation:XValidation:rule="(has(self.protocol) && self.protocol == 'SPEAD') == has(self.spead)",message="receiver.spead (the placement rule) is required when receiver.protocol is SPEAD, and only then",fieldPath=".spead"
+// +kubebuilder:validation:XValidation:rule="(has(self.protocol) && self.protocol == 'VDIF') == has(self.vdif)",message="receiver.vdif (framesPerSecond at least) is required when receiver.protocol is VDIF, and only then",fieldPath=".vdif"
+// +kubebuilder:validation:XValidation:rule="!has(self.protocol) || self.protocol == 'RDMA' || !(has(self.deviceClassName) || has(self.resourceClaimTemplateName) || has(self.selector) || (has(self.resourceName) && self.resourceName != 'ringcap.io/rdma') || (has(self.resources) && ((has(self.resources.requests) && 'ringcap.io/rdma' in self.resources.requests) || (has(self.resources.limits) && 'ringcap.io/rdma' in self.resources.limits))))",message="receiver.protocol SPEAD or VDIF takes no RDMA device: remove deviceClassName, resourceClaimTemplateName, selector, resourceName and any ringcap.io/rdma in resources",fieldPath=".protocol"
+// +kubebuilder:validation:XValidation:rule="!has(self.protocol) || self.protocol == 'RDMA' || !((has(self.transport) && self.transport == 'OFI') || has(self.ofiProvider) || has(self.gidIndex) || (has(self.busyPoll) && self.busyPoll))",message="receiver.protocol SPEAD or VDIF receives over UDP sockets: transport OFI, ofiProvider, gidIndex and busyPoll are RDMA settings; remove them",fieldPath=".protocol"
 type ReceiverSpec struct {
+	// protocol is what the receiver takes in (`ringcap recv --protocol`): RDMA (the
+	// default) from a ringcap sender over RDMA queue pairs, or SPEAD or VDIF packets
+	// over UDP (udp, and spead or vdif) from digitisers and beamformers. A packet
+	// capture takes no RDMA device; the RDMA settings (queuePairs, mode,
+	// memoryRegistration, messageBytes, receiveDepth, port) do not apply to it, and
+	// those without a default (transport OFI, ofiProvider, gidIndex, busyPoll, a device
+	// claim, another resourceName) are refused with it.
+	// +kubebuilder:default=RDMA
+	// +optional
+	Protocol ReceiverProtocol `json:"protocol,omitempty"`
+
+	// udp is where a SPEAD or VDIF receiver takes its packets: ports, bind address,
+	// multicast groups, sockets and buffers. Required with protocol SPEAD or VDIF,
+	// refused with RDMA.
+	// +optional
+	UDP *UDPSpec `json:"udp,omitempty"`
+
+	// spead is the SPEAD placement rule and time reference; required with protocol
+	// SPEAD, refused with any other.
+	// +optional
+	SPEAD *SPEADSpec `json:"spead,omitempty"`
+
+	// vdif is the VDIF placement rule and start; required with protocol VDIF, refused
+	// with any other.
+	// +optional
+	VDIF *VDIFSpec `json:"vdif,omitempty"`
+
 	// transport is how the receiver reaches the RDMA device: Verbs (raw verbs RC queue
 	// pairs: RoCE, InfiniBand, Soft-RoCE) or OFI (libfabric reliable-datagram endpoints:
 	// AWS EFA, or verbs;ofi_rxm and tcp;ofi_rxm elsewhere); `ringcap recv --transport`.
@@ -866,6 +901,11 @@ type RingCaptureStatus struct {
 	// receiver read it from the ring's own sync fields and semaphores at its last report.
 	// +optional
 	Ring *RingFillStatus `json:"ring,omitempty"`
+
+	// packets are a SPEAD or VDIF receiver's packet counters, by outcome, and the loss;
+	// absent for RDMA captures.
+	// +optional
+	Packets *PacketStatus `json:"packets,omitempty"`
 }
 
 // RingFillStatus is the running ring's fill and its reader slots.

@@ -524,13 +524,13 @@ func TestPrinterColumns(t *testing.T) {
 	for _, c := range cols {
 		names = append(names, c.(map[string]any)["name"].(string))
 	}
-	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Age,Address,Port,GID index,Blocks,Block bytes,Source,Transport,Held back (s)"; got != want {
+	if got, want := strings.Join(names, ","), "Phase,Node,MR mode,QPs,Received,Rate,Fill,Age,Address,Port,GID index,Blocks,Block bytes,Source,Transport,Held back (s),Loss"; got != want {
 		t.Errorf("printer columns %s, want %s", got, want)
 	}
 	// The columns after Age are for `kubectl get -o wide` only (priority 1).
 	for i, c := range cols {
 		p, _, _ := unstructured.NestedInt64(c.(map[string]any), "priority")
-		if want := int64(map[bool]int{true: 1}[i > 6]); p != want {
+		if want := int64(map[bool]int{true: 1}[i > 7]); p != want {
 			t.Errorf("column %s has priority %d, want %d", names[i], p, want)
 		}
 	}
@@ -560,28 +560,7 @@ func TestWideColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := rest.CopyConfig(env.Config)
-	cfg.APIPath, cfg.GroupVersion = "/apis", &ringcapv1.GroupVersion
-	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	rest0, err := rest.RESTClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := rest0.Get().Namespace(ns).Resource("ringcaptures").Name("wide").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("get RingCapture wide as a table: %v", err)
-	}
-	var table metav1.Table
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&table); err != nil || len(table.Rows) != 1 {
-		t.Fatalf("table of RingCapture wide: %d rows, %v\n%s", len(table.Rows), err, raw)
-	}
-	got := map[string]string{}
-	for i, c := range table.ColumnDefinitions {
-		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
-	}
+	got := tableCells(ctx, t, "wide")
 	for col, want := range map[string]string{
 		"QPs": "4", "Address": "10.88.0.7", "Port": "18515", "GID index": "3", "Blocks": "8", "Block bytes": "1048576", "Source": "J0437-4715", "Transport": "OFI", "Held back (s)": "42",
 	} {
@@ -589,6 +568,35 @@ func TestWideColumns(t *testing.T) {
 			t.Errorf("column %q = %q, want %q (row %v)", col, got[col], want, got)
 		}
 	}
+}
+
+// tableCells reads a RingCapture as the API server's table (what kubectl prints) and
+// returns its cells by column name.
+func tableCells(ctx context.Context, t *testing.T, name string) map[string]string {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.APIPath, cfg.GroupVersion = "/apis", &ringcapv1.GroupVersion
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	rest0, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rest0.Get().Namespace(ns).Resource("ringcaptures").Name(name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("get RingCapture %s as a table: %v", name, err)
+	}
+	var table metav1.Table
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("table of RingCapture %s: %d rows, %v\n%s", name, len(table.Rows), err, raw)
+	}
+	got := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		got[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	return got
 }
 
 func ptr[T any](v T) *T { return &v }
