@@ -1094,9 +1094,14 @@ type EndpointStatus struct {
 	// reason says how the address was chosen and who can reach it.
 	// +optional
 	Reason string `json:"reason,omitempty"`
-	// port is the handshake TCP port.
+	// port is the handshake TCP port (RDMA).
 	// +optional
 	Port int32 `json:"port,omitempty"`
+	// udpPorts are the UDP ports a SPEAD or VDIF receiver takes packets on (the pod's),
+	// where senders send to address (or to the multicast groups).
+	// +listType=atomic
+	// +optional
+	UDPPorts []int32 `json:"udpPorts,omitempty"`
 	// device is the RDMA device, for example rxe0.
 	// +optional
 	Device string `json:"device,omitempty"`

@@ -21,7 +21,7 @@ const DeviceClaimName = "rdma"
 // usesClaim says whether the receiver's device comes through a DRA claim rather than
 // the device plugin's extended resource.
 func usesClaim(rx ringcapv1.ReceiverSpec) bool {
-	return rx.DeviceClassName != "" || rx.ResourceClaimTemplateName != ""
+	return !rx.Protocol.IsPacket() && (rx.DeviceClassName != "" || rx.ResourceClaimTemplateName != "")
 }
 
 // ClaimTemplateName is the name of the ResourceClaimTemplate the operator creates for
@@ -41,6 +41,8 @@ func ClaimTemplateName(rcName string) string {
 func podTemplateName(rc *ringcapv1.RingCapture) string {
 	rx := rc.Spec.Receiver
 	switch {
+	case !usesClaim(rx):
+		return "" // no claim, or a packet capture, which takes no RDMA device
 	case rx.ResourceClaimTemplateName != "":
 		return rx.ResourceClaimTemplateName
 	case rx.DeviceClassName != "":
@@ -52,10 +54,10 @@ func podTemplateName(rc *ringcapv1.RingCapture) string {
 // BuildClaimTemplate returns the ResourceClaimTemplate of a RingCapture with
 // receiver.deviceClassName: one request named rdma for exactly one device of the class,
 // with the receiver's selector when it has one. Nil for a capture without
-// deviceClassName. The controller reference is set by the caller.
+// deviceClassName, or a packet (SPEAD, VDIF) capture. The controller reference is set by the caller.
 func BuildClaimTemplate(rc *ringcapv1.RingCapture) *resourcev1.ResourceClaimTemplate {
 	rx := rc.Spec.Receiver
-	if rx.DeviceClassName == "" {
+	if rx.DeviceClassName == "" || rx.Protocol.IsPacket() {
 		return nil
 	}
 	req := &resourcev1.ExactDeviceRequest{

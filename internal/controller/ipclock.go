@@ -68,6 +68,12 @@ func ipcLockNeed(r ringcapv1.RingSpec) int64 { return RingBytes(r) + ipcLockMarg
 // capture's nodeSelector and decides its receiver's IPC_LOCK.
 func (r *RingCaptureReconciler) decideIPCLock(ctx context.Context, rc *ringcapv1.RingCapture) (IPCLockDecision, error) {
 	policy, need := rc.Spec.Receiver.IPCLock, ipcLockNeed(rc.Spec.Ring)
+	if d, ok := packetIPCLock(rc); ok {
+		return d, nil
+	}
+	if rc.Spec.Receiver.Protocol.IsPacket() {
+		need = RingBytes(rc.Spec.Ring) // the ring locked in memory (ring.lockMemory), nothing registered
+	}
 	if policy == ringcapv1.IPCLockAlways || policy == ringcapv1.IPCLockNever {
 		return DecideIPCLock(policy, need, nil), nil
 	}
@@ -81,6 +87,19 @@ func (r *RingCaptureReconciler) decideIPCLock(ctx context.Context, rc *ringcapv1
 		return IPCLockDecision{}, fmt.Errorf("list nodes matching the capture's nodeSelector: %w", err)
 	}
 	return DecideIPCLock(policy, need, candidateMemlocks(rnodes.Items, nodes.Items)), nil
+}
+
+// packetIPCLock decides IPC_LOCK for a packet (SPEAD, VDIF) capture under ipcLock Auto
+// when the ring is not locked in memory: the receiver registers nothing with an RDMA
+// device, so it pins nothing and needs no IPC_LOCK. ok is false when the usual decision
+// applies (an RDMA capture, another policy, or ring.lockMemory, whose mlock of the ring
+// the node's memlock limit must cover).
+func packetIPCLock(rc *ringcapv1.RingCapture) (IPCLockDecision, bool) {
+	rx := rc.Spec.Receiver
+	if !rx.Protocol.IsPacket() || rc.Spec.Ring.LockMemory || (rx.IPCLock != "" && rx.IPCLock != ringcapv1.IPCLockAuto) {
+		return IPCLockDecision{}, false
+	}
+	return IPCLockDecision{Reason: fmt.Sprintf("not needed: a %s receiver registers no memory with an RDMA device and ring.lockMemory is off", rx.Protocol)}, true
 }
 
 // candidateMemlocks are the memlock limits of the RDMANodes of the given nodes, by name.

@@ -66,6 +66,7 @@ func endpoint(pod *corev1.Pod, rs *statusdoc.Status, prev *ringcapv1.EndpointSta
 	if prev != nil {
 		ep = prev.DeepCopy()
 	}
+	ep.UDPPorts = podUDPPorts(pod) // packet.go
 	if mode == ringcapv1.NetworkModePod && pod.Status.PodIP != "" {
 		ep.Address = pod.Status.PodIP
 	}
@@ -106,13 +107,17 @@ func externallyReachableCondition(pod *corev1.Pod, ep *ringcapv1.EndpointStatus)
 		}
 		return condition(t, metav1.ConditionFalse, ringcapv1.ReasonClusterInternal,
 			fmt.Sprintf("Pod mode: the endpoint %s is on the cluster network; a sender outside the cluster reaches it only if the cluster routes pod IPs to it; spec.network.mode Host or Attachment listens on the data network", addr))
-	case ep == nil || ep.Address == "" || ep.Device == "":
+	case ep == nil || ep.Address == "" || (ep.Device == "" && len(ep.UDPPorts) == 0):
 		return condition(t, metav1.ConditionUnknown, ringcapv1.ReasonEndpointNotChosen,
 			string(mode)+" mode: the receiver has not reported the address it listens on yet")
 	}
 	reason := ringcapv1.ReasonHostNetwork
 	if mode == ringcapv1.NetworkModeAttachment {
 		reason = ringcapv1.ReasonAttachmentNetwork
+	}
+	if len(ep.UDPPorts) > 0 {
+		return condition(t, metav1.ConditionTrue, reason,
+			fmt.Sprintf("senders on the data network send to %s UDP ports %s (%s mode: %s)", ep.Address, joinInts(ep.UDPPorts), mode, ep.Reason))
 	}
 	return condition(t, metav1.ConditionTrue, reason,
 		fmt.Sprintf("senders on the data network connect to %s:%d (%s mode: %s)", ep.Address, ep.Port, mode, ep.Reason))
@@ -126,6 +131,11 @@ func explainHostPorts(v *verdict, pod *corev1.Pod) {
 		return
 	}
 	v.scheduledReason = ringcapv1.ReasonHostPortInUse
+	if udp := podUDPPorts(pod); len(udp) > 0 {
+		v.schedMsg = fmt.Sprintf("Host mode: every node that could run the capture already has a pod holding one of UDP host ports %s (receiver.udp.ports) or TCP host port %d (receiver.metricsPort), for example another Host-mode capture; give this capture other ports. %s",
+			joinInts(udp), containerPort(pod, "metrics"), v.schedMsg)
+		return
+	}
 	v.schedMsg = fmt.Sprintf("Host mode: every node that could run the capture already has a pod holding host port %d (receiver.port) or %d (receiver.metricsPort), for example another Host-mode capture; give this capture other ports. %s",
 		containerPort(pod, "handshake"), containerPort(pod, "metrics"), v.schedMsg)
 }

@@ -104,9 +104,28 @@ func HugePageBytes(r ringcapv1.RingSpec) int64 {
 // ReceiverArgs builds the `ringcap recv` arguments for a RingCapture (after the image's
 // ringcap entrypoint). The receiver creates the ring (--create) in the pod's IPC
 // namespace and destroys it on exit; the ring disappears with the pod in any case.
+// An RDMA capture gets its queue pairs, transport and listen address; a SPEAD or VDIF
+// capture its protocol, UDP sockets and placement rule (packetArgs).
 func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 	r, rx := rc.Spec.Ring, rc.Spec.Receiver
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	args := ringArgs(r)
+	if rx.Protocol.IsPacket() {
+		args = append(args, packetArgs(rc)...) // packet.go
+	} else {
+		args = append(args, rdmaArgs(rc)...)
+	}
+	args = append(args, headerArgs(r.Header)...)
+	args = append(args, stopArgs(rx.Stop)...)
+	return append(args,
+		"--metrics-addr", metricsAddr(rc),
+		"--summary-file", summaryFile,
+	)
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ringArgs create the ring: key, geometry, locking and huge pages.
+func ringArgs(r ringcapv1.RingSpec) []string {
 	args := []string{"recv",
 		"-k", NormalizeKey(r.Key), "--create",
 		"-b", i64(r.BlockBytes), "-n", i64(r.Blocks), "-a", i64(r.HeaderBlockBytes), "-r", i64(int64(r.Readers)),
@@ -118,11 +137,18 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 		// The size the pod requests (hugepages-2Mi), whatever the node's default size.
 		args = append(args, "--hugepages", "--hugepage-size", "2Mi")
 	}
-	args = append(args,
+	return args
+}
+
+// rdmaArgs are an RDMA receiver's queue pairs, transfer mode, registration,
+// transport, listen address and message sizes.
+func rdmaArgs(rc *ringcapv1.RingCapture) []string {
+	rx := rc.Spec.Receiver
+	args := []string{
 		"--qps", i64(int64(rx.QueuePairs)),
 		"--mode", strings.ToLower(string(rx.Mode)),
 		"--mr", strings.ToLower(string(rx.MemoryRegistration)),
-	)
+	}
 	args = append(args, transportArgs(rx)...)
 	args = append(args, listenArgs(rc)...)
 	args = append(args,
@@ -135,37 +161,46 @@ func ReceiverArgs(rc *ringcapv1.RingCapture) []string {
 	if rx.BusyPoll {
 		args = append(args, "--busy-poll")
 	}
-	if h := r.Header; h != nil {
-		if h.Template != "" || h.ConfigMapRef != nil {
-			args = append(args, "--header-file", headerMountPath+"/"+headerFileName)
-		}
-		keys := make([]string, 0, len(h.Values))
-		for k := range h.Values {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			args = append(args, "--header", k+"="+string(h.Values[k]))
-		}
+	return args
+}
+
+// headerArgs are the header template file and the header values, by key.
+func headerArgs(h *ringcapv1.RingHeaderSpec) []string {
+	if h == nil {
+		return nil
 	}
-	switch st := rx.Stop; st.After {
+	var args []string
+	if h.Template != "" || h.ConfigMapRef != nil {
+		args = append(args, "--header-file", headerMountPath+"/"+headerFileName)
+	}
+	keys := make([]string, 0, len(h.Values))
+	for k := range h.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "--header", k+"="+string(h.Values[k]))
+	}
+	return args
+}
+
+// stopArgs are the receiver's stop condition.
+func stopArgs(st ringcapv1.StopSpec) []string {
+	switch st.After {
 	case ringcapv1.StopBytes:
 		if st.Bytes != nil {
-			args = append(args, "--stop-bytes", i64(*st.Bytes))
+			return []string{"--stop-bytes", i64(*st.Bytes)}
 		}
 	case ringcapv1.StopDuration:
 		if st.Duration != nil {
-			args = append(args, "--stop-duration", st.Duration.Duration.String())
+			return []string{"--stop-duration", st.Duration.Duration.String()}
 		}
 	case ringcapv1.StopObservations:
 		if st.Observations != nil {
-			args = append(args, "--stop-observations", i64(int64(*st.Observations)))
+			return []string{"--stop-observations", i64(int64(*st.Observations))}
 		}
 	}
-	return append(args,
-		"--metrics-addr", metricsAddr(rc),
-		"--summary-file", summaryFile,
-	)
+	return nil
 }
 
 // transportArgs are the receiver's transport flags: always --transport (so that the
@@ -215,6 +250,9 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 
 	if usesClaim(rc.Spec.Receiver) {
 		return res // the device comes through the pod's resource claim
+	}
+	if rc.Spec.Receiver.Protocol.IsPacket() {
+		return res // a SPEAD or VDIF receiver takes UDP packets: no RDMA device
 	}
 	rdma := corev1.ResourceName(rc.Spec.Receiver.ResourceName)
 	if rdma == "" {
@@ -297,10 +335,7 @@ func receiverContainer(rc *ringcapv1.RingCapture, opts PodOptions, image string,
 		Image:           image,
 		ImagePullPolicy: pull,
 		Args:            ReceiverArgs(rc),
-		Ports: []corev1.ContainerPort{
-			{Name: "handshake", ContainerPort: spec.Receiver.Port, Protocol: corev1.ProtocolTCP},
-			{Name: "metrics", ContainerPort: spec.Receiver.MetricsPort, Protocol: corev1.ProtocolTCP},
-		},
+		Ports:           receiverPorts(spec.Receiver),
 		Env: []corev1.EnvVar{
 			{Name: "RINGCAP_CAPTURE", Value: rc.Namespace + "/" + rc.Name},
 			{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},

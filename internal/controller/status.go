@@ -184,6 +184,9 @@ func endedRun(rc *ringcapv1.RingCapture, st ringcapv1.RingCaptureStatus, in Obse
 		if rs := terminationSummary(in.Pod); rs != nil && apiInt64(rs.BytesReceived) >= st.BytesReceived {
 			st.BytesReceived, st.BlocksFilled, st.Observations = apiInt64(rs.BytesReceived), apiInt64(rs.BlocksFilled), int64(rs.Observations)
 			st.Received = HumanBytes(st.BytesReceived)
+			if p := PacketsStatus(rs.Packets); p != nil {
+				st.Packets = p // the receiver's final counts
+			}
 		}
 	}
 	setConditionGenerations(&st, rc.Generation)
@@ -454,6 +457,9 @@ func applyReceiverNumbers(st *ringcapv1.RingCaptureStatus, rs *statusdoc.Status)
 	st.Observations = int64(rs.Observations)
 	st.RateBytesPerSecond = int64(rs.RateBytesPerSecond)
 	st.Ring = RingFill(rs.RingFill)
+	if p := PacketsStatus(rs.Packets); p != nil { // packet.go
+		st.Packets = p
+	}
 	if rs.MemoryRegistration.Mode != "" {
 		st.MemoryRegistration = &ringcapv1.MemoryRegistrationStatus{
 			Mode: rs.MemoryRegistration.Mode, Regions: apiInt32(rs.MemoryRegistration.Regions),
@@ -487,6 +493,9 @@ func completionTime(pod *corev1.Pod, rs *statusdoc.Status, now metav1.Time) *met
 func endpointMessage(ep *ringcapv1.EndpointStatus) string {
 	if ep == nil {
 		return "listening"
+	}
+	if len(ep.UDPPorts) > 0 {
+		return fmt.Sprintf("senders send to %s UDP ports %s", ep.Address, joinInts(ep.UDPPorts))
 	}
 	msg := fmt.Sprintf("senders connect to %s:%d", ep.Address, ep.Port)
 	if ep.Device != "" {
