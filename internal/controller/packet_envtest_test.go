@@ -21,7 +21,7 @@ func TestPacketCaptureSPEAD(t *testing.T) {
 	ns := newNamespace(t, "packet-spead")
 	newCapture(t, ns, "meerkat", func(rc *ringcapv1.RingCapture) {
 		rc.Spec.Receiver = ringcapv1.ReceiverSpec{Protocol: ringcapv1.ProtocolSPEAD,
-			UDP: &ringcapv1.UDPSpec{Ports: []int32{7148, 7149}, MulticastGroups: []string{"239.2.1.150"}},
+			UDP:   &ringcapv1.UDPSpec{Ports: []int32{7148, 7149}, MulticastGroups: []string{"239.2.1.150"}},
 			SPEAD: &ringcapv1.SPEADSpec{TimestampItem: 0x1600, TimestampStep: 2097152, SyncTime: ptr(int64(1700000000)), SampleRate: ptr(int64(1712000000))}}
 	})
 	pod := waitPod(t, ns, "meerkat")
