@@ -1010,7 +1010,12 @@ type RunningStatus struct {
 	// the attachment's name (and the interface when one was named).
 	// +optional
 	Network string `json:"network,omitempty"`
-	// transport is the transport the receiver runs: Verbs or OFI (libfabric).
+	// protocol is the packet protocol a UDP receiver takes in, SPEAD or VDIF; empty for
+	// an RDMA receiver (transport says which).
+	// +optional
+	Protocol string `json:"protocol,omitempty"`
+	// transport is the transport the receiver runs: Verbs or OFI (libfabric); empty for
+	// a SPEAD or VDIF receiver.
 	// +optional
 	Transport string `json:"transport,omitempty"`
 	// ofiProvider is the libfabric provider the receiver runs with transport OFI (empty

@@ -120,6 +120,27 @@ func vdifArgs(v ringcapv1.VDIFSpec) []string {
 	return args
 }
 
+// protocolName turns the CLI's --protocol ("spead") into the API's ("SPEAD"); "" for
+// a receiver without it, which runs RDMA (status.running shows its transport).
+func protocolName(p string) string {
+	switch strings.ToLower(p) {
+	case "":
+		return ""
+	case "rdma":
+		return string(ringcapv1.ProtocolRDMA)
+	case "spead":
+		return string(ringcapv1.ProtocolSPEAD)
+	case "vdif":
+		return string(ringcapv1.ProtocolVDIF)
+	}
+	return p
+}
+
+// isPacketRun says whether a running configuration is a SPEAD or VDIF receiver's.
+func isPacketRun(run *ringcapv1.RunningStatus) bool {
+	return ringcapv1.ReceiverProtocol(run.Protocol).IsPacket()
+}
+
 func hexID(id int32) string { return "0x" + strconv.FormatInt(int64(id), 16) }
 
 func joinInts(ns []int32) string {

@@ -204,3 +204,27 @@ func TestComputeStatusPackets(t *testing.T) {
 		t.Errorf("RDMA capture has status.packets %+v", rdma.Packets)
 	}
 }
+
+// status.running of a packet capture says its protocol and network (Host read from the
+// pod: its arguments have no --listen-on), and no RDMA transport or handshake port; a
+// spec change names the protocol.
+func TestRunningConfigPacket(t *testing.T) {
+	rc := vdifCapture("v")
+	rc.Spec.Network.Mode = ringcapv1.NetworkModeHost
+	run := RunningConfig(BuildPod(rc, DefaultPodOptions()), nil)
+	if run.Protocol != "VDIF" || run.Network != "Host" || run.Transport != "" || run.TransportSource != "" || run.Port != 0 {
+		t.Errorf("running %+v: want VDIF in Host mode, no transport, no handshake port", run)
+	}
+	if rdma := RunningConfig(BuildPod(defaulted("r"), DefaultPodOptions()), nil); rdma.Protocol != "" || rdma.Transport != "Verbs" {
+		t.Errorf("RDMA running %+v: want no protocol, transport Verbs", rdma)
+	}
+	rc.Generation = 2
+	if msg := pendingChange(rc, run); !strings.Contains(msg, "changes;") {
+		t.Errorf("pending change of a spec whose run config is the same: %q", msg)
+	}
+	next := speadCapture("v")
+	next.Generation = 2
+	if msg := pendingChange(next, run); !strings.Contains(msg, "receiver protocol VDIF -> SPEAD") {
+		t.Errorf("pending change VDIF to SPEAD: %q", msg)
+	}
+}

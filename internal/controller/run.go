@@ -35,6 +35,12 @@ func RunningConfig(pod *corev1.Pod, rs *statusdoc.Status) *ringcapv1.RunningStat
 	run.DeviceClaimTemplate = podClaimTemplate(pod)
 	run.DeviceClaim, _ = podDeviceClaim(pod)
 	run.IPCLock = runningIPCLock(pod)
+	if isPacketRun(run) {
+		if pod.Spec.HostNetwork {
+			run.Network = string(ringcapv1.NetworkModeHost) // packet.go: no --listen-on without an RDMA device
+		}
+		return run
+	}
 	run.Transport, run.OFIProvider, run.TransportSource = runningTransport(run.Transport, run.OFIProvider, rs)
 	if rs != nil {
 		if rs.QueuePairs > 0 {
@@ -72,6 +78,10 @@ func configFromArgs(gen int64, args []string) *ringcapv1.RunningStatus {
 	}
 	run.Transport, run.OFIProvider = transportName(flag("--transport")), flag("--ofi-provider")
 	run.Network, run.AllowedSenders = networkFromArgs(flag)
+	run.Protocol = protocolName(flag("--protocol"))
+	if isPacketRun(run) {
+		run.Transport, run.Port = "", 0 // UDP sockets: no RDMA transport, no handshake
+	}
 	run.Stop = "never"
 	for _, s := range []struct{ flag, unit string }{{"--stop-bytes", "bytes"}, {"--stop-duration", ""}, {"--stop-observations", "observations"}} {
 		if v := flag(s.flag); v != "" {
@@ -128,6 +138,9 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 		return ""
 	}
 	want := configFromArgs(rc.Generation, ReceiverArgs(rc))
+	if isPacketRun(want) && networkMode(rc) == ringcapv1.NetworkModeHost {
+		want.Network = string(ringcapv1.NetworkModeHost) // as RunningConfig reads it from the pod
+	}
 	var diffs []string
 	add := func(field string, have, wanted any) {
 		if fmt.Sprint(have) != fmt.Sprint(wanted) {
@@ -138,6 +151,7 @@ func pendingChange(rc *ringcapv1.RingCapture, run *ringcapv1.RunningStatus) stri
 	add("ring blockBytes", run.BlockBytes, want.BlockBytes)
 	add("ring blocks", run.Blocks, want.Blocks)
 	add("ring readers", run.Readers, want.Readers)
+	add("receiver protocol", run.Protocol, want.Protocol)
 	add("receiver queuePairs", run.QueuePairs, want.QueuePairs)
 	add("receiver mode", run.Mode, want.Mode)
 	add("receiver transport", run.Transport, want.Transport)
