@@ -68,7 +68,8 @@ type RingCaptureSpec struct {
 	// +optional
 	Ring RingSpec `json:"ring,omitempty"`
 
-	// receiver configures `ringcap recv`, the RDMA receiver that fills the ring.
+	// receiver configures `ringcap recv`, the receiver that fills the ring: over RDMA
+	// from a ringcap sender, or from SPEAD or VDIF packets over UDP (protocol).
 	// +kubebuilder:default={}
 	// +optional
 	Receiver ReceiverSpec `json:"receiver,omitempty"`
