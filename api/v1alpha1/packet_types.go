@@ -32,7 +32,8 @@ type UDPSpec struct {
 
 	// address is the IP address the sockets bind to (`--udp-address`); by default the
 	// address the receiver listens on for the network mode (every address of the pod
-	// in Pod mode, of the node in Host mode, the attachment's in Attachment mode).
+	// in Pod mode, of the node in Host mode, the attachment's in Attachment mode). With
+	// multicastGroups the sockets bind the wildcard and address names the interface.
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="receiver.udp.address must be an IP address such as 10.1.0.7"
 	// +optional
@@ -185,7 +186,7 @@ type VDIFSpec struct {
 	FramesPerSecond int32 `json:"framesPerSecond"`
 
 	// threads are the thread IDs in the order their frames are placed
-	// (`--vdif-threads`), each once; by default the threads in the order they appear.
+	// (`--vdif-threads`), each once; by default one thread, the first that appears.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:items:Minimum=0

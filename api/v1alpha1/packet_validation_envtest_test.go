@@ -96,6 +96,8 @@ func TestPacketRingCapturesRejected(t *testing.T) {
 			[]string{"spec.receiver.vdif.payloadBytes", "multiple of 8"}},
 		{"VDIF start not RFC 3339", `{receiver: {protocol: VDIF, udp: {ports: [7148]}, vdif: {framesPerSecond: 25600, start: "2026-11-28 13:45"}}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.vdif.start", "date-time"}},
+		{"SPEAD stopping after observations", `{receiver: {protocol: SPEAD, stop: {after: Observations, observations: 1}, udp: {ports: [7148]}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.stop", "a SPEAD or VDIF capture is one observation"}},
 		{"unknown protocol", `{receiver: {protocol: TCP}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.protocol", "Unsupported value"}},
 	}
