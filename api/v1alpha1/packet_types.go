@@ -243,11 +243,11 @@ type PacketStatus struct {
 	Control int64 `json:"control"`
 	// kernelDrops were dropped by the kernel before the sockets (SO_RXQ_OVFL).
 	KernelDrops int64 `json:"kernelDrops"`
-	// truncated were longer than the receive buffer.
+	// truncated were longer than the largest packet accepted, and not placed.
 	Truncated int64 `json:"truncated"`
 	// zeroFilledBytes are payload bytes that never arrived, zero-filled in the ring.
 	ZeroFilledBytes int64 `json:"zeroFilledBytes"`
-	// blocks is the ring blocks the packet receiver completed.
+	// blocks is the ring blocks the packet receiver handed to the readers.
 	Blocks int64 `json:"blocks"`
 	// loss is the share of packets lost, for display, e.g. "0.02%": late, outOfWindow,
 	// duplicate, malformed, invalid, outOfRange and kernelDrops of packets plus
