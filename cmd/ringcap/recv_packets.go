@@ -96,8 +96,12 @@ func flagProtocol(name string) string {
 }
 
 // fits reports whether a flag of owner's applies to the protocol.
-func (p *packetFlags) fits(owner string) bool {
-	return owner == p.protocol || owner == "packet" && p.packet()
+func (p *packetFlags) fits(owner string) bool { return protocolFits(p.protocol, owner) }
+
+// protocolFits reports whether a flag of owner's (flagProtocol) applies to
+// protocol; send and recv share it.
+func protocolFits(protocol, owner string) bool {
+	return owner == "" || owner == protocol || owner == "packet" && protocol != protoRDMA
 }
 
 // config is the packet receiver the flags describe.

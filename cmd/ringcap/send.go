@@ -42,23 +42,28 @@ type sendOpts struct {
 	quiet      bool
 	headerFile string
 	headers    []string
+	packets    sendPacketFlags
 }
 
 func newSendCmd() *cobra.Command {
 	o := &sendOpts{}
 	c := &cobra.Command{
 		Use:   "send",
-		Short: "Stream the deterministic test pattern or a file to a ringcap receiver over RDMA",
+		Short: "Stream the deterministic test pattern or a file to a ringcap receiver over RDMA, or the pattern as SPEAD/VDIF over UDP",
 		Long: "send connects to `ringcap recv`, negotiates queue pairs and mode, and stripes the stream over the\n" +
 			"queue pairs (send mode: message g on queue pair g mod N; write mode: each block whole on the next queue pair with room).\n" +
 			"The test pattern (--seed) lets any reader verify every byte: `ringcap ring read --verify SEED`.\n" +
 			"Progress lines say when the receiver's ring readers hold it back (no ring block free) and for how long.\n" +
 			"The last line is a summary (held_back_seconds: the time the receiver was held back, as it reports):\n" +
-			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true transport=T [provider=P]",
+			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true transport=T [provider=P]\n" +
+			"With --protocol spead|vdif it sends the pattern as UDP packets, each carrying the bytes the receiver's placement rule\n" +
+			"(the same --spead-*/--vdif-* flags as `ringcap recv`) puts it at, and the summary is\n" +
+			"  send: bytes=N packets=P payload_bytes=B dropped_packets=D dropped_bytes=DB seconds=S gbps=G protocol=spead complete=true",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw\n" +
-			"  ringcap send --connect 127.0.0.1:18515 --transport ofi --ofi-domain lo --bytes 1G --seed 7",
+			"  ringcap send --connect 127.0.0.1:18515 --transport ofi --ofi-domain lo --bytes 1G --seed 7\n" +
+			"  ringcap send --protocol spead --connect 10.0.0.5:7148 --bytes 32M --seed 7 --rate 20M --spead-timestamp-id 0x1600 --spead-timestamp-step 4096 --spead-heap-bytes 8K --spead-sync-time 1700000000 --spead-sample-rate 1712000000",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSend(cmd, o)
@@ -87,10 +92,17 @@ func newSendCmd() *cobra.Command {
 	fs.StringArrayVar(&o.headers, "header", nil, "set a keyword of this observation's header (KEY=VALUE, repeatable; after --header-file). They override the receiver's template; HDR_SIZE, OBS_OFFSET and RINGCAP_* are the receiver's (an error here, left out of --header-file), TRANSFER_SIZE is refused; UTC_START (YYYY-MM-DD-hh:mm:ss) replaces the receiver's time of acceptance")
 	o.dev.add(c)
 	o.fabric.add(c, os.Getenv)
+	o.packets.add(fs)
 	return c
 }
 
 func runSend(cmd *cobra.Command, o *sendOpts) error {
+	if err := o.packets.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if o.packets.packet() {
+		return runPacketSend(cmd, o)
+	}
 	errw := cmd.ErrOrStderr()
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if err := o.check(cmd.Flags().Changed("seed")); err != nil {
