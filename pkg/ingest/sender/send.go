@@ -9,7 +9,9 @@ import (
 	"github.com/ringcap/ringcap/pkg/ingest/stream"
 )
 
-// batch is the packets sent between two rate checks.
+// batch is the packets sent between two checks of the context when the rate
+// is unlimited; a limited rate is paced packet by packet, so that no burst
+// overflows a small receive buffer.
 const batch = 32
 
 // Result is what a run sent.
@@ -69,7 +71,7 @@ func dial(c Config) (*net.UDPConn, error) {
 }
 
 // send writes the packets in order, skipping every DropEvery-th, pacing each
-// batch to the rate.
+// packet (or batch) to the rate.
 func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result, error) {
 	var r Result
 	start := time.Now()
@@ -89,7 +91,7 @@ func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result,
 		}
 		r.Packets++
 		r.PayloadBytes += pl
-		if r.Packets%batch == 0 {
+		if c.RateBytesPerSecond > 0 || r.Packets%batch == 0 {
 			if err := pace(ctx, start, r.PayloadBytes, c.RateBytesPerSecond); err != nil {
 				r.Seconds = time.Since(start).Seconds()
 				return r, err
