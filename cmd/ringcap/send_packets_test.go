@@ -18,6 +18,10 @@ var sendRule = []string{"--protocol", "spead", "--spead-timestamp-id", "0x1600",
 	"--spead-channel-id", "0x4103", "--spead-channels", "0:256:2", "--spead-heap-bytes", "1024",
 	"--spead-sync-time", "1700000000", "--spead-sample-rate", "8192"}
 
+// sendRuleItems is sendRule with the sync time and sample rate taken from
+// the stream's items, as the SPEAD sample and the e2e step give them.
+var sendRuleItems = append(append([]string{}, sendRule[:len(sendRule)-4]...), "--spead-sync-time-id", "0x1027", "--spead-sample-rate-id", "0x1046")
+
 // packetSend runs `ringcap send` in this process to the receiver's first
 // port and returns its summary line.
 func packetSend(t *testing.T, r *packetRun, args ...string) string {
@@ -59,7 +63,9 @@ func TestSendSPEADLoopbackVerified(t *testing.T) {
 
 // With --drop-every the dropped packets' bytes are zero-filled and every
 // other byte is the pattern's; the counters say exactly what was dropped.
+// The sync time and sample rate come from the stream's items.
 func TestSendSPEADDropEvery(t *testing.T) {
+	sendRule := sendRuleItems
 	const total, pkt, every = 32 << 10, 256, 7
 	sent := total/pkt - total/pkt/every // 128 packets, 18 dropped (the last, 128, is not)
 	r := startPacketRecv(t, packetSetup{}, append(sendRule, "--stop-bytes", strconv.Itoa(sent*pkt))...)
@@ -79,6 +85,7 @@ func TestSendSPEADDropEvery(t *testing.T) {
 	if len(got.data) != total {
 		t.Fatalf("read %d bytes, want %d", len(got.data), total)
 	}
+	checkHeader(t, got.hdr, map[string]string{"OBS_OFFSET": "0", "RINGCAP_SPEAD_SAMPLE_RATE": "1000000000", "RINGCAP_SPEAD_TIMESTAMP": "1000000000"})
 	want := make([]byte, pkt)
 	for i := 0; i < total/pkt; i++ {
 		b := got.data[i*pkt : (i+1)*pkt]
