@@ -91,9 +91,25 @@ func stepSPEADCapture(t *testing.T) {
 	end := waitCapture(t, speadCapture, 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool {
 		return str(u, "status", "phase") == "Succeeded"
 	})
+	end = finalPacketCounts(end)
 	slog := podLogs(t, testNamespace, sender.Name, "main")
 	checkVerifiedRun(t, end, slog)
 	checkNoPacketLoss(t, end, slog)
+}
+
+// finalPacketCounts gives the operator up to 30 s to copy the receiver's
+// final counts (its summary) into status.packets after Succeeded: it returns
+// the capture once they account for every byte, or as it is then.
+func finalPacketCounts(end *unstructured.Unstructured) *unstructured.Unstructured {
+	_, _, _ = poll(30*time.Second, func(ctx context.Context) (bool, string, error) {
+		u, err := getCapture(ctx, speadCapture)
+		if err != nil {
+			return retry(err)
+		}
+		end = u
+		return num(u, "status", "packets", "receivedBytes")+num(u, "status", "packets", "zeroFilledBytes") >= speadBytes, captureSummary(u), nil
+	})
+	return end
 }
 
 // checkNoPacketLoss checks status.packets against the sender's summary:
