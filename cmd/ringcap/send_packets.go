@@ -33,7 +33,7 @@ func (r *byteRate) Set(s string) error {
 }
 
 func (p *sendPacketFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&p.protocol, "protocol", protoRDMA, "what to send: rdma (to `ringcap recv` over RC queue pairs), spead or vdif (the test pattern as UDP packets to a `ringcap recv --protocol spead|vdif` with the same rule flags)")
+	fs.StringVar(&p.protocol, "protocol", protoRDMA, "what to send: rdma (to ringcap recv over RC queue pairs), spead or vdif (the test pattern as UDP packets to ringcap recv --protocol spead|vdif with the same rule flags)")
 	fs.Var(&p.rate, "rate", "with spead or vdif: payload bytes per second at most, e.g. 20M or 20MB/s (binary units; 0: unlimited)")
 	fs.Var((*byteSize)(&p.packetBytes), "packet-bytes", fmt.Sprintf("with spead: payload bytes per packet, at most the heap (--spead-heap-bytes, default one packet per heap; default %d)", sender.DefaultPacketBytes))
 	fs.Uint64Var(&p.dropEvery, "drop-every", 0, "with spead or vdif: skip every Nth packet (a loss test; the receiver zero-fills their bytes)")
