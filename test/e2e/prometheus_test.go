@@ -116,8 +116,11 @@ func (p *prom) get(path string, params url.Values, data any) error {
 		u += "?" + params.Encode()
 	}
 	out, rc, err := guestRun("prom-get", "curl -sS --max-time 20 '"+u+"'", time.Minute)
-	if err != nil || rc != 0 {
-		return fmt.Errorf("GET %s in the guest: rc %d, %v: %s", path, rc, err, out)
+	if err != nil {
+		return fmt.Errorf("GET %s in the guest: %w", path, err)
+	}
+	if rc != 0 {
+		return fmt.Errorf("GET %s in the guest: curl exited %d: %s", path, rc, out)
 	}
 	var resp struct {
 		Status string          `json:"status"`
