@@ -37,7 +37,9 @@ func guestRun(name, script string, limit time.Duration) (string, int, error) {
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(limit))
 	// The markers are spelled so that the shell's echo of this line never matches them.
-	cmd := fmt.Sprintf("PS1=; PS2=; stty -echo; bash /mnt/host/cmd/%s.sh 2>&1 | sed -u \"s/^/$(printf 'O%%sT|' U)/\"; echo \"R\"\"C|${PIPESTATUS[0]}|%s\"\n", name, name)
+	// The status line starts on a line of its own even when the script's output does not end
+	// in a newline (curl's JSON): printf ends that line first (an empty line is ignored).
+	cmd := fmt.Sprintf("PS1=; PS2=; stty -echo; bash /mnt/host/cmd/%s.sh 2>&1 | sed -u \"s/^/$(printf 'O%%sT|' U)/\"; rc=${PIPESTATUS[0]}; printf '\\n'; echo \"R\"\"C|$rc|%s\"\n", name, name)
 	if _, err := c.Write([]byte(cmd)); err != nil {
 		return "", -1, fmt.Errorf("write to the guest shell: %w", err)
 	}
