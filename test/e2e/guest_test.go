@@ -12,12 +12,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
+// guestRuns numbers guestRun's scripts.
+var guestRuns atomic.Int64
+
 // guestRun runs script with bash in the e2e VM's own namespaces — not in a pod, the way a
 // digitiser host sits on the data network beside the node — and returns its output and
-// exit status (an error when it could not be run). The script goes through the 9p share (/mnt/host/cmd/NAME.sh in the guest)
+// exit status (an error when it could not be run). The script goes through the 9p share (/mnt/host/cmd/NAME-N.sh in the guest, N counting the runs)
 // and is started by the debug shell on the VM's second serial port (guest-boot.sh), which
 // prints its output lines with a prefix and then its exit status. Only one client can use
 // that shell at a time: run concurrent work inside one script. It may run in a goroutine
@@ -27,9 +31,14 @@ func guestRun(name, script string, limit time.Duration) (string, int, error) {
 	if sock == "" || share == "" {
 		return "", -1, fmt.Errorf("RINGCAP_E2E_GUEST_SHELL and RINGCAP_E2E_GUEST_SHARE are not set: senders outside the cluster need the VM harness (make e2e), which sets them in e2e.env")
 	}
-	if err := os.WriteFile(filepath.Join(share, "cmd", name+".sh"), []byte(script), 0o755); err != nil {
+	// A file of its own for every run: the guest mounts the share with cache=loose, so a
+	// script rewritten under a name it has read before may run with its old content.
+	name = fmt.Sprintf("%s-%d", name, guestRuns.Add(1))
+	file := filepath.Join(share, "cmd", name+".sh")
+	if err := os.WriteFile(file, []byte(script), 0o755); err != nil {
 		return "", -1, fmt.Errorf("write guest script: %w", err)
 	}
+	defer func() { _ = os.Remove(file) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		return "", -1, fmt.Errorf("connect to the guest shell %s: %w", sock, err)
