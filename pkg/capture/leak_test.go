@@ -1,11 +1,8 @@
 package capture
 
 import (
-	"fmt"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/ringcap/ringcap/internal/ipctest"
 )
@@ -16,17 +13,4 @@ import (
 // also fails them when a ring a host test created (testRing) left a shared
 // memory segment or semaphore set behind; the binary runs in a SysV IPC
 // namespace of its own (ipctest.Isolate), so other processes' rings are not.
-func TestMain(m *testing.M) {
-	ipctest.Isolate()
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "LEAK:", err)
-			code = 1
-		}
-	}
-	if !ipctest.CheckLeaks(testKeys.Used(), 256) {
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(ipctest.Main(m, testKeys, 256)) }

@@ -3,13 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
 	"github.com/ringcap/ringcap/internal/ipctest"
@@ -21,20 +18,7 @@ var testKeys = ipctest.NewKeys(0x7800, 0x20, 0x10, 0x100) // 0x7800..0x79f0: no 
 
 // TestMain runs the tests in a SysV IPC namespace of their own and fails them
 // when a goroutine outlives them or a ring is left behind.
-func TestMain(m *testing.M) {
-	ipctest.Isolate()
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "LEAK:", err)
-			code = 1
-		}
-	}
-	if !ipctest.CheckLeaks(testKeys.Used(), 64) {
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(ipctest.Main(m, testKeys, 64)) }
 
 // testRing creates a ring of nbufs blocks of bufsz bytes, destroyed at the
 // end of the test.
