@@ -74,7 +74,7 @@ func bufferNote(socks []udp.SocketInfo) string {
 	for _, s := range socks {
 		var be *udp.BufferError
 		if errors.As(s.BufferErr, &be) {
-			return fmt.Sprintf("the kernel gave the sockets a smaller receive buffer than asked for (packets may be dropped at high rates): %v; raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d)", be, be.Wanted)
+			return fmt.Sprintf("the kernel gave the sockets a smaller receive buffer than asked for, so packets may be dropped at high rates: %v", be)
 		}
 		if s.BufferErr != nil {
 			return s.BufferErr.Error()
