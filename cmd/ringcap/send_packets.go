@@ -112,7 +112,7 @@ func runPacketSend(cmd *cobra.Command, o *sendOpts) error {
 	if res.Seconds > 0 {
 		gbps = float64(res.PayloadBytes) * 8 / res.Seconds / 1e9
 	}
-	outf(cmd.OutOrStdout(), "send: bytes=%d packets=%d payload_bytes=%d dropped_packets=%d dropped_bytes=%d seconds=%.3f gbps=%.3f protocol=%s complete=%v\n",
-		res.Bytes, res.Packets, res.PayloadBytes, res.DroppedPackets, res.DroppedBytes, res.Seconds, gbps, o.packets.protocol, res.Complete && err == nil)
+	outf(cmd.OutOrStdout(), "send: bytes=%d packets=%d payload_bytes=%d dropped_packets=%d dropped_bytes=%d stop_heaps=%d seconds=%.3f gbps=%.3f protocol=%s complete=%v\n",
+		res.Bytes, res.Packets, res.PayloadBytes, res.DroppedPackets, res.DroppedBytes, res.StopHeaps, res.Seconds, gbps, o.packets.protocol, res.Complete && err == nil)
 	return err
 }

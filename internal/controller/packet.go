@@ -74,6 +74,9 @@ func udpArgs(u ringcapv1.UDPSpec) []string {
 	if u.ReorderBlocks > 0 {
 		args = append(args, "--reorder-blocks", i64(int64(u.ReorderBlocks)))
 	}
+	if u.IdleTimeout != nil {
+		args = append(args, "--udp-idle-timeout", u.IdleTimeout.Duration.String())
+	}
 	return args
 }
 
@@ -101,6 +104,9 @@ func speadArgs(s ringcapv1.SPEADSpec) []string {
 	}
 	if s.StartTimestamp != nil && *s.StartTimestamp > 0 {
 		args = append(args, "--spead-start-timestamp", i64(*s.StartTimestamp))
+	}
+	if s.StopHeaps != nil {
+		args = append(args, "--spead-stop-heaps", i64(int64(*s.StopHeaps)))
 	}
 	return args
 }

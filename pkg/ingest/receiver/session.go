@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,12 +31,14 @@ type session struct {
 	where string // the sockets, for the state messages
 
 	// The receive path's own (one goroutine at a time).
-	pctx   context.Context // the pipeline's: outlives a stop by StopGrace
-	stop   context.CancelFunc
-	p      *stream.Pipeline
-	err    error // the pipeline's failure
-	begun  time.Time
-	stopAt atomic.Bool // a stop condition was reached
+	pctx    context.Context // the pipeline's: outlives a stop by StopGrace
+	stop    context.CancelFunc
+	p       *stream.Pipeline
+	err     error // the pipeline's failure
+	begun   time.Time
+	stopAt  atomic.Bool // a stop condition was reached
+	why     string      // which one, set once
+	whyOnce sync.Once   // guards why
 
 	pipe atomic.Pointer[stream.Pipeline] // for the counts, read from any goroutine
 }
@@ -97,6 +100,9 @@ func (s *session) run(ctx context.Context, src stream.Source) error {
 		timer := time.AfterFunc(d, func() { s.reached("stop duration reached", "duration", d) })
 		defer timer.Stop()
 	}
+	if d := s.cfg.IdleTimeout; d > 0 {
+		go s.watchIdle(sctx, d)
+	}
 	err := src.Run(sctx, s.handle)
 	switch {
 	case s.err != nil && ctx.Err() != nil:
@@ -126,17 +132,22 @@ func graceAfter(ctx, pctx context.Context, cancel context.CancelFunc) {
 	}
 }
 
-// reached stops the run at a stop condition.
+// reached stops the run at a stop condition; the first one reached is the
+// one the observation names.
 func (s *session) reached(msg string, args ...any) {
-	if s.stopAt.CompareAndSwap(false, true) {
+	s.whyOnce.Do(func() {
+		s.why = msg
+		s.stopAt.Store(true)
 		s.log.Info("Stop condition reached: "+msg, args...)
 		s.stop()
-	}
+	})
 }
 
 // handle is one packet: the observation begins at the first.
+// Packets after a stop condition are not the observation's: the sockets are
+// closing.
 func (s *session) handle(pkt []byte) {
-	if s.err != nil {
+	if s.err != nil || s.stopAt.Load() {
 		return
 	}
 	if s.p == nil && !s.begin() {
@@ -149,6 +160,9 @@ func (s *session) handle(pkt []byte) {
 	}
 	if s.cfg.StopBytes > 0 && s.p.Snapshot().PlacedBytes >= s.cfg.StopBytes {
 		s.reached("bytes received", "bytes", s.cfg.StopBytes)
+	}
+	if n := s.cfg.StopHeaps; n > 0 && s.p.Stops() >= uint64(n) {
+		s.reached("the sender's stream-stop heap", "heaps", n)
 	}
 }
 
@@ -186,6 +200,9 @@ func (s *session) end(ctx context.Context, runErr error) error {
 	o := statusdoc.Observation{Number: 1, Bytes: c.PlacedBytes, Blocks: c.Assemble.Blocks, Seconds: secs,
 		Complete: err == nil && runErr == nil && c.Assemble.ZeroFilled == 0,
 		Message:  fmt.Sprintf("%d of %d packets received, %d bytes zero-filled", c.Received, c.Packets, c.Assemble.ZeroFilled)}
+	if s.stopAt.Load() {
+		o.Message += "; ended: " + s.why
+	}
 	if secs > 0 {
 		o.Gbps = float64(c.PlacedBytes) * 8 / secs / 1e9
 	}

@@ -21,6 +21,7 @@ type Result struct {
 	PayloadBytes   uint64 // payload bytes sent
 	DroppedPackets uint64 // packets skipped by DropEvery
 	DroppedBytes   uint64 // their payload bytes
+	StopHeaps      uint64 // SPEAD stream-stop heaps sent after the data (not in Packets)
 	Seconds        float64
 	Complete       bool
 }
@@ -29,6 +30,12 @@ type Result struct {
 type packets interface {
 	count() uint64
 	packet(i uint64) (b []byte, payload uint64)
+}
+
+// ender is a stream that ends with a packet of its own (SPEAD's stream-stop
+// heap), never dropped.
+type ender interface {
+	end() []byte
 }
 
 // Run sends the stream c describes to c.Target and returns what it sent.
@@ -97,6 +104,12 @@ func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result,
 				return r, err
 			}
 		}
+	}
+	if e, ok := ps.(ender); ok {
+		if _, err := conn.Write(e.end()); err != nil {
+			return r, fmt.Errorf("sender: the stream's end to %s: %w", c.Target, err)
+		}
+		r.StopHeaps++
 	}
 	r.Complete = true
 	r.Seconds = time.Since(start).Seconds()
