@@ -57,23 +57,23 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	return send(ctx, conn, ps, c)
 }
 
-// dial opens the UDP socket to the target, with the multicast TTL.
+// dial opens the UDP socket to the target, with the multicast TTL and
+// interface.
 func dial(c Config) (*net.UDPConn, error) {
 	raddr, err := net.ResolveUDPAddr("udp", c.Target)
 	if err != nil {
 		return nil, fmt.Errorf("sender: resolving %s: %w", c.Target, err)
 	}
-	conn, err := net.DialUDP("udp", nil, raddr)
+	var d net.Dialer
+	if raddr.IP.IsMulticast() {
+		d.Control = multicastControl(c.MulticastTTL, c.MulticastInterface)
+	}
+	nc, err := d.Dial("udp", raddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("sender: connecting to %s: %w", c.Target, err)
 	}
+	conn := nc.(*net.UDPConn)
 	_ = conn.SetWriteBuffer(4 << 20)
-	if c.MulticastTTL > 0 && raddr.IP.IsMulticast() {
-		if err := setMulticastTTL(conn, c.MulticastTTL); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("sender: setting multicast TTL %d: %w", c.MulticastTTL, err)
-		}
-	}
 	return conn, nil
 }
 
