@@ -22,7 +22,6 @@ var (
 	txAddr  = nettest.TxAddr
 	rxAddr  = nettest.RxAddr
 	txAddr6 = nettest.TxAddr6
-	rxAddr6 = nettest.RxAddr6
 )
 
 // vethPair creates two network namespaces joined by a veth pair (vtx in the first, vrx in
