@@ -237,7 +237,7 @@ type VDIFSpec struct {
 // PacketStatus is the packet receiver's counters (the /status "packets" section), all
 // since the receiver started. packets = receivedPackets + late + outOfWindow +
 // duplicate + malformed + invalid + outOfRange + beforeStart + control; kernelDrops
-// were dropped by the kernel before the socket and are not in packets.
+// (dropped by the kernel before the socket), truncated and refused are not in packets.
 type PacketStatus struct {
 	// protocol is the receiver's packet protocol: spead or vdif.
 	// +optional
@@ -268,6 +268,9 @@ type PacketStatus struct {
 	KernelDrops int64 `json:"kernelDrops"`
 	// truncated were longer than the largest packet accepted, and not placed.
 	Truncated int64 `json:"truncated"`
+	// refused came from senders outside network.allowedSenders, and were not placed.
+	// +optional
+	Refused int64 `json:"refused"`
 	// zeroFilledBytes are payload bytes that never arrived, zero-filled in the ring.
 	ZeroFilledBytes int64 `json:"zeroFilledBytes"`
 	// blocks is the ring blocks the packet receiver handed to the readers.

@@ -120,7 +120,7 @@ func (p *packetFlags) config(o *recvOpts) (receiver.Config, error) {
 	if c.UDP, err = p.udpConfig(); err != nil {
 		return c, err
 	}
-	c.Listen.Addr, c.Listen.On, c.Listen.Interface = o.listen, o.listenOn, o.listenIface
+	c.Listen.Addr, c.Listen.On, c.Listen.Interface, c.Listen.Allowed = o.listen, o.listenOn, o.listenIface, o.allowed
 	if c.Stream, err = p.streamConfig(); err != nil {
 		return c, err
 	}

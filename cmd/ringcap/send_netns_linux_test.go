@@ -66,7 +66,8 @@ func startListening(t *testing.T, cmd *exec.Cmd, errb *strings.Builder) chan err
 
 // A sender in one network namespace streams 8 KiB SPEAD packets over a veth pair (MTU
 // 9000) into a receiver in another, unicast and to a multicast group the receiver joins
-// on its interface; one packet in 50 is dropped by the sender. The reader finds every
+// on its interface; one packet in 50 is dropped by the sender. The receiver allows the
+// subnet of its address (or of the interface it joined the group on) only. The reader finds every
 // byte sent in place and the dropped ones zero; the counts are exact, and the stream ends
 // at the sender's stop heap.
 func TestSendRecvOverVeth(t *testing.T) {
@@ -74,8 +75,8 @@ func TestSendRecvOverVeth(t *testing.T) {
 		name, target string
 		recv, send   []string
 	}{
-		{"unicast", nettest.RxAddr.String(), []string{"--udp-address", nettest.RxAddr.String()}, nil},
-		{"multicast", "239.2.1.150", []string{"--multicast", "239.2.1.150", "--multicast-interface", nettest.RxDev},
+		{"unicast", nettest.RxAddr.String(), []string{"--udp-address", nettest.RxAddr.String(), "--allowed-senders", "listen-subnet"}, nil},
+		{"multicast", "239.2.1.150", []string{"--multicast", "239.2.1.150", "--multicast-interface", nettest.RxDev, "--allowed-senders", "listen-subnet"},
 			[]string{"--multicast-interface", nettest.TxDev, "--multicast-ttl", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { sendOverVeth(t, tc.target, tc.recv, tc.send) })

@@ -204,3 +204,18 @@ func TestRecvVDIFIdleTimeoutEndsStream(t *testing.T) {
 		}
 	}
 }
+
+// Packets from a sender outside --allowed-senders are refused before the
+// pipeline: counted in packets.refused (and its metric), none placed, no
+// observation begun; the run ends at its stop duration.
+func TestRecvPacketsRefusesSendersOutsideAllowlist(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{}, append(sendRule, "--allowed-senders", "198.18.0.0/24", "--stop-duration", "3s")...)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	packetSend(t, r, append(sendRule, "--bytes", "8K", "--packet-bytes", "256", "--rate", "4M")...)
+	st := r.waitStatus(t, "33 packets refused", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Refused == 33 })
+	if p := st.Packets; p.Packets != 0 || p.ReceivedPackets != 0 {
+		t.Fatalf("packets %+v: refused ones reached the pipeline", p)
+	}
+	checkMetrics(t, r.metrics, "ringcap_packet_refused_total 33", `ringcap_packets_total{outcome="received"} 0`)
+	r.wait(t)
+}

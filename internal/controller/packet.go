@@ -204,7 +204,7 @@ func PacketsStatus(p *statusdoc.Packets) *ringcapv1.PacketStatus {
 		ReceivedBytes: apiInt64(p.ReceivedBytes), Late: apiInt64(p.Late), OutOfWindow: apiInt64(p.OutOfWindow),
 		Duplicate: apiInt64(p.Duplicate), Malformed: apiInt64(p.Malformed), Invalid: apiInt64(p.Invalid),
 		OutOfRange: apiInt64(p.OutOfRange), BeforeStart: apiInt64(p.BeforeStart), Control: apiInt64(p.Control),
-		KernelDrops: apiInt64(p.KernelDrops), Truncated: apiInt64(p.Truncated),
+		KernelDrops: apiInt64(p.KernelDrops), Truncated: apiInt64(p.Truncated), Refused: apiInt64(p.Refused),
 		ZeroFilledBytes: apiInt64(p.ZeroFilledBytes), Blocks: apiInt64(p.Blocks),
 		Loss: PacketLoss(p),
 	}

@@ -33,6 +33,10 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 	if err != nil {
 		return err
 	}
+	g, err := newGate(c.Listen.Allowed, ucfg, log)
+	if err != nil {
+		return err
+	}
 	r, err := udp.Open(ucfg)
 	if err != nil {
 		return fmt.Errorf("open the UDP sockets: %w", err)
@@ -43,12 +47,13 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
 	}
 	s := newSession(c, scfg, w, r, t, log)
+	s.gate = g
 	if err := t.Register(collector{s.counts}); err != nil {
 		return errors.Join(err, w.Close())
 	}
 	t.SetLive(s.live)
 	s.listening(r.Sockets(), reason)
-	err = s.run(ctx, udpSource{r: r, shared: len(r.Sockets()) > 1})
+	err = s.run(ctx, udpSource{r: r, shared: len(r.Sockets()) > 1, gate: g})
 	return errors.Join(err, closeWriter(ctx, w, log))
 }
 

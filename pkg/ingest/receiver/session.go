@@ -25,6 +25,7 @@ type session struct {
 	scfg  stream.Config
 	w     *dada.Writer
 	udp   interface{ Stats() udp.Stats }
+	gate  *gate // the allowlist's refusals (nil: none)
 	t     *status.Tracker
 	log   *slog.Logger
 	note  string // the buffer shortfall, kept in every state message
@@ -77,7 +78,9 @@ func (s *session) counts() statusdoc.Packets {
 	if p := s.pipe.Load(); p != nil {
 		c = p.Snapshot()
 	}
-	return packetsDoc(s.cfg.Stream.Protocol, c, s.udp.Stats())
+	p := packetsDoc(s.cfg.Stream.Protocol, c, s.udp.Stats())
+	p.Refused = s.gate.count()
+	return p
 }
 
 // live brings the status up to date (the tracker's SetLive).
