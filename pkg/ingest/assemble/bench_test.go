@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -14,7 +15,7 @@ import (
 // block, presence, counters and the hand-overs), in ns per packet.
 func BenchmarkPut(b *testing.B) {
 	const pkt = 8 << 10
-	h := testRing(b, 8, 1<<20)
+	h := ringtest.New(b, testKeys, 8, 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})

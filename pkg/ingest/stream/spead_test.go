@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
@@ -156,7 +157,7 @@ func TestSPEADHeaderFailures(t *testing.T) {
 // first packet placed with an error saying want.
 func failFirst(t *testing.T, cfg Config, want string) {
 	t.Helper()
-	h := testRing(t, 4, 4096)
+	h := ringtest.New(t, testKeys, 4, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
