@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Comparison benchmark of `ringcap recv --protocol spead` against spead2_recv, SARAO's SPEAD
+# receiver (manual; not part of CI; needs hack/spead2-build.sh's build in $RINGCAP_CACHE/spead2).
+# One spead2_send stream over UDP on loopback into each receiver in turn, both with the same
+# socket buffer (net.core.rmem_max, what spead2_recv can get without privileges):
+#   rate: the highest loss-free rate, stepping spead2_send's --rate through RATES (Gb/s);
+#     loss-free is every heap complete in spead2_recv, every byte placed and no kernel drop in
+#     ringcap; the stepping stops when the sender falls short of a rate by more than 10 %;
+#   cpu: the receiver process's CPU seconds (user + system) per GiB received at CPU_RATE.
+# Each of ROUNDS rounds measures both receivers; the script prints the median of each and the
+# ratio ringcap/spead2_recv: the ratio of the medians and the range of the rounds' ratios.
+# ringcap's ring is drained by `ringcap ring read` into /dev/null, whose CPU is not counted;
+# spead2_recv assembles each heap in memory and drops it.
+#
+#   hack/spead2-bench.sh [SPEAD2_CHECKOUT]    (with a checkout it builds first)
+#   ROUNDS=1 HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] && hack/spead2-build.sh "$1"
+. hack/env.sh
+KEY=${BENCH_KEY:-5a54}
+PORT=${SPEAD2_PORT:-7152}
+ROUNDS=${ROUNDS:-5}
+HEAP=${HEAP:-65536}
+HEAPS=${HEAPS:-2048}
+RATES=${RATES:-0.25 0.5 1 2 4 8}
+CPU_RATE=${CPU_RATE:-0.5}
+BUF=$(sysctl -n net.core.rmem_max)
+B=$RINGCAP_CACHE/spead2
+R=$B/ringcap
+if [ ! -x "$B/spead2_send" ] || [ ! -x "$B/spead2_recv" ]; then
+  echo "no spead2 build in \$RINGCAP_CACHE/spead2: run hack/spead2-build.sh SPEAD2_CHECKOUT" >&2
+  exit 1
+fi
+work=$(mktemp -d)
+cleanup() {
+  local rc=$?
+  jobs -p | xargs -r kill 2>/dev/null || true
+  wait 2>/dev/null || true
+  "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+  if [ -n "${KEEP_WORK:-}" ]; then echo "work: $work"; else rm -rf "$work"; fi
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+bound() { # wait until something listens on UDP port $1
+  for _ in $(seq 1 100); do
+    [ -n "$(ss -Huln "sport = :$1")" ] && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on UDP port $1" >&2
+  return 1
+}
+limit() { awk -v h="$HEAP" -v n="$HEAPS" -v r="$1" 'BEGIN { printf "%d", h * n * 8 / (r * 1e9) * 3 + 10 }'; }
+send() { # spead2_send at $1 Gb/s; prints the rate it reached
+  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "127.0.0.1:$PORT" |
+    sed -n 's/.* seconds, \([0-9.e+-]*\) Gb\/s$/\1/p'
+}
+cpu() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
+
+# trial_spead2 RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
+trial_spead2() {
+  /usr/bin/time -f "%U %S" -o "$work/time" timeout -s INT "$(limit "$1")" \
+    "$B/spead2_recv" --quiet --buffer "$BUF" "127.0.0.1:$PORT" >"$work/srecv.log" 2>&1 &
+  local pid=$! sent ok=0 heaps
+  bound "$PORT"
+  sent=$(send "$1")
+  wait "$pid" || true
+  heaps=$(sed -n 's/^Received \([0-9]*\) heaps$/\1/p' "$work/srecv.log")
+  grep -qx "incomplete_heaps_evicted: 0" "$work/srecv.log" && [ "${heaps:-0}" = "$HEAPS" ] && ok=1
+  echo "$ok $(cpu "$work/time") $((${heaps:-0} * HEAP)) $sent"
+}
+
+# trial_ringcap RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
+trial_ringcap() {
+  local bytes=$(((HEAPS - 1) * HEAP)) pid reader sent ok=0 got drops
+  rm -f "$work/summary.json"
+  /usr/bin/time -f "%U %S" -o "$work/time" "$R" recv -k "$KEY" --create -b 4194304 -n 8 \
+    --metrics-addr "" --drain-timeout 10s --protocol spead --udp-ports "$PORT" \
+    --udp-address 127.0.0.1 --udp-buffer "$BUF" --spead-timestamp-id 0x1 --spead-timestamp-step 1 \
+    --spead-heap-bytes "$HEAP" --stop-bytes "$bytes" --stop-duration "$(limit "$1")s" \
+    --summary-file "$work/summary.json" 2>"$work/rrecv.log" &
+  pid=$!
+  bound "$PORT"
+  "$R" ring read -k "$KEY" --wait 10s -s -o /dev/null 2>/dev/null &
+  reader=$!
+  sleep 0.3
+  sent=$(send "$1")
+  wait "$pid" || true
+  wait "$reader" || true
+  got=$(jq -r '.packets.receivedBytes // 0' "$work/summary.json" 2>/dev/null || echo 0)
+  drops=$(jq -r '.packets.kernelDrops // 1' "$work/summary.json" 2>/dev/null || echo 1)
+  [ "$got" = "$bytes" ] && [ "$drops" = 0 ] && ok=1
+  echo "$ok $(cpu "$work/time") $got $sent"
+}
+
+# highest RECEIVER: the highest loss-free rate of RATES, stepping up; 0 when none
+highest() {
+  local best=0 r ok c b s
+  for r in $RATES; do
+    read -r ok c b s < <("trial_$1" "$r")
+    echo "  $1 at $r Gb/s: lossfree=$ok sent=${s:-?} Gb/s" >&2
+    [ "$ok" = 1 ] || break
+    best=$r
+    awk -v s="${s:-0}" -v r="$r" 'BEGIN { exit !(s < 0.9 * r) }' && { echo "  (the sender reached only $s Gb/s: stepping stops)" >&2; break; }
+  done
+  echo "$best"
+}
+
+# perGiB RECEIVER: CPU seconds per GiB at CPU_RATE (empty when the trial lost data)
+perGiB() {
+  local ok c b s
+  read -r ok c b s < <("trial_$1" "$CPU_RATE")
+  echo "  $1 at $CPU_RATE Gb/s: lossfree=$ok cpu=${c}s bytes=$b" >&2
+  [ "$ok" = 1 ] && awk -v c="$c" -v b="$b" 'BEGIN { printf "%.4f", c / (b / 1073741824) }'
+}
+
+stats() { # NAME: median and range of the numbers on stdin, as "median min max"
+  sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%g %g %g\n", m, v[1], v[NR] }'
+}
+
+go build -o "$R" ./cmd/ringcap
+echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s, socket buffer $BUF"
+: >"$work/rounds"
+for i in $(seq 1 "$ROUNDS"); do
+  echo "round $i"
+  rs=$(highest spead2); rr=$(highest ringcap)
+  cs=$(perGiB spead2); cr=$(perGiB ringcap)
+  echo "$rs $rr ${cs:-nan} ${cr:-nan}" | tee -a "$work/rounds"
+done
+col() { awk -v c="$1" '$c != "nan" { print $c }' "$work/rounds"; }
+ratio() { awk -v a="$1" -v b="$2" '$a != "nan" && $b != "nan" && $b > 0 { print $a / $b }' "$work/rounds"; }
+report() { # NAME UNIT SPEAD2_COL RINGCAP_COL
+  local s r q
+  s=$(col "$3" | stats); r=$(col "$4" | stats); q=$(ratio "$4" "$3" | stats)
+  printf '%-28s spead2_recv %s  ringcap %s  (median, min..max over rounds; %s)\n' "$1" \
+    "$(echo "$s" | awk '{ print $1 " [" $2 ".." $3 "]" }')" "$(echo "$r" | awk '{ print $1 " [" $2 ".." $3 "]" }')" "$2"
+  printf '%-28s ratio ringcap/spead2_recv %s [%s..%s] (ratio of medians, range of the rounds'"'"' ratios)\n' "" \
+    "$(awk -v a="${r%% *}" -v b="${s%% *}" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "nan" }')" \
+    "$(echo "$q" | awk '{ print $2 }')" "$(echo "$q" | awk '{ print $3 }')"
+}
+report "highest loss-free rate" "Gb/s" 1 2
+report "CPU per GiB at $CPU_RATE Gb/s" "CPU s/GiB" 3 4
