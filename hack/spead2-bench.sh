@@ -35,7 +35,8 @@ fi
 work=$(mktemp -d)
 cleanup() {
   local rc=$?
-  jobs -p | xargs -r kill 2>/dev/null || true
+  local p
+  for p in $(jobs -p); do pkill -TERM -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
   if [ -n "${KEEP_WORK:-}" ]; then echo "work: $work"; else rm -rf "$work"; fi
@@ -93,28 +94,34 @@ trial_ringcap() {
   echo "$ok $(cpu "$work/time") $got $sent"
 }
 
-# highest RECEIVER: the highest loss-free rate of RATES, stepping up; 0 when none
+# highest RECEIVER: the highest loss-free rate of RATES, stepping up (0 when none), into $best
 highest() {
-  local best=0 r ok c b s
+  local r ok c b s
+  best=0
   for r in $RATES; do
-    read -r ok c b s < <("trial_$1" "$r")
-    echo "  $1 at $r Gb/s: lossfree=$ok sent=${s:-?} Gb/s" >&2
+    "trial_$1" "$r" >"$work/trial"
+    read -r ok c b s <"$work/trial"
+    echo "  $1 at $r Gb/s: lossfree=$ok sent=${s:-?} Gb/s"
     [ "$ok" = 1 ] || break
     best=$r
-    awk -v s="${s:-0}" -v r="$r" 'BEGIN { exit !(s < 0.9 * r) }' && { echo "  (the sender reached only $s Gb/s: stepping stops)" >&2; break; }
+    if awk -v s="${s:-0}" -v r="$r" 'BEGIN { exit !(s < 0.9 * r) }'; then
+      echo "  (the sender reached only $s Gb/s: stepping stops)"
+      break
+    fi
   done
-  echo "$best"
 }
 
-# perGiB RECEIVER: CPU seconds per GiB at CPU_RATE (empty when the trial lost data)
+# perGiB RECEIVER: CPU seconds per GiB at CPU_RATE into $per (nan when the trial lost data)
 perGiB() {
   local ok c b s
-  read -r ok c b s < <("trial_$1" "$CPU_RATE")
-  echo "  $1 at $CPU_RATE Gb/s: lossfree=$ok cpu=${c}s bytes=$b" >&2
-  [ "$ok" = 1 ] && awk -v c="$c" -v b="$b" 'BEGIN { printf "%.4f", c / (b / 1073741824) }'
+  "trial_$1" "$CPU_RATE" >"$work/trial"
+  read -r ok c b s <"$work/trial"
+  echo "  $1 at $CPU_RATE Gb/s: lossfree=$ok cpu=${c}s bytes=$b"
+  per=nan
+  if [ "$ok" = 1 ]; then per=$(awk -v c="$c" -v b="$b" 'BEGIN { printf "%.4f", c / (b / 1073741824) }'); fi
 }
 
-stats() { # NAME: median and range of the numbers on stdin, as "median min max"
+stats() { # median and range of the numbers on stdin, as "median min max"
   sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%g %g %g\n", m, v[1], v[NR] }'
 }
 
@@ -123,9 +130,11 @@ echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb
 : >"$work/rounds"
 for i in $(seq 1 "$ROUNDS"); do
   echo "round $i"
-  rs=$(highest spead2); rr=$(highest ringcap)
-  cs=$(perGiB spead2); cr=$(perGiB ringcap)
-  echo "$rs $rr ${cs:-nan} ${cr:-nan}" | tee -a "$work/rounds"
+  highest spead2; rs=$best
+  highest ringcap; rr=$best
+  perGiB spead2; cs=$per
+  perGiB ringcap; cr=$per
+  echo "$rs $rr $cs $cr" | tee -a "$work/rounds"
 done
 col() { awk -v c="$1" '$c != "nan" { print $c }' "$work/rounds"; }
 ratio() { awk -v a="$1" -v b="$2" '$a != "nan" && $b != "nan" && $b > 0 { print $a / $b }' "$work/rounds"; }

@@ -11,8 +11,9 @@
 #      when hack/dada-interop.sh has built PSRDADA in $RINGCAP_CACHE/psrdada, by dada_dbdisk
 #      too; the receiver's final status (--summary-file, the /status JSON) shows no loss.
 # spead2_send's first heap also carries the item descriptors, so it is larger than the others:
-# no fixed heap size places it and ringcap counts its packets malformed. The ring therefore
-# starts at heap 2 (the second heap's words of the sequence).
+# no fixed heap size places it and ringcap counts its packets malformed, as it does the
+# end-of-stream heap's one packet (heap size 1). The ring therefore starts at heap 2 (the
+# second heap's words of the sequence).
 #
 #   hack/spead2-interop.sh /path/to/spead2-checkout
 set -euo pipefail
@@ -77,7 +78,9 @@ echo "== 2: spead2_send into ringcap recv --protocol spead (placed by heap count
 bytes=$(((HEAPS - 1) * HEAP))
 readers=1
 [ -x "$P/dada_dbdisk" ] && readers=2
-"$R" recv -k "$KEY" --create -b 1048576 -n 8 -r "$readers" --metrics-addr "" \
+# The script creates and destroys the ring, so that dada_dbdisk may detach after the receiver ends.
+"$R" ring create -k "$KEY" -b 1048576 -n 8 -r "$readers" 2>/dev/null
+"$R" recv -k "$KEY" --metrics-addr "" \
   --protocol spead --udp-ports "$PORT" --udp-address 127.0.0.1 \
   --spead-timestamp-id 0x1 --spead-timestamp-step 1 --spead-heap-bytes "$HEAP" \
   --spead-sync-time "$(date +%s)" --spead-sample-rate 1000 --header FILE_SIZE=100000000 \
@@ -101,7 +104,9 @@ pk() { jq -r ".packets.$1" "$work/summary.json"; }
 for c in kernelDrops truncated late outOfWindow duplicate outOfRange beforeStart zeroFilledBytes; do
   [ "$(pk "$c")" = 0 ] || fail "ringcap counted $c=$(pk "$c"), want 0"
 done
-echo "ringcap: $(pk receivedPackets) packets placed, $(pk malformed) malformed (spead2_send's descriptor heap, larger than the others), no loss"
+spackets=$(sed -n 's/^packets: //p' "$work/spead2_recv.log")
+[ "$(pk packets)" = "$spackets" ] || fail "ringcap counted $(pk packets) packets, spead2_recv $spackets"
+echo "ringcap: $(pk packets) packets as spead2_recv; $(pk receivedPackets) placed, $(pk malformed) malformed (the descriptor heap's and the end-of-stream heap's), no loss"
 sequence "$((HEAP / 4))" "$((bytes / 4))" >"$work/expected.bin"
 [ "$(stat -c %s "$work/ring.bin")" = "$bytes" ] || fail "ringcap ring read got $(stat -c %s "$work/ring.bin") bytes, want $bytes"
 cmp "$work/expected.bin" "$work/ring.bin" || fail "the ring's bytes differ from spead2's verification sequence (heaps 2..$HEAPS)"
@@ -110,7 +115,7 @@ if [ "$readers" = 2 ]; then
   wait "$dbdisk" || fail "dada_dbdisk: $(cat "$work/dbdisk.log")"
   f=$(ls "$work"/dada/*.dada) || fail "dada_dbdisk wrote no file"
   cmp <(tail -c +4097 "$f") "$work/expected.bin" || fail "dada_dbdisk's file differs from spead2's sequence"
-  echo "dada_dbdisk: $(basename "$f") holds the same $bytes bytes"
+  echo "dada_dbdisk: its file holds the same $bytes bytes"
 else
   echo "dada_dbdisk: skipped (no PSRDADA build in \$RINGCAP_CACHE/psrdada; run hack/dada-interop.sh first)"
 fi
