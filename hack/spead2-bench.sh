@@ -42,7 +42,9 @@ cleanup() {
   if [ -n "${KEEP_WORK:-}" ]; then echo "work: $work"; else rm -rf "$work"; fi
   exit $rc
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 bound() { # wait until something listens on UDP port $1
   for _ in $(seq 1 100); do
     [ -n "$(ss -Huln "sport = :$1")" ] && return 0
@@ -52,9 +54,10 @@ bound() { # wait until something listens on UDP port $1
   return 1
 }
 limit() { awk -v h="$HEAP" -v n="$HEAPS" -v r="$1" 'BEGIN { printf "%d", h * n * 8 / (r * 1e9) * 3 + 10 }'; }
-send() { # spead2_send at $1 Gb/s; prints the rate it reached
-  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "127.0.0.1:$PORT" |
-    sed -n 's/.* seconds, \([0-9.e+-]*\) Gb\/s$/\1/p'
+send() { # spead2_send at $1 Gb/s (in the background, so that a signal's trap runs at once); prints the rate it reached
+  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "127.0.0.1:$PORT" >"$work/send.log" 2>&1 &
+  wait $! || true
+  sed -n 's/.* seconds, \([0-9.e+-]*\) Gb\/s$/\1/p' "$work/send.log"
 }
 cpu() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
 
@@ -64,7 +67,8 @@ trial_spead2() {
     "$B/spead2_recv" --quiet --buffer "$BUF" "127.0.0.1:$PORT" >"$work/srecv.log" 2>&1 &
   local pid=$! sent ok=0 heaps
   bound "$PORT"
-  sent=$(send "$1")
+  send "$1" >"$work/sent"
+  sent=$(cat "$work/sent")
   wait "$pid" || true
   heaps=$(sed -n 's/^Received \([0-9]*\) heaps$/\1/p' "$work/srecv.log")
   grep -qx "incomplete_heaps_evicted: 0" "$work/srecv.log" && [ "${heaps:-0}" = "$HEAPS" ] && ok=1
@@ -85,7 +89,8 @@ trial_ringcap() {
   "$R" ring read -k "$KEY" --wait 10s -s -o /dev/null 2>/dev/null &
   reader=$!
   sleep 0.3
-  sent=$(send "$1")
+  send "$1" >"$work/sent"
+  sent=$(cat "$work/sent")
   wait "$pid" || true
   wait "$reader" || true
   got=$(jq -r '.packets.receivedBytes // 0' "$work/summary.json" 2>/dev/null || echo 0)

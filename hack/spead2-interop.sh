@@ -39,7 +39,9 @@ cleanup() {
   [ $rc -eq 0 ] && echo "spead2 interop: OK" || echo "spead2 interop: FAILED" >&2
   exit $rc
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 fail() { echo "spead2 interop: $*" >&2; exit 1; }
 bound() { # wait until something listens on UDP port $1
   for _ in $(seq 1 100); do
@@ -61,14 +63,18 @@ for _ in range(n):
 sys.stdout.buffer.write(out)
 EOF
 }
-send() { "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --verify --rate "$RATE" "127.0.0.1:$PORT"; }
+send() { # in the background, so that a signal's trap runs at once
+  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --verify --rate "$RATE" "127.0.0.1:$PORT" >"$work/$1.log" 2>&1 &
+  wait $! || fail "spead2_send: $(cat "$work/$1.log")"
+  cat "$work/$1.log"
+}
 go build -o "$R" ./cmd/ringcap
 
 echo "== 1: spead2_send into spead2_recv ($HEAPS heaps of $HEAP bytes at $RATE Gb/s)"
 timeout 60 "$B/spead2_recv" --verify --quiet "127.0.0.1:$PORT" >"$work/spead2_recv.log" 2>&1 &
 srecv=$!
 bound "$PORT"
-send | tee "$work/send1.log"
+send send1
 wait "$srecv" || fail "spead2_recv: $(cat "$work/spead2_recv.log")"
 grep -E "^Received [0-9]+ heaps|^(packets|incomplete_heaps_evicted|too_old_heaps|worker_blocked):" "$work/spead2_recv.log"
 grep -qx "Received $HEAPS heaps" "$work/spead2_recv.log" || fail "spead2_recv did not receive $HEAPS heaps"
@@ -95,7 +101,7 @@ if [ "$readers" = 2 ]; then
   dbdisk=$!
 fi
 sleep 0.5
-send | tee "$work/send2.log"
+send send2
 wait "$rrecv" || fail "ringcap recv: $(tail -5 "$work/recv.log")"
 wait "$reader" || fail "ringcap ring read: $(cat "$work/read.log")"
 jq -c '.packets' "$work/summary.json"
