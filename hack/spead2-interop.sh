@@ -11,9 +11,9 @@
 #      when hack/dada-interop.sh has built PSRDADA in $RINGCAP_CACHE/psrdada, by dada_dbdisk
 #      too; the receiver's final status (--summary-file, the /status JSON) shows no loss.
 # spead2_send's first heap also carries the item descriptors, so it is larger than the others:
-# no fixed heap size places it and ringcap counts its packets malformed, as it does the
-# end-of-stream heap's one packet (heap size 1). The ring therefore starts at heap 2 (the
-# second heap's words of the sequence).
+# no fixed heap size places it and ringcap counts its packets malformed. The ring therefore
+# starts at heap 2 (the second heap's words of the sequence). spead2_send's end-of-stream heap
+# (stream control 0x6 = 2) is counted as control and ends ringcap's observation.
 #
 #   hack/spead2-interop.sh /path/to/spead2-checkout
 set -euo pipefail
@@ -90,7 +90,7 @@ readers=1
   --protocol spead --udp-ports "$PORT" --udp-address 127.0.0.1 \
   --spead-timestamp-id 0x1 --spead-timestamp-step 1 --spead-heap-bytes "$HEAP" \
   --spead-sync-time "$(date +%s)" --spead-sample-rate 1000 --header FILE_SIZE=100000000 \
-  --stop-bytes "$bytes" --summary-file "$work/summary.json" 2>"$work/recv.log" &
+  --summary-file "$work/summary.json" 2>"$work/recv.log" &
 rrecv=$!
 bound "$PORT"
 timeout 60 "$R" ring read -k "$KEY" -s -o "$work/ring.bin" 2>"$work/read.log" &
@@ -112,7 +112,9 @@ for c in kernelDrops truncated late outOfWindow duplicate outOfRange beforeStart
 done
 spackets=$(sed -n 's/^packets: //p' "$work/spead2_recv.log")
 [ "$(pk packets)" = "$spackets" ] || fail "ringcap counted $(pk packets) packets, spead2_recv $spackets"
-echo "ringcap: $(pk packets) packets as spead2_recv; $(pk receivedPackets) placed, $(pk malformed) malformed (the descriptor heap's and the end-of-stream heap's), no loss"
+[ "$(pk control)" = 1 ] || fail "ringcap counted $(pk control) control packets, want 1 (spead2_send's end-of-stream heap)"
+grep -q "ended: the sender's stream-stop heap" "$work/summary.json" || fail "ringcap's observation did not end at spead2_send's stop heap: $(jq -c .lastObservation "$work/summary.json")"
+echo "ringcap: $(pk packets) packets as spead2_recv; $(pk receivedPackets) placed, $(pk malformed) malformed (the descriptor heap's), 1 control (the end-of-stream heap, which ended the observation), no loss"
 sequence "$((HEAP / 4))" "$((bytes / 4))" >"$work/expected.bin"
 [ "$(stat -c %s "$work/ring.bin")" = "$bytes" ] || fail "ringcap ring read got $(stat -c %s "$work/ring.bin") bytes, want $bytes"
 cmp "$work/expected.bin" "$work/ring.bin" || fail "the ring's bytes differ from spead2's verification sequence (heaps 2..$HEAPS)"
