@@ -87,6 +87,11 @@ func (in *EndpointStatus) DeepCopyInto(out *EndpointStatus) {
 		*out = make([]int32, len(*in))
 		copy(*out, *in)
 	}
+	if in.MulticastGroups != nil {
+		in, out := &in.MulticastGroups, &out.MulticastGroups
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.GIDIndex != nil {
 		in, out := &in.GIDIndex, &out.GIDIndex
 		*out = new(int32)

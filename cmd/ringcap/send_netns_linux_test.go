@@ -107,6 +107,10 @@ func sendOverVeth(t *testing.T, target string, recvArgs, sendArgs []string) {
 		t.Fatalf("recv: %v\n%s", err, errb.String())
 	}
 	st := readSummary(t, summary)
+	if mc := strings.HasPrefix(target, "239."); mc && (len(st.Endpoint.MulticastGroups) != 1 || st.Endpoint.MulticastGroups[0] != target ||
+		st.Endpoint.AddressReason != "groups joined on "+nettest.RxDev) || !mc && (st.Endpoint.Address != target || st.Endpoint.MulticastGroups != nil) {
+		t.Errorf("endpoint %+v for a stream to %s", st.Endpoint, target)
+	}
 	sent := total/pkt - total/pkt/every
 	checkPackets(t, st.Packets, statusdoc.Packets{Protocol: "spead", Packets: uint64(sent) + 1, ReceivedPackets: uint64(sent), ReceivedBytes: uint64(sent * pkt),
 		Control: 1, ZeroFilledBytes: uint64(total - sent*pkt), Blocks: total / 262144})

@@ -208,6 +208,35 @@ func TestComputeStatusPackets(t *testing.T) {
 	}
 }
 
+// A Host-mode multicast capture binds the wildcard address: its endpoint is the groups
+// the receiver reports joined, at its UDP ports, and says so in the conditions.
+func TestComputeStatusMulticastEndpoint(t *testing.T) {
+	rc := speadCapture("s")
+	rc.Spec.Network.Mode = ringcapv1.NetworkModeHost
+	pod := BuildPod(rc, DefaultPodOptions())
+	pod.Spec.NodeName = "n1"
+	pod.Status.PodIP = "10.0.0.5"
+	rs := &statusdoc.Status{Version: statusdoc.Version, State: statusdoc.StateListening,
+		Endpoint: statusdoc.Endpoint{Address: "0.0.0.0", Port: 7148, AddressReason: "groups joined on eth1", MulticastGroups: []string{"239.2.1.150", "239.2.1.151"}}}
+	st := ComputeStatus(rc, Observed{Pod: pod, Receiver: rs})
+	ep := st.Endpoint
+	if ep == nil || !slices.Equal(ep.MulticastGroups, []string{"239.2.1.150", "239.2.1.151"}) || ep.Address != "" || !slices.Equal(ep.UDPPorts, []int32{7148, 7149}) {
+		t.Fatalf("status.endpoint %+v, want the groups at ports 7148,7149 and no address", ep)
+	}
+	var msgs []string
+	for _, c := range st.Conditions {
+		msgs = append(msgs, c.Type+": "+c.Message)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"ReceiverReady: senders send to groups 239.2.1.150, 239.2.1.151 at UDP ports 7148,7149",
+		"ExternallyReachable: senders on the data network send to groups 239.2.1.150, 239.2.1.151 at UDP ports 7148,7149 (Host mode"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("conditions lack %q:\n%s", want, all)
+		}
+	}
+}
+
+
 // status.running of a packet capture says its protocol and network (Host read from the
 // pod: its arguments have no --listen-on), and no RDMA transport or handshake port; a
 // spec change names the protocol.

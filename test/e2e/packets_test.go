@@ -92,9 +92,11 @@ func stepPacketsOutside(t *testing.T) {
 	packetCapture(t, "spead-multicast", "5eae", 7152, 9152, map[string]any{"multicastGroups": []any{packetGroup}, "interface": packetIface},
 		[]any{"ring", "read", "-k", "5eae", "--wait", "120s", "-s"})
 	for _, name := range []string{"spead-unicast", "spead-multicast"} {
-		waitCapture(t, name, 3*time.Minute, "Listening on the node's UDP ports", func(u *unstructured.Unstructured) bool {
+		waitCapture(t, name, 3*time.Minute, "Listening on the node's UDP ports, at its address or groups", func(u *unstructured.Unstructured) bool {
 			ports, _, _ := unstructured.NestedSlice(u.Object, "status", "endpoint", "udpPorts")
-			return str(u, "status", "phase") == "Listening" && len(ports) > 0
+			groups, _, _ := unstructured.NestedStringSlice(u.Object, "status", "endpoint", "multicastGroups")
+			target := str(u, "status", "endpoint", "address") == packetAddress || len(groups) == 1 && groups[0] == packetGroup
+			return str(u, "status", "phase") == "Listening" && len(ports) > 0 && target
 		})
 	}
 	send := func(target, extra string) string {

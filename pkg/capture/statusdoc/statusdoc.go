@@ -57,6 +57,9 @@ type Endpoint struct {
 	AddressReason string `json:"addressReason,omitempty"`
 	// AllowedSenders are the networks senders may connect from (["any"] or CIDRs).
 	AllowedSenders []string `json:"allowedSenders,omitempty"`
+	// MulticastGroups are the groups a packet receiver's sockets joined (senders send
+	// to them, at the sockets' port); AddressReason says on which interface.
+	MulticastGroups []string `json:"multicastGroups,omitempty"`
 }
 
 // MemoryRegistration describes how the ring is registered with the RDMA

@@ -35,9 +35,14 @@ func (c Config) bindConfig(log *slog.Logger) (udp.Config, string, error) {
 		return u, reason, nil
 	}
 	u.Address = wildcard(u.Groups)
-	if u.Interface == "" && addr.Is4() && !addr.IsUnspecified() {
+	switch {
+	case u.Interface != "":
+		reason = "groups joined on " + u.Interface
+	case addr.Is4() && !addr.IsUnspecified():
 		u.InterfaceAddr = addr
 		reason = fmt.Sprintf("groups joined on the interface of %s", addr)
+	default:
+		reason = "groups joined on the interface the route to them names"
 	}
 	return u, reason, nil
 }

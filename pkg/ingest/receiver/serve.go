@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/status"
@@ -88,11 +89,19 @@ func bufferNote(socks []udp.SocketInfo) string {
 	return ""
 }
 
-// endpointDoc is the status's endpoint: the bound address and first port.
+// endpointDoc is the status's endpoint: the bound address and first port,
+// and the multicast groups joined.
 func endpointDoc(socks []udp.SocketInfo, reason string) statusdoc.Endpoint {
 	e := statusdoc.Endpoint{AddressReason: reason} // no RDMA GID: gidIndex absent
 	if len(socks) > 0 {
 		e.Address, e.Port = socks[0].Local.Addr().String(), int(socks[0].Local.Port())
+	}
+	for _, s := range socks {
+		for _, g := range s.Groups {
+			if !slices.Contains(e.MulticastGroups, g.String()) {
+				e.MulticastGroups = append(e.MulticastGroups, g.String())
+			}
+		}
 	}
 	return e
 }
