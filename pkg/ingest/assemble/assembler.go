@@ -20,6 +20,7 @@ type Assembler struct {
 	bsize  uint64
 	window uint64
 	ahead  uint64
+	resync resync
 	slots  []slot // open block seq lives in slots[seq % window]
 	base   uint64 // oldest block in the window
 	next   uint64 // next block to open; base <= next <= base+window
@@ -54,7 +55,7 @@ func New(ctx context.Context, cfg Config) (*Assembler, error) {
 	// that advancing rarely waits for the worker.
 	w := ring.NewWorker(cfg.Writer, min(cfg.Window+1, cfg.RingBlocks))
 	a := &Assembler{cfg: cfg, ctx: ctx, w: w, bsize: uint64(cfg.BlockBytes), window: uint64(cfg.Window),
-		ahead: uint64(ahead), slots: make([]slot, cfg.Window)}
+		ahead: uint64(ahead), resync: newResync(cfg), slots: make([]slot, cfg.Window)}
 	go w.Run(ctx)
 	return a, nil
 }
@@ -82,9 +83,16 @@ func (a *Assembler) Put(offset uint64, payload []byte) error {
 	case first < a.base:
 		a.c.late.Add(1)
 		return nil
-	case last-first >= a.window || last >= a.base+a.window+a.ahead:
+	case last-first >= a.window:
 		a.c.outOfWindow.Add(1)
 		return nil
+	case last >= a.base+a.window+a.ahead:
+		if ok, err := a.resync.moved(a.base+a.window, last); !ok {
+			a.c.outOfWindow.Add(1)
+			return err
+		}
+	default:
+		a.resync.strays = 0
 	}
 	if err := a.reach(last); err != nil {
 		return a.fail(err)

@@ -28,6 +28,15 @@ type Config struct {
 	// MaxAhead is how many blocks past the window a payload may reach and
 	// still advance it; past that it is out-of-window. 0: Window.
 	MaxAhead int
+	// ResyncAfter is how many out-of-window payloads in a row show that the
+	// stream itself has moved on (a gap longer than the window: an outage, a
+	// burst the kernel dropped): the next one advances the window to it, the
+	// blocks in between handed over zero-filled. 0: DefaultResyncAfter.
+	ResyncAfter int
+	// MaxJump is the most blocks such a resync may zero-fill; a stream that
+	// jumps further has left this observation, and Put fails with a
+	// *JumpError. 0: DefaultMaxJumpRings ring sizes.
+	MaxJump int
 	// Header, if set, returns the observation's header block, written once
 	// before the first block is handed over (or at Close when none was).
 	Header func() ([]byte, error)
@@ -55,8 +64,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("assemble: block size %d", c.BlockBytes)
 	case c.Window < 1 || c.Window > c.RingBlocks:
 		return fmt.Errorf("assemble: a window of %d blocks in a ring of %d", c.Window, c.RingBlocks)
-	case c.MaxAhead < 0:
-		return fmt.Errorf("assemble: MaxAhead %d is negative", c.MaxAhead)
+	case c.MaxAhead < 0 || c.ResyncAfter < 0 || c.MaxJump < 0:
+		return fmt.Errorf("assemble: MaxAhead %d, ResyncAfter %d, MaxJump %d: want none negative", c.MaxAhead, c.ResyncAfter, c.MaxJump)
 	}
 	return nil
 }

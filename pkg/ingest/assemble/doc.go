@@ -18,16 +18,20 @@
 // blocks leave it and are handed to the ring as filled, their missing bytes
 // zero-filled. A payload that reaches more than MaxAhead blocks past the
 // window is counted out-of-window and dropped, so that one stray packet (a
-// corrupt timestamp) cannot flush the whole ring with zeros. A payload that
-// touches a block already handed over is counted late and never written (the
-// readers own that block). A payload that overlaps bytes already present is
-// counted duplicate and not written at all, so data in place is never
+// corrupt timestamp) cannot flush the whole ring with zeros. A run of
+// ResyncAfter such payloads in a row shows that the stream itself has moved
+// on (an outage, a burst the kernel dropped): the last of them moves the
+// window to it, the blocks in between handed over zero-filled and recorded,
+// so that a gap longer than the window never ends the capture. A stream that
+// jumps further than MaxJump blocks has left the observation (a sender
+// restarted with another timestamp base): Put returns a *JumpError. A payload
+// that touches a block already handed over is counted late and never written
+// (the readers own that block). A payload that overlaps bytes already present
+// is counted duplicate and not written at all, so data in place is never
 // rewritten; its other bytes, if any were missing, stay missing and are
 // recorded as such. Blocks inside the window are handed over only when the
-// window moves past them or at Close; a stream that jumps further ahead than
-// MaxAhead (a sender restarted with a later timestamp) is a new observation,
-// which the receiver starts with a new assembler. Each packet is counted
-// under exactly one outcome:
+// window moves past them or at Close. Each packet is counted under exactly
+// one outcome:
 //
 //	packets = received + late + out-of-window + duplicate + malformed
 //
