@@ -134,6 +134,8 @@ func TestSendPacketFlagsRejected(t *testing.T) {
 		{[]string{"--drop-every", "3"}, "--drop-every: not for --protocol rdma"},
 		{[]string{"--protocol", "vdif", "--spead-heap-bytes", "1K"}, "--spead-heap-bytes: not for --protocol vdif"},
 		{append(append([]string{}, sendRule...), "--drop-every", "1", "--bytes", "1K"), "--drop-every 1"},
+		{append(append([]string{}, sendRule...), "--drop-every", "3", "--duplicate-every", "6", "--bytes", "1K"), "every packet to duplicate (every 6) is one dropped (every 3)"},
+		{[]string{"--reorder", "4"}, "--reorder: not for --protocol rdma"},
 		{append(append([]string{}, sendRule...), "--packet-bytes", "2K", "--bytes", "1K"), "more than a heap"},
 		{append(append([]string{}, sendRule...), "--file", "x", "--bytes", "1K"), "no --file"},
 		{sendRule, "needs --bytes"},
@@ -156,7 +158,7 @@ func TestSendSPEADStopHeapEndsLossyStream(t *testing.T) {
 	read := startReader(r.key)
 	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
 	sum := packetSend(t, r, append(sendRule, "--bytes", strconv.Itoa(total), "--packet-bytes", strconv.Itoa(pkt), "--drop-every", strconv.Itoa(every), "--rate", "4M")...)
-	if want := fmt.Sprintf("dropped_packets=%d dropped_bytes=%d stop_heaps=1 ", total/pkt-sent, total-sent*pkt); !strings.Contains(sum, want) {
+	if want := fmt.Sprintf("dropped_packets=%d dropped_bytes=%d duplicated_packets=0 stop_heaps=1 ", total/pkt-sent, total-sent*pkt); !strings.Contains(sum, want) {
 		t.Fatalf("summary %q, want %q", sum, want)
 	}
 	final := r.wait(t)
@@ -218,4 +220,29 @@ func TestRecvPacketsRefusesSendersOutsideAllowlist(t *testing.T) {
 	}
 	checkMetrics(t, r.metrics, "ringcap_packet_refused_total 33", `ringcap_packets_total{outcome="received"} 0`)
 	r.wait(t)
+}
+
+// Duplication and reordering by the sender: every 5th packet sent twice, each
+// group of 6 last first. Every byte lands once, in place; the copies are
+// counted duplicate, exactly.
+func TestSendSPEADDuplicateAndReorder(t *testing.T) {
+	const total, pkt = 32 << 10, 256
+	r := startPacketRecv(t, packetSetup{}, append(sendRule, "--reorder-blocks", "2")...)
+	read := startReader(r.key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	sum := packetSend(t, r, append(sendRule, "--bytes", strconv.Itoa(total), "--packet-bytes", strconv.Itoa(pkt), "--duplicate-every", "5", "--reorder", "6", "--rate", "4M")...)
+	const n = total / pkt
+	if want := fmt.Sprintf("packets=%d payload_bytes=%d dropped_packets=0 dropped_bytes=0 duplicated_packets=%d stop_heaps=1 ", n, total, n/5); !strings.Contains(sum, want) {
+		t.Fatalf("summary %q, want %q", sum, want)
+	}
+	final := r.wait(t)
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "spead", Packets: n + n/5 + 1, ReceivedPackets: n, ReceivedBytes: total,
+		Duplicate: n / 5, Control: 1, Blocks: total / 4096})
+	got := <-read
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if at, ok := pattern.Verify(got.data, 7, 0); !ok || len(got.data) != total {
+		t.Fatalf("read %d bytes, first wrong at %d", len(got.data), at)
+	}
 }

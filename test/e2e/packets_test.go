@@ -171,7 +171,7 @@ func finalPacketCounts(end *unstructured.Unstructured, name string) *unstructure
 // dropEvery-th; 0: none) exactly the zero-filled bytes, nothing else lost.
 func checkPacketCounts(t *testing.T, end *unstructured.Unstructured, senderLog string, dropEvery int64) {
 	t.Helper()
-	m := regexp.MustCompile(`send: bytes=(\d+) packets=(\d+) payload_bytes=(\d+) dropped_packets=(\d+) dropped_bytes=(\d+) stop_heaps=1 `).FindStringSubmatch(senderLog)
+	m := regexp.MustCompile(`send: bytes=(\d+) packets=(\d+) payload_bytes=(\d+) dropped_packets=(\d+) dropped_bytes=(\d+) duplicated_packets=0 stop_heaps=1 `).FindStringSubmatch(senderLog)
 	if m == nil {
 		t.Fatalf("%s: sender printed no packet summary:\n%s", end.GetName(), senderLog)
 	}

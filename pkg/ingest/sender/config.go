@@ -28,8 +28,11 @@ type Config struct {
 	// PacketBytes is a SPEAD packet's payload (default DefaultPacketBytes,
 	// at most the heap size).
 	PacketBytes uint64
-	// DropEvery skips every DropEvery-th packet (0: none), a loss test.
-	DropEvery uint64
+	// DropEvery skips every DropEvery-th packet (0: none), a loss test;
+	// DuplicateEvery sends every DuplicateEvery-th twice; Reorder sends each
+	// group of Reorder packets last first (0, 1: in order). The n-th packet
+	// is the stream's, whatever order it is sent in.
+	DropEvery, DuplicateEvery, Reorder uint64
 	// MulticastTTL is the IP TTL of multicast packets (0: the system's).
 	MulticastTTL int
 	// MulticastInterface is the interface multicast leaves by ("": the
@@ -52,6 +55,8 @@ func (c Config) Validate() error {
 		return errors.New("sender: no bytes to send")
 	case c.DropEvery == 1:
 		return errors.New("sender: dropping every packet (drop every 1) sends nothing")
+	case c.DropEvery > 0 && c.DuplicateEvery > 0 && c.DuplicateEvery%c.DropEvery == 0:
+		return fmt.Errorf("sender: every packet to duplicate (every %d) is one dropped (every %d)", c.DuplicateEvery, c.DropEvery)
 	case c.RateBytesPerSecond < 0:
 		return fmt.Errorf("sender: rate %g bytes/s is negative", c.RateBytesPerSecond)
 	}

@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -81,5 +82,20 @@ func TestVDIFFramesPlaceThePattern(t *testing.T) {
 	}
 	if first, _ := pl.First(); !first.Equal(time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)) {
 		t.Fatalf("first second %v", first)
+	}
+}
+
+// Reordering sends each group last first, the short last group too, and
+// every packet exactly once.
+func TestReordered(t *testing.T) {
+	var got []uint64
+	for i := range uint64(8) {
+		got = append(got, reordered(i, 8, 3))
+	}
+	if want := []uint64{2, 1, 0, 5, 4, 3, 7, 6}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	if reordered(4, 8, 0) != 4 || reordered(4, 8, 1) != 4 {
+		t.Fatal("no reordering below 2")
 	}
 }

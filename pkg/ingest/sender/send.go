@@ -21,6 +21,8 @@ type Result struct {
 	PayloadBytes   uint64 // payload bytes sent
 	DroppedPackets uint64 // packets skipped by DropEvery
 	DroppedBytes   uint64 // their payload bytes
+	// DuplicatedPackets are the extra copies DuplicateEvery sent (not in Packets).
+	DuplicatedPackets uint64
 	StopHeaps      uint64 // SPEAD stream-stop heaps sent after the data (not in Packets)
 	Seconds        float64
 	Complete       bool
@@ -77,36 +79,23 @@ func dial(c Config) (*net.UDPConn, error) {
 	return conn, nil
 }
 
-// send writes the packets in order, skipping every DropEvery-th, pacing each
-// packet (or batch) to the rate.
+// send writes the packets in order (each group of Reorder packets last
+// first), skipping every DropEvery-th and sending every DuplicateEvery-th
+// twice, pacing each packet (or batch) to the rate; a stream that ends with a
+// packet of its own (SPEAD's stop heap) sends it last.
 func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result, error) {
 	var r Result
 	start := time.Now()
-	defer func() { r.Seconds = time.Since(start).Seconds() }()
 	n := ps.count()
 	for i := uint64(0); i < n; i++ {
-		b, pl := ps.packet(i)
-		r.Bytes += pl
-		if c.DropEvery > 0 && (i+1)%c.DropEvery == 0 {
-			r.DroppedPackets++
-			r.DroppedBytes += pl
-			continue
-		}
-		if _, err := conn.Write(b); err != nil {
+		if err := sendOne(ctx, conn, ps, c, reordered(i, n, c.Reorder), start, &r); err != nil {
 			r.Seconds = time.Since(start).Seconds()
-			return r, fmt.Errorf("sender: packet %d to %s: %w", i, c.Target, err)
-		}
-		r.Packets++
-		r.PayloadBytes += pl
-		if c.RateBytesPerSecond > 0 || r.Packets%batch == 0 {
-			if err := pace(ctx, start, r.PayloadBytes, c.RateBytesPerSecond); err != nil {
-				r.Seconds = time.Since(start).Seconds()
-				return r, err
-			}
+			return r, err
 		}
 	}
 	if e, ok := ps.(ender); ok {
 		if _, err := conn.Write(e.end()); err != nil {
+			r.Seconds = time.Since(start).Seconds()
 			return r, fmt.Errorf("sender: the stream's end to %s: %w", c.Target, err)
 		}
 		r.StopHeaps++
@@ -115,6 +104,47 @@ func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result,
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
 }
+
+// reordered is the packet sent i-th of n: packets in groups of every, each
+// group last first (every < 2: in order).
+func reordered(i, n, every uint64) uint64 {
+	if every < 2 {
+		return i
+	}
+	g := i / every * every
+	size := min(every, n-g)
+	return g + size - 1 - (i - g)
+}
+
+// sendOne sends packet i (or drops it), its duplicate if due, and paces.
+func sendOne(ctx context.Context, conn *net.UDPConn, ps packets, c Config, i uint64, start time.Time, r *Result) error {
+	b, pl := ps.packet(i)
+	r.Bytes += pl
+	if every(c.DropEvery, i) {
+		r.DroppedPackets++
+		r.DroppedBytes += pl
+		return nil
+	}
+	copies := 1
+	if every(c.DuplicateEvery, i) {
+		copies = 2
+	}
+	for range copies {
+		if _, err := conn.Write(b); err != nil {
+			return fmt.Errorf("sender: packet %d to %s: %w", i, c.Target, err)
+		}
+	}
+	r.Packets++
+	r.DuplicatedPackets += uint64(copies - 1)
+	r.PayloadBytes += pl
+	if c.RateBytesPerSecond > 0 || r.Packets%batch == 0 {
+		return pace(ctx, start, r.PayloadBytes, c.RateBytesPerSecond)
+	}
+	return nil
+}
+
+// every reports whether packet i is an n-th one (counting from 1; n 0: none).
+func every(n, i uint64) bool { return n > 0 && (i+1)%n == 0 }
 
 // pace sleeps until sent bytes are due at rate (0: no wait), or ctx ends.
 func pace(ctx context.Context, start time.Time, sent uint64, rate float64) error {
