@@ -236,7 +236,6 @@ func TestComputeStatusMulticastEndpoint(t *testing.T) {
 	}
 }
 
-
 // status.running of a packet capture says its protocol and network (Host read from the
 // pod: its arguments have no --listen-on), and no RDMA transport or handshake port; a
 // spec change names the protocol.

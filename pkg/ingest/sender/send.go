@@ -23,9 +23,9 @@ type Result struct {
 	DroppedBytes   uint64 // their payload bytes
 	// DuplicatedPackets are the extra copies DuplicateEvery sent (not in Packets).
 	DuplicatedPackets uint64
-	StopHeaps      uint64 // SPEAD stream-stop heaps sent after the data (not in Packets)
-	Seconds        float64
-	Complete       bool
+	StopHeaps         uint64 // SPEAD stream-stop heaps sent after the data (not in Packets)
+	Seconds           float64
+	Complete          bool
 }
 
 // packets is a stream cut into packets.
