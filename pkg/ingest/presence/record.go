@@ -14,6 +14,11 @@ const (
 	Version = 1
 )
 
+// DefaultGranule is the granule a receiver uses when it is given none and
+// the stream's rule names no data array: ringcap send's SPEAD packet payload
+// and VDIF data array (pkg/ingest/sender's DefaultPacketBytes).
+const DefaultGranule = 8192
+
 // HeaderBytes is the size of a record's fixed header, before its bitmap.
 const HeaderBytes = 56
 

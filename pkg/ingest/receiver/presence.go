@@ -22,7 +22,7 @@ type PresenceConfig struct {
 	// Key is the presence ring's key; 0: no presence ring.
 	Key dada.Key
 	// Granule is the bytes each bit of a record stands for; 0: the VDIF rule's
-	// data array when it gives one, else DefaultGranule.
+	// data array when it gives one, else presence.DefaultGranule.
 	Granule uint64
 	// Create makes the ring (and destroys it at the end), as the data ring's
 	// Create; without it the receiver waits up to Wait for it.
@@ -36,11 +36,6 @@ type PresenceConfig struct {
 	Drain time.Duration
 }
 
-// DefaultGranule is a presence record's granule when none is given:
-// ringcap send's SPEAD packet payload and VDIF data array
-// (pkg/ingest/sender's DefaultPacketBytes).
-const DefaultGranule = 8192
-
 // granule is the presence granule for the stream s.
 func (p PresenceConfig) granule(s stream.Config) uint64 {
 	switch {
@@ -49,7 +44,7 @@ func (p PresenceConfig) granule(s stream.Config) uint64 {
 	case s.Protocol == stream.VDIF && s.VDIF.PayloadBytes > 0:
 		return uint64(s.VDIF.PayloadBytes)
 	}
-	return DefaultGranule
+	return presence.DefaultGranule
 }
 
 // ServeRing is Serve with the presence ring when Presence.Key is set: it
