@@ -112,3 +112,77 @@ func recordField(t *testing.T, line, key string) uint64 {
 	t.Fatalf("no %s in %q", key, line)
 	return 0
 }
+
+// A VDIF stream with the granule its data array (--vdif-payload-bytes): the
+// dropped frame's granule is missing, read back with pkg/ingest/presence.
+func TestRecvPresenceVDIF(t *testing.T) {
+	pkey := testKey(t)
+	r := startPacketRecv(t, packetSetup{create: true}, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--vdif-threads", "0,1",
+		"--vdif-payload-bytes", "512", "--stop-bytes", strconv.Itoa(23*512), "--presence-key", pkey.String())
+	data := startReader(r.key)
+	pres := startReader(pkey.String())
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	r.send(t, vdifPackets())
+	final := r.wait(t)
+	if got := <-data; got.err != nil || len(got.data) != 3*4096 {
+		t.Fatalf("data ring: %d bytes, %v", len(got.data), got.err)
+	}
+	got := <-pres
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	size := int(presence.Bytes(4096, 512))
+	if len(got.data) != 3*size {
+		t.Fatalf("presence ring: %d bytes, want 3 blocks of %d", len(got.data), size)
+	}
+	checkHeader(t, got.hdr, map[string]string{presence.KeyGranule: "512", "RINGCAP_PROTOCOL": "vdif", "RINGCAP_VDIF_STATION": "Ef"})
+	var zero uint64
+	for b := range 3 {
+		rec, err := presence.Decode(got.data[b*size : (b+1)*size])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "seq=0 expected=4096 received=3584 zero_filled=512 granule=512 granules=8 missing_granules=1 missing=7"
+		if b > 0 {
+			want = fmt.Sprintf("seq=%d expected=4096 received=4096 zero_filled=0 granule=512 granules=8 missing_granules=0 missing=-", b)
+		}
+		if b == 2 {
+			want += " last"
+		}
+		if rec.String() != want {
+			t.Errorf("record %d: %s, want %s", b, rec, want)
+		}
+		zero += rec.Expected - rec.Received
+	}
+	if zero != final.Packets.ZeroFilledBytes {
+		t.Errorf("records zero-fill %d bytes, the data ring %d", zero, final.Packets.ZeroFilledBytes)
+	}
+}
+
+// A presence ring that cannot be: flags that do not go together, a key
+// clashing with the data ring's, an existing ring whose blocks are too small.
+func TestRecvPresenceRefused(t *testing.T) {
+	vdifArgs := []string{"--protocol", "vdif", "--udp-ports", strconv.Itoa(freeUDPPort(t)), "--udp-address", "127.0.0.1", "--vdif-frames-per-second", "8", "--metrics-addr", ""}
+	key := testKey(t).String()
+	existing, small := createRing(t, "-b", "4096", "-n", "8"), createRing(t, "-b", "32", "-n", "2")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(vdifArgs, "--presence-granule", "512"), "--presence-granule needs --presence-key"},
+		{[]string{"--presence-key", "eada"}, "--presence-key: not for --protocol rdma"},
+		{append(vdifArgs, "--create", "-b", "4096", "--presence-key", key), "its key or its header ring's is ring"},
+		{append(vdifArgs, "-k", existing, "--presence-key", small), "too small for a record"},
+	} {
+		args := append([]string{"recv", "-k", key}, c.args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, _, err := ringcap(ctx, args...)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ringcap %s: got %v, want an error containing %q", strings.Join(args, " "), err, c.want)
+		}
+	}
+	if _, err := dada.Connect(mustKey(key), dada.ConnectOptions{}); !errors.Is(err, dada.ErrNoRing) {
+		t.Errorf("ring %s left behind: %v", key, err)
+	}
+}
