@@ -186,3 +186,22 @@ func TestRecvPresenceRefused(t *testing.T) {
 		t.Errorf("ring %s left behind: %v", key, err)
 	}
 }
+
+// An observation without a block (its one packet malformed) ends in the
+// presence ring as in the data ring: a header, then the end of the data.
+func TestRecvPresenceEmptyObservation(t *testing.T) {
+	pkey := testKey(t).String()
+	r := startPacketRecv(t, packetSetup{create: true}, "--protocol", "vdif", "--vdif-frames-per-second", "8", "--stop-duration", "2s", "--presence-key", pkey)
+	data, pres := startReader(r.key), startReader(pkey)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	r.send(t, [][]byte{[]byte("short")})
+	final := r.wait(t)
+	if final.Packets == nil || final.Packets.Malformed != 1 || final.Packets.Blocks != 0 {
+		t.Fatalf("packets %+v", final.Packets)
+	}
+	d, p := <-data, <-pres
+	if d.err != nil || p.err != nil || len(d.data) != 0 || len(p.data) != 0 {
+		t.Fatalf("data ring %d bytes, %v; presence ring %d bytes, %v", len(d.data), d.err, len(p.data), p.err)
+	}
+	checkHeader(t, p.hdr, map[string]string{presence.KeyFormat: presence.FormatName, "RINGCAP_PROTOCOL": "vdif"})
+}
