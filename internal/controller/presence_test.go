@@ -22,7 +22,7 @@ func TestPresenceRing(t *testing.T) {
 		t.Errorf("reader env without a presence key: %v", env)
 	}
 	rc.Spec.Receiver.UDP.PresenceKey = "0xEADA"
-	if a := strings.Join(ReceiverArgs(rc), " "); !strings.Contains(a, "--reorder-blocks 4 --presence-key eada --spead-timestamp-id") {
+	if a := strings.Join(ReceiverArgs(rc), " "); !strings.Contains(a, "--udp-idle-timeout 1m30s --presence-key eada --spead-timestamp-id") {
 		t.Errorf("args: %s", a)
 	}
 	pod := BuildPod(rc, DefaultPodOptions())
