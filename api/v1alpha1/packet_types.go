@@ -93,6 +93,22 @@ type UDPSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="receiver.udp.idleTimeout must be positive"
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// presenceKey is the SysV key, in hex as ring.key, of the presence ring the receiver
+	// writes beside the data ring (`--presence-key`): one record per data block saying
+	// which granules of it packets carried and which were zero-filled (docs/packet-ingest.md,
+	// "Presence record"). It is made and destroyed with the data ring and has ring.readers
+	// reader slots, which the receiver waits for as for the data ring's: every reader
+	// must read it too (`ringcap ring read -k KEY --presence`). It must differ from
+	// ring.key, and neither key may be the other's header ring (key+1). Unset: no
+	// presence ring.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0[xX])?[0-9a-fA-F]{1,8}$')",message="receiver.udp.presenceKey must be a hex SysV key such as eada or 0xeada"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0[xX])?0+$')",message="receiver.udp.presenceKey must not be 0 (IPC_PRIVATE)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0[xX])?[89a-fA-F][0-9a-fA-F]{7}$')",message="receiver.udp.presenceKey must be at most 0x7fffffff"
+	// +optional
+	PresenceKey string `json:"presenceKey,omitempty"`
 }
 
 // SPEADSpec is the placement rule and time reference of a SPEAD stream. Item IDs are

@@ -37,6 +37,7 @@ type packetFlags struct {
 	stopHeaps int
 	spead     speadFlags
 	vdif      vdifFlags
+	presence  presenceFlags
 }
 
 func (p *packetFlags) add(c *cobra.Command) {
@@ -54,6 +55,7 @@ func (p *packetFlags) add(c *cobra.Command) {
 	fs.IntVar(&p.stopHeaps, "spead-stop-heaps", 1, "with spead: end the observation after this many stream-stop heaps (stream control item 0x6 = 2; one per sender that ends its stream; 0: count them only)")
 	p.spead.add(fs)
 	p.vdif.add(fs)
+	p.presence.add(fs)
 }
 
 // packet reports whether the flags ask for a packet stream.
@@ -94,7 +96,7 @@ func flagProtocol(name string) string {
 		return protoSPEAD
 	case strings.HasPrefix(name, "vdif-"):
 		return protoVDIF
-	case strings.HasPrefix(name, "udp-"), strings.HasPrefix(name, "multicast"), name == "reorder-blocks":
+	case strings.HasPrefix(name, "udp-"), strings.HasPrefix(name, "multicast"), name == "reorder-blocks", strings.HasPrefix(name, "presence-"):
 		return "packet"
 	}
 	return ""
@@ -127,6 +129,9 @@ func (p *packetFlags) config(o *recvOpts) (receiver.Config, error) {
 	if c.Stream.Template, err = headerTemplate(o.headerFile, o.headers); err != nil {
 		return c, err
 	}
+	if c.Presence, err = p.presence.config(o); err != nil {
+		return c, err
+	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("--protocol %s: %w", p.protocol, err)
 	}
@@ -152,7 +157,7 @@ func runPacketRecv(ctx context.Context, errw io.Writer, o *recvOpts) error {
 	return capture.Run(ctx, capture.Capture{
 		Ring: o.ring, Create: o.create, Wait: o.wait, Drain: o.drain,
 		Receiver:    capture.ReceiverConfig{Log: log},
-		ServeRing:   cfg.Serve,
+		ServeRing:   cfg.ServeRing,
 		MetricsAddr: o.metricsAddr, SummaryFile: o.summaryFile,
 	})
 }

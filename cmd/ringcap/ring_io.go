@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ringcap/ringcap/pkg/dada"
+	"github.com/ringcap/ringcap/pkg/ingest/presence"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
@@ -292,12 +293,14 @@ type ringReadOpts struct {
 	headerOut string
 	single    bool
 	dadaDir   string
+	presence  io.Writer // --presence: where the records go as text (nil: not a presence ring)
 }
 
 type readStats struct{ bytes, blocks, observations, mismatches uint64 }
 
 func newRingReadCmd() *cobra.Command {
 	o := &ringReadOpts{}
+	var presenceText bool
 	c := &cobra.Command{
 		Use:   "read",
 		Short: "Read observations from a ring into a file or verify the test pattern",
@@ -314,6 +317,9 @@ func newRingReadCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.verify = cmd.Flags().Changed("verify")
+			if presenceText {
+				o.presence = cmd.OutOrStdout()
+			}
 			return runRingRead(cmd.Context(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -325,6 +331,7 @@ func newRingReadCmd() *cobra.Command {
 	fs.StringVar(&o.headerOut, "header-out", "", "write the last header read to this file")
 	fs.BoolVarP(&o.single, "single", "s", false, "exit after one observation (like dada_dbdisk -s)")
 	fs.StringVar(&o.dadaDir, "dada-dir", "", "write each observation as PSRDADA files in this directory, as dada_dbdisk -D does")
+	fs.BoolVar(&presenceText, "presence", false, "the ring is a presence ring (recv --presence-key): print each block's record as a line of text on stdout")
 	return c
 }
 
@@ -435,6 +442,9 @@ func startObservation(hdr []byte, o *ringReadOpts, to sinks, resumed uint64) (ui
 			return 0, fmt.Errorf("write header: %w", err)
 		}
 	}
+	if o.presence != nil && !presence.IsPresenceHeader(hdr) {
+		return 0, fmt.Errorf("--presence: the header has no %s %s: not a presence ring", presence.KeyFormat, presence.FormatName)
+	}
 	var offset uint64
 	if ph, err := dada.ParseHeader(hdr); err == nil {
 		if v, err := ph.OBSOffset(); err == nil {
@@ -467,6 +477,9 @@ func readObservation(ctx context.Context, errw io.Writer, r *dada.Reader, o *rin
 		}
 		if err != nil {
 			return fmt.Errorf("observation %d: %w", st.observations, err)
+		}
+		if err := printPresence(o.presence, b.Data); err != nil {
+			return fmt.Errorf("observation %d block %d: %w", st.observations, b.Seq, err)
 		}
 		if o.verify {
 			if bad, ok := pattern.Verify(b.Data, o.seed, offset+n); !ok {

@@ -53,7 +53,8 @@ func packetListenArgs(rc *ringcapv1.RingCapture) []string {
 }
 
 // udpArgs are the UDP sockets: ports, bind address, multicast groups, sockets per
-// port, buffer and reorder window (zero values leave the receiver's defaults).
+// port, buffer and reorder window (zero values leave the receiver's defaults), and the
+// presence ring.
 func udpArgs(u ringcapv1.UDPSpec) []string {
 	args := []string{"--udp-ports", joinInts(u.Ports)}
 	if u.Address != "" {
@@ -76,6 +77,9 @@ func udpArgs(u ringcapv1.UDPSpec) []string {
 	}
 	if u.IdleTimeout != nil {
 		args = append(args, "--udp-idle-timeout", u.IdleTimeout.Duration.String())
+	}
+	if u.PresenceKey != "" {
+		args = append(args, "--presence-key", NormalizeKey(u.PresenceKey))
 	}
 	return args
 }

@@ -245,6 +245,7 @@ func receiverResources(rc *ringcapv1.RingCapture, opts PodOptions) corev1.Resour
 	} else {
 		mem.Add(*resource.NewQuantity(RingBytes(ring), resource.BinarySI))
 	}
+	mem.Add(*resource.NewQuantity(PresenceRingBytes(rc), resource.BinarySI))
 	res.Requests[corev1.ResourceMemory] = mem
 	res.Limits[corev1.ResourceMemory] = mem.DeepCopy()
 
@@ -290,7 +291,7 @@ func BuildPod(rc *ringcapv1.RingCapture, opts PodOptions) *corev1.Pod {
 		receiver.VolumeMounts = append(receiver.VolumeMounts, corev1.VolumeMount{Name: headerVolume, MountPath: headerMountPath, ReadOnly: true})
 	}
 	volumes = append(volumes, podVolumes(spec.Volumes)...)
-	readers, sidecars := splitReaders(readerContainers(spec.Readers, NormalizeKey(spec.Ring.Key), image, pull), spec.Readers)
+	readers, sidecars := splitReaders(readerContainers(spec.Readers, readerEnv(spec), image, pull), spec.Readers)
 	containers := append([]corev1.Container{receiver}, readers...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -400,15 +401,16 @@ func deepCopyMounts(ms []corev1.VolumeMount) []corev1.VolumeMount {
 }
 
 // readerContainers are the reader containers, each told the ring key
-// (RINGCAP_RING_KEY), unprivileged, with no capabilities, with its volume mounts.
-func readerContainers(readers []ringcapv1.ReaderContainer, key, image string, pull corev1.PullPolicy) []corev1.Container {
+// (RINGCAP_RING_KEY, and RINGCAP_PRESENCE_KEY with a presence ring: env),
+// unprivileged, with no capabilities, with its volume mounts.
+func readerContainers(readers []ringcapv1.ReaderContainer, base []corev1.EnvVar, image string, pull corev1.PullPolicy) []corev1.Container {
 	var out []corev1.Container
 	for _, rd := range readers {
 		img := rd.Image
 		if img == "" {
 			img = image
 		}
-		env := append([]corev1.EnvVar{{Name: EnvRingKey, Value: key}}, rd.Env...)
+		env := append(append([]corev1.EnvVar{}, base...), rd.Env...)
 		out = append(out, corev1.Container{
 			Name:            rd.Name,
 			Image:           img,

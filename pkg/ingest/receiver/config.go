@@ -38,6 +38,10 @@ type Config struct {
 	NewStyleHeader bool
 	// Getenv reads the environment for Listen (nil: os.Getenv).
 	Getenv func(string) string
+	// Presence is the presence ring beside the data ring (ServeRing).
+	Presence PresenceConfig
+
+	presence *presenceWriter // ServeRing's, for the session
 }
 
 // DefaultReorderBlocks is the reorder window when none is given.

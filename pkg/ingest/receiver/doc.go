@@ -13,4 +13,11 @@
 // SIGTERM), when the open blocks are handed over, the last one partial, and
 // the data end. Packets from the sockets of every port are handed to the one
 // pipeline in turn.
+//
+// With Presence.Key, ServeRing also writes the presence ring beside the
+// data ring (pkg/ingest/presence): the record of each data block, from the
+// assembler's OnBlock, into the next presence block before the data block is
+// marked filled, under the data ring's observation header with the presence
+// keys. Its readers hold the receiver back as the data ring's do. It is made
+// before Serve and ended, drained and destroyed after it.
 package receiver

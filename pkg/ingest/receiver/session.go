@@ -172,8 +172,8 @@ func (s *session) handle(pkt []byte) {
 // begin makes the observation's pipeline.
 func (s *session) begin() bool {
 	acfg := assemble.ForDada(s.w, s.cfg.ReorderBlocks)
-	acfg.Writer = ringWriter{DadaWriter: ring.DadaWriter{W: s.w}, t: s.t}
-	acfg.OnBlock = func(assemble.Record) { s.t.BlockFilled() }
+	acfg.Writer = ringWriter{DadaWriter: ring.DadaWriter{W: s.w}, t: s.t, presence: s.cfg.presence}
+	acfg.OnBlock = s.onBlock
 	p, err := stream.New(s.pctx, s.scfg, acfg)
 	if err != nil {
 		s.err = fmt.Errorf("start the observation: %w", err)

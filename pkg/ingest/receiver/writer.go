@@ -22,7 +22,8 @@ const holdAfter = time.Millisecond
 // the kernel drops them).
 type ringWriter struct {
 	ring.DadaWriter
-	t *status.Tracker
+	t        *status.Tracker
+	presence *presenceWriter // the presence ring's writer, which takes the header too (nil: none)
 }
 
 // WriteHeader implements ring.BlockWriter.
@@ -30,6 +31,7 @@ func (w ringWriter) WriteHeader(hdr []byte) error {
 	if err := w.DadaWriter.WriteHeader(hdr); err != nil {
 		return err
 	}
+	w.presence.keepHeader(hdr)
 	if hd, err := dada.ParseHeader(hdr); err == nil {
 		w.t.HeaderWritten(obsheader.StatusFields(hd))
 	}
