@@ -1,13 +1,15 @@
 // recvmmsg-floor: the least a UDP receiver can do, the anchor of make bench-ingest's
 // `ratio ringcap/recvmmsg-floor`. It binds ADDR:PORT with the socket options ringcap recv
 // sets (SO_RXQ_OVFL; SO_RCVBUF of RCVBUF bytes, forced past net.core.rmem_max when allowed),
-// receives with blocking recvmmsg in batches of BATCH into buffers of 9000 bytes, and counts
-// datagrams, bytes and the kernel's drops; it touches no payload byte. It prints
+// receives with recvmmsg in batches of BATCH into buffers of 9000 bytes, and counts
+// datagrams, bytes and the kernel's drops; it touches no payload byte. WAIT says how it
+// waits for datagrams: block (a blocking recvmmsg, MSG_WAITFORONE; the default) or epoll
+// (epoll_wait, then non-blocking recvmmsg until EAGAIN, as ringcap's Go poller does). It prints
 // "ready port=P rcvbuf=N" once bound and, on SIGTERM or SIGINT, one line of counts:
 //
 //	packets=N bytes=B drops=D batches=K cpu_ns=C
 //
-// Usage: recvmmsg-floor ADDR PORT RCVBUF [BATCH]   (BATCH default 64, at most 1024)
+// Usage: recvmmsg-floor ADDR PORT RCVBUF [BATCH [WAIT]]   (BATCH default 64, at most 1024)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -89,6 +92,11 @@ int main(int argc, char **argv) {
   }
   int port = atoi(argv[2]), rcvbuf = atoi(argv[3]);
   int batch = argc > 4 ? atoi(argv[4]) : 64;
+  int use_epoll = argc > 5 && strcmp(argv[5], "epoll") == 0;
+  if (argc > 5 && !use_epoll && strcmp(argv[5], "block") != 0) {
+    fprintf(stderr, "recvmmsg-floor: wait %s: want block or epoll\n", argv[5]);
+    return 2;
+  }
   if (batch < 1 || batch > MAXBATCH) {
     fprintf(stderr, "recvmmsg-floor: batch %d: want 1..%d\n", batch, MAXBATCH);
     return 2;
@@ -110,15 +118,25 @@ int main(int argc, char **argv) {
     msgs[i].msg_hdr.msg_iovlen = 1;
     msgs[i].msg_hdr.msg_control = ctrl[i];
   }
+  int ep = -1;
+  if (use_epoll) {
+    ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) die("epoll");
+  }
   printf("ready port=%d rcvbuf=%d\n", port, got);
   fflush(stdout);
 
   long long packets = 0, bytes = 0, drops = 0, batches = 0;
   while (!stop) {
     for (int i = 0; i < batch; i++) msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
-    int n = recvmmsg(fd, msgs, batch, MSG_WAITFORONE, NULL);
+    int n = recvmmsg(fd, msgs, batch, use_epoll ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        struct epoll_event ev;
+        if (use_epoll && epoll_wait(ep, &ev, 1, 100) < 0 && errno != EINTR) die("epoll_wait");
+        continue;
+      }
       die("recvmmsg");
     }
     batches++;

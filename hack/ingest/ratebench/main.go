@@ -3,7 +3,10 @@
 // against hack/ingest/recvmmsg-floor.c, a C receiver that only counts, on the same stream
 // from `ringcap send --protocol spead --rate R` over 127.0.0.1, 8 KiB packets.
 //
-// Each round finds each receiver's highest loss-free rate (no kernel drop, every packet
+// Every run starts its receiver afresh and first sends it a warm-up stream of the ring's
+// size and a block (-warm-rate), so that ringcap writes into a ring whose pages are
+// touched, as a capture does past its first pass (a first write to a page of a new SysV
+// segment costs a page fault). Each round finds each receiver's highest loss-free rate (no kernel drop, every packet
 // sent counted and, for ringcap, written into the ring) by stepping the rate up by -factor
 // from -start until a run loses packets, then halving the gap -bisect times; the order of
 // the two receivers alternates from round to round. Then it runs both at -cpu-rate for the
@@ -37,10 +40,11 @@ func main() {
 // options are the command's flags.
 type options struct {
 	ringcap, floor     string
+	floorWait          string
 	rounds             int
 	duration, cpuDur   time.Duration
 	search             searchParams
-	cpuRate            float64
+	cpuRate, warmRate  float64
 	recvCPU, sendCPU   int
 	buffer             int
 	blockBytes, blocks int
@@ -52,10 +56,11 @@ type options struct {
 func parseOptions(args []string, out io.Writer) (options, error) {
 	fs := flag.NewFlagSet("ratebench", flag.ContinueOnError)
 	o := options{out: out, log: io.Discard}
-	var start, lowest, highest, cpuRate float64
+	var start, lowest, highest, cpuRate, warmRate float64
 	var verbose bool
 	fs.StringVar(&o.ringcap, "ringcap", "bin/ringcap", "the ringcap binary")
 	fs.StringVar(&o.floor, "floor", "", "the compiled hack/ingest/recvmmsg-floor.c (required)")
+	fs.StringVar(&o.floorWait, "floor-wait", "block", "how the floor waits for datagrams: block (blocking recvmmsg) or epoll (as ringcap)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds (each: both searches, then both CPU runs)")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "stream time of one search run")
 	fs.DurationVar(&o.cpuDur, "cpu-duration", 3*time.Second, "stream time of one CPU run")
@@ -65,11 +70,12 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.Float64Var(&o.search.Factor, "factor", 2, "a search's step up (and down)")
 	fs.IntVar(&o.search.Bisect, "bisect", 3, "runs narrowing the gap between the last loss-free and the first lossy rate")
 	fs.Float64Var(&cpuRate, "cpu-rate", 128, "the rate of the CPU runs, MiB/s (one both receivers take)")
+	fs.Float64Var(&warmRate, "warm-rate", 32, "rate of the warm-up stream each receiver gets first (the ring's size and a block), MiB/s (0: none)")
 	fs.IntVar(&o.recvCPU, "recv-cpu", 1, "CPU of the receivers (-1: not pinned)")
 	fs.IntVar(&o.sendCPU, "send-cpu", 0, "CPU of the sender and the ring's reader (-1: not pinned)")
 	fs.IntVar(&o.buffer, "buffer", 4<<20, "socket receive buffer of both receivers, bytes")
 	fs.IntVar(&o.blockBytes, "block-bytes", 4<<20, "ring block size")
-	fs.IntVar(&o.blocks, "blocks", 16, "ring blocks")
+	fs.IntVar(&o.blocks, "blocks", 8, "ring blocks")
 	fs.BoolVar(&verbose, "v", false, "copy ringcap recv's and the reader's log to stderr")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -78,7 +84,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("give -floor PATH and -rounds of at least 1")
 	}
 	o.search = searchParams{Start: start * mib, Min: lowest * mib, Max: highest * mib, Factor: o.search.Factor, Bisect: o.search.Bisect, SenderShort: 0.1}
-	o.cpuRate = cpuRate * mib
+	o.cpuRate, o.warmRate = cpuRate*mib, warmRate*mib
 	if runtime.NumCPU() < 2 {
 		o.recvCPU, o.sendCPU = -1, -1
 	}
@@ -111,7 +117,7 @@ func run(args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i+1, err)
 		}
-		fmt.Fprintf(out, "round %d: %s\n", i+1, r)
+		_, _ = fmt.Fprintf(out, "round %d: %s\n", i+1, r)
 		rs = append(rs, r)
 	}
 	summarize(out, rs, &o)

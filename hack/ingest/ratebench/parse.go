@@ -78,6 +78,11 @@ func parseFloor(out string) (received, error) {
 	return received{packets: p, written: p, drops: d}, nil
 }
 
+// minus is r less the counts of an earlier moment.
+func (r received) minus(o received) received {
+	return received{packets: r.packets - o.packets, written: r.written - o.written, drops: r.drops - o.drops}
+}
+
 // lossFree reports whether r holds every packet of s and the kernel dropped none.
 func (r received) lossFree(s sent) bool {
 	return r.drops == 0 && r.written == s.packets

@@ -31,6 +31,8 @@ type receiver interface {
 	pid() int
 	// settle waits until the receiver has handled what was sent (or a short while).
 	settle(s sent)
+	// counts are the receiver's counts so far; false when it keeps none to ask for.
+	counts() (received, bool)
 	// stop ends the receiver and returns its counts.
 	stop() (received, error)
 	// kill ends whatever still runs (after stop: nothing).
@@ -72,8 +74,7 @@ func terminate(cmd *exec.Cmd, done <-chan error, d time.Duration) error {
 		return err
 	case <-time.After(d):
 		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("%s did not end within %s of SIGTERM", filepath.Base(cmd.Path), d)
+		return fmt.Errorf("%s did not end within %s of SIGTERM (killed: %w)", filepath.Base(cmd.Path), d, <-done)
 	}
 }
 
@@ -91,8 +92,9 @@ func start(cmd *exec.Cmd) (<-chan error, error) {
 type floorProc struct {
 	cmd   *exec.Cmd
 	done  <-chan error
-	out   *syncBuffer // its stdout
-	ended bool
+	out    *syncBuffer // its stdout
+	ended  bool
+	killed error // how it ended when killed
 }
 
 // syncBuffer is a process's output, read while it is written.
@@ -114,7 +116,7 @@ func (s *syncBuffer) String() string {
 }
 
 func startFloor(o *options, port int) (receiver, error) {
-	cmd := pinned(o.recvCPU, o.floor, "127.0.0.1", strconv.Itoa(port), strconv.Itoa(o.buffer))
+	cmd := pinned(o.recvCPU, o.floor, "127.0.0.1", strconv.Itoa(port), strconv.Itoa(o.buffer), "64", o.floorWait)
 	p := &floorProc{cmd: cmd, out: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, os.Stderr
 	var err error
@@ -126,7 +128,7 @@ func startFloor(o *options, port int) (receiver, error) {
 		select {
 		case err := <-p.done:
 			p.ended = true
-			return nil, fmt.Errorf("the floor ended before it was ready: %v", err)
+			return nil, fmt.Errorf("the floor ended before it was ready: %w", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -143,6 +145,8 @@ func (p *floorProc) pid() int { return p.cmd.Process.Pid }
 // than this.
 func (p *floorProc) settle(sent) { time.Sleep(300 * time.Millisecond) }
 
+func (p *floorProc) counts() (received, bool) { return received{}, false }
+
 func (p *floorProc) stop() (received, error) {
 	p.ended = true
 	if err := terminate(p.cmd, p.done, 5*time.Second); err != nil {
@@ -155,7 +159,7 @@ func (p *floorProc) kill() {
 	if !p.ended {
 		p.ended = true
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.killed = <-p.done
 	}
 }
 
@@ -226,7 +230,7 @@ func (p *ringcapProc) waitReady() error {
 		select {
 		case err := <-p.recvDone:
 			p.ended = true
-			return fmt.Errorf("ringcap recv ended before it listened: %v", err)
+			return fmt.Errorf("ringcap recv ended before it listened: %w", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -258,6 +262,18 @@ func (p *ringcapProc) settle(s sent) {
 	}
 }
 
+func (p *ringcapProc) counts() (received, bool) {
+	st := p.status()
+	if st == nil || st.Packets == nil {
+		return received{}, false
+	}
+	return receivedOf(st.Packets), true
+}
+
+func receivedOf(c *statusdoc.Packets) received {
+	return received{packets: float64(c.Packets), written: float64(c.ReceivedPackets), drops: float64(c.KernelDrops + c.Truncated)}
+}
+
 func (p *ringcapProc) stop() (received, error) {
 	p.ended = true
 	errRecv := terminate(p.recv, p.recvDone, 30*time.Second)
@@ -279,8 +295,7 @@ func (p *ringcapProc) stop() (received, error) {
 	if st.Packets == nil {
 		return received{}, errors.New("ringcap recv's summary has no packets section")
 	}
-	c := st.Packets
-	return received{packets: float64(c.Packets), written: float64(c.ReceivedPackets), drops: float64(c.KernelDrops + c.Truncated)}, nil
+	return receivedOf(st.Packets), nil
 }
 
 // signalled reports whether err is a process ended by our SIGTERM (the reader may be

@@ -81,10 +81,10 @@ func summarize(w io.Writer, rs []round, o *options) {
 	}
 	med, lo, hi := benchstat.MedianCI(rate)
 	how := fmt.Sprintf("SPEAD, 8 KiB packets on 127.0.0.1, receivers on CPU %d, sender and ring reader on CPU %d, %d rounds", o.recvCPU, o.sendCPU, len(rs))
-	fmt.Fprintf(w, "ratio ringcap/recvmmsg-floor=%.3f [%.3f, %.3f]  goal ≥ %.1f: %s; highest loss-free rate ringcap %.0f MiB/s, floor %.0f MiB/s (medians)%s  (%s of a rate search, runs of %s)\n",
+	_, _ = fmt.Fprintf(w, "ratio ringcap/recvmmsg-floor=%.3f [%.3f, %.3f]  goal ≥ %.1f: %s; highest loss-free rate ringcap %.0f MiB/s, floor %.0f MiB/s (medians)%s  (%s of a rate search, runs of %s)\n",
 		med, lo, hi, rateGoal, verdict(med, lo, rateGoal), median(rr), median(fr), boundNote(bound, len(rs)), how, o.duration)
 	med, lo, hi = benchstat.MedianCI(cpu)
-	fmt.Fprintf(w, "ratio ringcap-cpu/recvmmsg-floor-cpu=%.3f [%.3f, %.3f]  receiver CPU seconds per GiB at %.0f MiB/s: ringcap %.3f, floor %.3f (medians)%s  (%s of %s)\n",
+	_, _ = fmt.Fprintf(w, "ratio ringcap-cpu/recvmmsg-floor-cpu=%.3f [%.3f, %.3f]  receiver CPU seconds per GiB at %.0f MiB/s: ringcap %.3f, floor %.3f (medians)%s  (%s of %s)\n",
 		med, lo, hi, o.cpuRate/mib, median(rc), median(fc), lossyNote(lossy, len(rs)), how, o.cpuDur)
 }
 

@@ -14,8 +14,13 @@ import (
 var speadRule = []string{"--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", "2097152",
 	"--spead-heap-bytes", "256K", "--spead-sync-time", "1700000000", "--spead-sample-rate", "1712000000"}
 
-// heapBytes is the rule's heap: a trial sends whole heaps.
-const heapBytes = 256 << 10
+// heapBytes is the rule's heap: a trial sends whole heaps; the sender's first heap has
+// timestamp firstTimestamp (its sample rate, a whole second), each next one step more.
+const (
+	heapBytes      = 256 << 10
+	firstTimestamp = 1712000000
+	timestampStep  = 2097152
+)
 
 const mib = 1 << 20
 
@@ -43,7 +48,8 @@ func (r result) String() string {
 		r.kind, r.rate/mib, r.sent.packets, r.sent.rate()/mib, r.got.packets, r.got.written, r.cpu, r.cpuPerGiB(), state)
 }
 
-// trial streams rate bytes/s for duration seconds to a receiver of kind, started for it.
+// trial streams rate bytes/s for duration seconds to a receiver of kind, started for it,
+// after a warm-up stream (see warm).
 func (b *bench) trial(kind string, rate, seconds float64) (result, error) {
 	port, err := freePort("udp")
 	if err != nil {
@@ -54,11 +60,15 @@ func (b *bench) trial(kind string, rate, seconds float64) (result, error) {
 		return result{}, err
 	}
 	defer rcv.kill()
+	base, next, err := b.warm(rcv, port)
+	if err != nil {
+		return result{}, err
+	}
 	c0, err := cpuNanos(rcv.pid())
 	if err != nil {
 		return result{}, err
 	}
-	s, err := b.send(port, rate, seconds)
+	s, err := b.send(port, rate, rate*seconds, next)
 	if err != nil {
 		return result{}, err
 	}
@@ -71,10 +81,35 @@ func (b *bench) trial(kind string, rate, seconds float64) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r := result{kind: kind, rate: rate, sent: s, got: got, cpu: float64(c1-c0) / 1e9}
-	fmt.Fprintln(b.o.out, r)
+	r := result{kind: kind, rate: rate, sent: s, got: got.minus(base), cpu: float64(c1-c0) / 1e9}
+	_, _ = fmt.Fprintln(b.o.out, r)
 	return r, nil
 }
+
+// warm streams the ring's size and one block more at the warm-up rate to the receiver
+// (ringcap: every page of its ring is then touched, as in a capture past its first pass;
+// the floor gets the same stream) and returns its counts after it and the timestamp the
+// measured stream goes on from. The floor keeps no counts to ask for: it is taken to have
+// received the warm-up whole, so a loss in it shows as a loss of the trial.
+func (b *bench) warm(rcv receiver, port int) (received, uint64, error) {
+	if b.o.warmRate <= 0 {
+		return received{}, 0, nil
+	}
+	size := float64((b.o.blocks + 1) * b.o.blockBytes)
+	s, err := b.send(port, b.o.warmRate, size, 0)
+	if err != nil {
+		return received{}, 0, fmt.Errorf("warm-up: %w", err)
+	}
+	rcv.settle(s)
+	base, ok := rcv.counts()
+	if !ok {
+		base = received{packets: s.packets, written: s.packets}
+	}
+	return base, firstTimestamp + uint64(heaps(size))*timestampStep, nil
+}
+
+// heaps is the number of whole heaps the sender sends for size bytes: at least 16.
+func heaps(size float64) float64 { return math.Max(16, math.Ceil(size/heapBytes)) }
 
 func (b *bench) startReceiver(kind string, port int) (receiver, error) {
 	if kind == kindFloor {
@@ -84,12 +119,15 @@ func (b *bench) startReceiver(kind string, port int) (receiver, error) {
 	return startRingcap(&b.o, port, strconv.FormatUint(b.o.keyBase+b.keys*2, 16))
 }
 
-// send runs the sender for seconds at rate, whole heaps, at least 16.
-func (b *bench) send(port int, rate, seconds float64) (sent, error) {
-	heaps := math.Max(16, math.Ceil(rate*seconds/heapBytes))
+// send sends size bytes (whole heaps) at rate, its first heap's timestamp start (0: the
+// sender's first).
+func (b *bench) send(port int, rate, size float64, start uint64) (sent, error) {
 	args := append([]string{"send", "--connect", "127.0.0.1:" + strconv.Itoa(port)}, speadRule...)
-	args = append(args, "--bytes", strconv.FormatFloat(heaps*heapBytes, 'f', 0, 64), "--seed", "1",
+	args = append(args, "--bytes", strconv.FormatFloat(heaps(size)*heapBytes, 'f', 0, 64), "--seed", "1",
 		"--rate", strconv.FormatFloat(math.Round(rate), 'f', 0, 64))
+	if start > 0 {
+		args = append(args, "--spead-start-timestamp", strconv.FormatUint(start, 10))
+	}
 	cmd := pinned(b.o.sendCPU, b.o.ringcap, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
