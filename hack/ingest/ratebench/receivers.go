@@ -90,8 +90,8 @@ func start(cmd *exec.Cmd) (<-chan error, error) {
 
 // floorProc is hack/ingest/recvmmsg-floor.c running.
 type floorProc struct {
-	cmd   *exec.Cmd
-	done  <-chan error
+	cmd    *exec.Cmd
+	done   <-chan error
 	out    *syncBuffer // its stdout
 	ended  bool
 	killed error // how it ended when killed
