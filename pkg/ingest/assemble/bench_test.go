@@ -89,15 +89,16 @@ const placeGoal = 1.1
 // CPU time of placing a batch of 8 KiB packets already in memory into a real
 // ring with Put (presence, counters, the block hand-overs to a reader that
 // clears each block at once) against a bare copy of the same packets into the
-// same block memory at the same offsets, the floor of a one-copy receiver. It
-// ignores b.N (run it with -benchtime 1x): RINGCAP_BENCH_ROUNDS rounds
-// (default 7) after a warm-up round, each placing and copying the batch 32
-// times, in turn first; it prints the median of the rounds' ratios with its
-// interval.
+// same block memory at the same offsets, the floor of a one-copy receiver.
+// Beside it, `ratio place-noring/memcpy-floor`: Put into the same blocks
+// through a BlockWriter that never waits (memWriter), the assembler's own cost
+// without the ring's hand-offs. It ignores b.N (run it with -benchtime 1x):
+// RINGCAP_BENCH_ROUNDS rounds (default 7) after a warm-up round, each writing
+// the batch 32 times each way, the first way rotating; it prints the medians
+// of the rounds' ratios with their intervals.
 func BenchmarkPlaceFloor(b *testing.B) {
-	const pkt, batch, blocks, blockBytes, passes = 8 << 10, 1024, 8, 4 << 20, 32
 	rounds := benchRounds(b, 7)
-	h := testRing(b, blocks, blockBytes)
+	h := testRing(b, placeBlocks, placeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
@@ -107,83 +108,164 @@ func BenchmarkPlaceFloor(b *testing.B) {
 	defer func() { _ = w.Close() }()
 	drained := make(chan error, 1)
 	go func() { drained <- drain(ctx, h) }()
-	cfg := ForDada(w, 4)
-	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
-	a, err := New(ctx, cfg)
-	if err != nil {
+	pb := newPlaceBench(ctx, b, w)
+	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
 		b.Fatal(err)
 	}
-	pkts := packetBatch(batch, pkt)
-	var off uint64
-	place := func() error {
-		for range passes {
-			for _, p := range pkts {
-				if err := a.Put(off, p); err != nil {
-					return err
-				}
-				off += pkt
-			}
+	pb.costs = [3][]packetCost{}
+	for range rounds {
+		if err := pb.round(); err != nil {
+			b.Fatal(err)
 		}
-		return nil
 	}
-	var coff uint64
-	floor := func() error {
-		for range passes {
-			for _, p := range pkts {
-				copy(h.Data.Block(int(coff / blockBytes % blocks))[coff%blockBytes:], p)
-				coff += pkt
-			}
-		}
-		return nil
-	}
-	if err := errors.Join(place(), floor()); err != nil { // warm-up: the ring's pages fault in
-		b.Fatal(err)
-	}
-	n := float64(passes * batch)
-	var ratios, pc, fc, pw, fw []float64
-	for i := range rounds {
-		steps := []func() error{place, floor}
-		if i%2 == 1 {
-			steps = []func() error{floor, place}
-		}
-		var costs [2]packetCost
-		for j, step := range steps {
-			c, err := timePackets(n, step)
-			if err != nil {
-				b.Fatal(err)
-			}
-			costs[(j+i)%2] = c
-		}
-		ratios = append(ratios, costs[0].cpu/costs[1].cpu)
-		pc, fc, pw, fw = append(pc, costs[0].cpu), append(fc, costs[1].cpu), append(pw, costs[0].wall), append(fw, costs[1].wall)
-	}
-	if err := a.Close(); err != nil {
+	if err := pb.close(); err != nil {
 		b.Fatal(err)
 	}
 	if err := <-drained; err != nil {
 		b.Fatal(err)
 	}
-	if c := a.Snapshot(); c.Received != c.Packets {
-		b.Fatalf("placed %d of %d packets", c.Received, c.Packets)
-	}
-	printPlaceRatio(ratios, pc, fc, pw, fw, rounds, passes*batch)
+	pb.print()
 }
 
-func printPlaceRatio(ratios, pc, fc, pw, fw []float64, rounds, packets int) {
-	med, lo, hi := benchstat.MedianCI(ratios)
-	p, _, _ := benchstat.MedianCI(pc)
-	f, _, _ := benchstat.MedianCI(fc)
-	pwm, _, _ := benchstat.MedianCI(pw)
-	fwm, _, _ := benchstat.MedianCI(fw)
-	met := "met"
-	if hi > placeGoal {
-		met = "not met by the interval"
+// BenchmarkPlaceFloor's geometry: 8 KiB packets, a batch of 1024 (8 MiB)
+// written placePasses times per way and round, a ring of 8 blocks of 4 MiB.
+const (
+	placePacket, placeBatch, placePasses = 8 << 10, 1024, 32
+	placeBlocks, placeBlockBytes         = 8, 4 << 20
+)
+
+// placeBench is BenchmarkPlaceFloor's three ways of writing the same packets
+// into the same blocks: Put into the ring, Put through memWriter, copy.
+type placeBench struct {
+	pkts      [][]byte
+	ring, mem *Assembler
+	block     func(int) []byte
+	off       [3]uint64
+	costs     [3][]packetCost // per way, per round
+	rounds    int
+}
+
+// The ways, in costs' order.
+const (
+	wayRing = iota
+	wayMem
+	wayCopy
+)
+
+func newPlaceBench(ctx context.Context, b *testing.B, w *dada.Writer) *placeBench {
+	cfg := ForDada(w, 4)
+	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
+	ring, err := New(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
 	}
-	if med > placeGoal {
-		met = "not met"
+	mcfg := cfg
+	mcfg.Writer, mcfg.Header = &memWriter{blocks: make([][]byte, placeBlocks)}, nil
+	mem, err := New(ctx, mcfg)
+	if err != nil {
+		_ = ring.Close()
+		b.Fatal(err)
 	}
-	fmt.Printf("ratio place/memcpy-floor=%.3f [%.3f, %.3f]  goal ≤ %.1f: %s; assemble.Put %.0f ns per packet, copy %.0f ns (CPU time; wall %.0f and %.0f ns, %.2f and %.2f GB/s)  (8 KiB packets, a batch of 8 MiB into a ring of 8 x 4 MiB with a clearing reader, median of %d rounds of %d packets)\n",
-		med, lo, hi, placeGoal, met, p, f, pwm, fwm, 8192/pwm, 8192/fwm, rounds, packets)
+	return &placeBench{pkts: packetBatch(placeBatch, placePacket), ring: ring, mem: mem, block: cfg.Block}
+}
+
+// round writes the batch placePasses times each way, the first way rotating.
+func (p *placeBench) round() error {
+	ways := []func() error{
+		func() error { return p.put(p.ring, &p.off[wayRing]) },
+		func() error { return p.put(p.mem, &p.off[wayMem]) },
+		p.copy,
+	}
+	for k := range ways {
+		way := (p.rounds + k) % len(ways)
+		c, err := timePackets(placePasses*placeBatch, ways[way])
+		if err != nil {
+			return err
+		}
+		p.costs[way] = append(p.costs[way], c)
+	}
+	p.rounds++
+	return nil
+}
+
+func (p *placeBench) put(a *Assembler, off *uint64) error {
+	for range placePasses {
+		for _, pkt := range p.pkts {
+			if err := a.Put(*off, pkt); err != nil {
+				return err
+			}
+			*off += placePacket
+		}
+	}
+	return nil
+}
+
+func (p *placeBench) copy() error {
+	off := &p.off[wayCopy]
+	for range placePasses {
+		for _, pkt := range p.pkts {
+			copy(p.block(int(*off / placeBlockBytes % placeBlocks))[*off%placeBlockBytes:], pkt)
+			*off += placePacket
+		}
+	}
+	return nil
+}
+
+// close ends both assemblers and checks that they placed every packet.
+func (p *placeBench) close() error {
+	for _, a := range []*Assembler{p.ring, p.mem} {
+		if err := a.Close(); err != nil {
+			return err
+		}
+		if c := a.Snapshot(); c.Received != c.Packets {
+			return fmt.Errorf("placed %d of %d packets", c.Received, c.Packets)
+		}
+	}
+	return nil
+}
+
+// print prints the two ratio lines.
+func (p *placeBench) print() {
+	ratio := func(way int) (med, lo, hi float64) {
+		var r []float64
+		for i := range p.costs[way] {
+			r = append(r, p.costs[way][i].cpu/p.costs[wayCopy][i].cpu)
+		}
+		return benchstat.MedianCI(r)
+	}
+	cpu, wall := p.medians()
+	tail := fmt.Sprintf("(CPU time; 8 KiB packets, a batch of 8 MiB into a ring of %d x %d MiB with a clearing reader, median of %d rounds of %d packets)",
+		placeBlocks, placeBlockBytes>>20, len(p.costs[wayCopy]), placePasses*placeBatch)
+	med, lo, hi := ratio(wayRing)
+	fmt.Printf("ratio place/memcpy-floor=%.3f [%.3f, %.3f]  goal ≤ %.1f: %s; Put %.0f ns per packet, copy %.0f ns (wall %.0f and %.0f ns, %.2f and %.2f GB/s)  %s\n",
+		med, lo, hi, placeGoal, placeVerdict(med, hi), cpu[wayRing], cpu[wayCopy], wall[wayRing], wall[wayCopy], placePacket/wall[wayRing], placePacket/wall[wayCopy], tail)
+	med, lo, hi = ratio(wayMem)
+	fmt.Printf("ratio place-noring/memcpy-floor=%.3f [%.3f, %.3f]  Put through a writer that never waits (no ring hand-off) %.0f ns per packet (wall %.0f ns)  %s\n",
+		med, lo, hi, cpu[wayMem], wall[wayMem], tail)
+}
+
+// medians are each way's median CPU and wall time per packet, in ns.
+func (p *placeBench) medians() (cpu, wall [3]float64) {
+	for way, cs := range p.costs {
+		var c, w []float64
+		for _, x := range cs {
+			c, w = append(c, x.cpu), append(w, x.wall)
+		}
+		cpu[way], _, _ = benchstat.MedianCI(c)
+		wall[way], _, _ = benchstat.MedianCI(w)
+	}
+	return cpu, wall
+}
+
+// placeVerdict says whether a ratio with goal ≤ placeGoal met it.
+func placeVerdict(med, hi float64) string {
+	switch {
+	case hi <= placeGoal:
+		return "met"
+	case med <= placeGoal:
+		return "met by the median, not by the interval"
+	}
+	return "not met"
 }
 
 // packetBatch returns n packets of size bytes, each its own buffer, filled.
@@ -203,7 +285,7 @@ func packetBatch(n, size int) [][]byte {
 type packetCost struct{ wall, cpu float64 }
 
 // timePackets runs fn (n packets) and returns its cost per packet.
-func timePackets(n float64, fn func() error) (packetCost, error) {
+func timePackets(n int, fn func() error) (packetCost, error) {
 	c0, err := processCPU()
 	if err != nil {
 		return packetCost{}, err
@@ -217,7 +299,7 @@ func timePackets(n float64, fn func() error) (packetCost, error) {
 	if err != nil {
 		return packetCost{}, err
 	}
-	return packetCost{wall: float64(wall.Nanoseconds()) / n, cpu: float64(c1-c0) / n}, nil
+	return packetCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
 }
 
 // processCPU is the process's user and system CPU time so far, in ns.
