@@ -69,7 +69,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.Float64Var(&highest, "max", 8192, "highest rate a search tries, MiB/s")
 	fs.Float64Var(&o.search.Factor, "factor", 2, "a search's step up (and down)")
 	fs.IntVar(&o.search.Bisect, "bisect", 3, "runs narrowing the gap between the last loss-free and the first lossy rate")
-	fs.Float64Var(&cpuRate, "cpu-rate", 128, "the rate of the CPU runs, MiB/s (one both receivers take)")
+	fs.Float64Var(&cpuRate, "cpu-rate", 256, "the rate of the CPU runs, MiB/s (one both receivers take)")
 	fs.Float64Var(&warmRate, "warm-rate", 32, "rate of the warm-up stream each receiver gets first (the ring's size and a block), MiB/s (0: none)")
 	fs.IntVar(&o.recvCPU, "recv-cpu", 1, "CPU of the receivers (-1: not pinned)")
 	fs.IntVar(&o.sendCPU, "send-cpu", 0, "CPU of the sender and the ring's reader (-1: not pinned)")
@@ -98,7 +98,8 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 // bench is one run of the command.
 type bench struct {
 	o    options
-	keys uint64
+	keys uint64 // rings made so far
+	runs int    // trials made so far
 }
 
 func run(args []string, out io.Writer) error {
@@ -111,6 +112,7 @@ func run(args []string, out io.Writer) error {
 	}
 	defer func() { _ = os.RemoveAll(o.tmp) }()
 	b := &bench{o: o}
+	began := time.Now()
 	var rs []round
 	for i := range o.rounds {
 		r, err := b.round(i)
@@ -121,5 +123,6 @@ func run(args []string, out io.Writer) error {
 		rs = append(rs, r)
 	}
 	summarize(out, rs, &o)
+	_, _ = fmt.Fprintf(out, "ratebench: %d rounds, %d runs in %.0f s\n", len(rs), b.runs, time.Since(began).Seconds())
 	return nil
 }

@@ -60,6 +60,7 @@ func (b *bench) trial(kind string, rate, seconds float64) (result, error) {
 		return result{}, err
 	}
 	defer rcv.kill()
+	b.runs++
 	base, next, err := b.warm(rcv, port)
 	if err != nil {
 		return result{}, err
