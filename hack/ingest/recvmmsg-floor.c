@@ -3,8 +3,9 @@
 // sets (SO_RXQ_OVFL; SO_RCVBUF of RCVBUF bytes, forced past net.core.rmem_max when allowed),
 // receives with recvmmsg in batches of BATCH into buffers of 9000 bytes, and counts
 // datagrams, bytes and the kernel's drops; it touches no payload byte. WAIT says how it
-// waits for datagrams: block (a blocking recvmmsg, MSG_WAITFORONE; the default) or epoll
-// (epoll_wait, then non-blocking recvmmsg until EAGAIN, as ringcap's Go poller does). It prints
+// waits for datagrams: block (a blocking recvmmsg, MSG_WAITFORONE; the default), epoll
+// (epoll_wait, then non-blocking recvmmsg until EAGAIN, as ringcap's Go poller does) or busy
+// (non-blocking recvmmsg in a loop: no wake-up to wait for, a whole core spent). It prints
 // "ready port=P rcvbuf=N" once bound and, on SIGTERM or SIGINT, one line of counts:
 //
 //	packets=N bytes=B drops=D batches=K cpu_ns=C
@@ -93,8 +94,9 @@ int main(int argc, char **argv) {
   int port = atoi(argv[2]), rcvbuf = atoi(argv[3]);
   int batch = argc > 4 ? atoi(argv[4]) : 64;
   int use_epoll = argc > 5 && strcmp(argv[5], "epoll") == 0;
-  if (argc > 5 && !use_epoll && strcmp(argv[5], "block") != 0) {
-    fprintf(stderr, "recvmmsg-floor: wait %s: want block or epoll\n", argv[5]);
+  int busy = argc > 5 && strcmp(argv[5], "busy") == 0;
+  if (argc > 5 && !use_epoll && !busy && strcmp(argv[5], "block") != 0) {
+    fprintf(stderr, "recvmmsg-floor: wait %s: want block, epoll or busy\n", argv[5]);
     return 2;
   }
   if (batch < 1 || batch > MAXBATCH) {
@@ -130,7 +132,7 @@ int main(int argc, char **argv) {
   long long packets = 0, bytes = 0, drops = 0, batches = 0;
   while (!stop) {
     for (int i = 0; i < batch; i++) msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
-    int n = recvmmsg(fd, msgs, batch, use_epoll ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+    int n = recvmmsg(fd, msgs, batch, use_epoll || busy ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
         struct epoll_event ev;
