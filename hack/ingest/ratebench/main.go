@@ -122,7 +122,9 @@ func run(args []string, out io.Writer) error {
 		_, _ = fmt.Fprintf(out, "round %d: %s\n", i+1, r)
 		rs = append(rs, r)
 	}
-	summarize(out, rs, &o)
+	if err := summarize(out, rs, &o); err != nil {
+		return err
+	}
 	_, _ = fmt.Fprintf(out, "ratebench: %d rounds, %d runs in %.0f s\n", len(rs), b.runs, time.Since(began).Seconds())
 	return nil
 }

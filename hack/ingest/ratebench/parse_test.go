@@ -1,13 +1,6 @@
 package main
 
-import (
-	"bytes"
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/ringcap/ringcap/internal/benchstat"
-)
+import "testing"
 
 func TestParseSent(t *testing.T) {
 	t.Parallel()
@@ -64,41 +57,5 @@ func TestParseSchedstat(t *testing.T) {
 		if _, err := parseSchedstat(bad); err == nil {
 			t.Errorf("parseSchedstat(%q): no error", bad)
 		}
-	}
-}
-
-// The summary's lines are figure lines hack/benchtable records: two ratios, the first with
-// its goal, neither with stray further figures.
-func TestSummaryLinesAreRecords(t *testing.T) {
-	t.Parallel()
-	var rs []round
-	for i := range 5 {
-		f := float64(i)
-		rs = append(rs, round{
-			floor:      found{Rate: (500 + f) * mib},
-			ringcap:    found{Rate: (450 + f) * mib, SenderBound: i == 0},
-			cpuFloor:   result{rate: 128 * mib, cpu: 0.1, sent: sent{packets: 10, payloadBytes: 1 << 30}, got: received{written: 10}},
-			cpuRingcap: result{rate: 128 * mib, cpu: 0.2 + f/100, sent: sent{packets: 10, payloadBytes: 1 << 30}, got: received{written: 10}},
-		})
-	}
-	var out bytes.Buffer
-	summarize(&out, rs, &options{recvCPU: 1, cpuRate: 128 * mib, duration: 2 * time.Second, cpuDur: 3 * time.Second})
-	recs, err := benchstat.ParseResults(strings.NewReader(out.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 2 {
-		t.Fatalf("%d records from\n%s", len(recs), out.String())
-	}
-	r := recs[0]
-	if r.Metric != "ratio ringcap/recvmmsg-floor" || r.Figure != "0.900" || r.Low != "0.900" || r.High != "0.901" || r.Goal != "≥ 0.9" || r.Anchor != "recvmmsg-floor" {
-		t.Errorf("first record %+v", r)
-	}
-	if !strings.Contains(r.Note, "met") || !strings.Contains(r.Note, "1 of 5 rounds the sender's ceiling") {
-		t.Errorf("first record's note %q: want the verdict and the sender's ceiling", r.Note)
-	}
-	r = recs[1]
-	if r.Metric != "ratio ringcap-cpu/recvmmsg-floor-cpu" || r.Figure != "2.200" || r.Low != "2.000" || r.High != "2.400" || r.Goal != "" {
-		t.Errorf("second record %+v", r)
 	}
 }

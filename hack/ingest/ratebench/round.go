@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -41,7 +42,7 @@ func (b *bench) round(i int) (round, error) {
 			res, err := b.trial(k, rate, b.o.duration.Seconds())
 			return outcome{lossFree: res.lossFree(), achieved: res.sent.rate()}, err
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errNoLossFree) { // none: Rate 0, left out of the ratio
 			return r, fmt.Errorf("%s: %w", k, err)
 		}
 		if k == kindFloor {
@@ -64,13 +65,21 @@ func (b *bench) round(i int) (round, error) {
 	return r, nil
 }
 
+// errNoRounds is returned when no round found a loss-free rate of both receivers.
+var errNoRounds = errors.New("no round found a loss-free rate of both receivers: the machine is too busy, or the rates searched too high (-min)")
+
 // summarize prints the two ratio lines: the medians of the rounds' ratios, their
-// intervals and what they rest on.
-func summarize(w io.Writer, rs []round, o *options) {
+// intervals and what they rest on. A round where a receiver had no loss-free rate is left
+// out of the rate ratio, and said so.
+func summarize(w io.Writer, rs []round, o *options) error {
 	var rate, cpu, rr, fr, rc, fc []float64
-	bound, lossy := 0, 0
+	bound, lossy, none := 0, 0, 0
 	for _, r := range rs {
-		rate, rr, fr = append(rate, r.ringcap.Rate/r.floor.Rate), append(rr, r.ringcap.Rate/mib), append(fr, r.floor.Rate/mib)
+		if r.ringcap.Rate > 0 && r.floor.Rate > 0 {
+			rate, rr, fr = append(rate, r.ringcap.Rate/r.floor.Rate), append(rr, r.ringcap.Rate/mib), append(fr, r.floor.Rate/mib)
+		} else {
+			none++
+		}
 		cpu, rc, fc = append(cpu, r.cpuRingcap.cpuPerGiB()/r.cpuFloor.cpuPerGiB()), append(rc, r.cpuRingcap.cpuPerGiB()), append(fc, r.cpuFloor.cpuPerGiB())
 		if r.floor.SenderBound || r.ringcap.SenderBound {
 			bound++
@@ -79,13 +88,24 @@ func summarize(w io.Writer, rs []round, o *options) {
 			lossy++
 		}
 	}
+	if len(rate) == 0 {
+		return errNoRounds
+	}
 	med, lo, hi := benchstat.MedianCI(rate)
-	how := fmt.Sprintf("SPEAD, 8 KiB packets on 127.0.0.1, receivers on CPU %d, sender and ring reader on CPU %d, %d rounds", o.recvCPU, o.sendCPU, len(rs))
-	_, _ = fmt.Fprintf(w, "ratio ringcap/recvmmsg-floor=%.3f [%.3f, %.3f]  goal ≥ %.1f: %s; highest loss-free rate ringcap %.0f MiB/s, floor %.0f MiB/s (medians)%s  (%s of a rate search, runs of %s)\n",
-		med, lo, hi, rateGoal, verdict(med, lo, rateGoal), median(rr), median(fr), boundNote(bound, len(rs)), how, o.duration)
+	how := fmt.Sprintf("SPEAD, 8 KiB packets on 127.0.0.1, receivers on CPU %d, sender and ring reader on CPU %d", o.recvCPU, o.sendCPU)
+	_, _ = fmt.Fprintf(w, "ratio ringcap/recvmmsg-floor=%.3f [%.3f, %.3f]  goal ≥ %.1f: %s; highest loss-free rate ringcap %.0f MiB/s, floor %.0f MiB/s (medians)%s%s  (%s, %d rounds of a rate search, runs of %s)\n",
+		med, lo, hi, rateGoal, verdict(med, lo, rateGoal), median(rr), median(fr), boundNote(bound, len(rs)), noneNote(none, len(rs)), how, len(rate), o.duration)
 	med, lo, hi = benchstat.MedianCI(cpu)
 	_, _ = fmt.Fprintf(w, "ratio ringcap-cpu/recvmmsg-floor-cpu=%.3f [%.3f, %.3f]  receiver CPU seconds per GiB at %.0f MiB/s: ringcap %.3f, floor %.3f (medians)%s  (%s of %s)\n",
-		med, lo, hi, o.cpuRate/mib, median(rc), median(fc), lossyNote(lossy, len(rs)), how, o.cpuDur)
+		med, lo, hi, o.cpuRate/mib, median(rc), median(fc), lossyNote(lossy, len(rs)), how+fmt.Sprintf(", %d rounds", len(rs)), o.cpuDur)
+	return nil
+}
+
+func noneNote(none, rounds int) string {
+	if none == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of %d rounds left out: a receiver lost packets at every rate tried", none, rounds)
 }
 
 // verdict says whether a ratio with goal "≥ goal" met it, by its median and its interval.
