@@ -4,8 +4,10 @@
 // receives with recvmmsg in batches of BATCH into buffers of 9000 bytes, and counts
 // datagrams, bytes and the kernel's drops; it touches no payload byte. WAIT says how it
 // waits for datagrams: block (a blocking recvmmsg, MSG_WAITFORONE; the default), epoll
-// (epoll_wait, then non-blocking recvmmsg until EAGAIN, as ringcap's Go poller does) or busy
-// (non-blocking recvmmsg in a loop: no wake-up to wait for, a whole core spent). It prints
+// (epoll_wait, then non-blocking recvmmsg until EAGAIN, as ringcap's Go poller does), spin
+// (non-blocking recvmmsg, polling on for 50 us after the last datagram before it sleeps in
+// poll, much as Go's scheduler spins before it sleeps) or busy (non-blocking recvmmsg in a
+// loop: no wake-up to wait for, a whole core spent). It prints
 // "ready port=P rcvbuf=N" once bound and, on SIGTERM or SIGINT, one line of counts:
 //
 //	packets=N bytes=B drops=D batches=K cpu_ns=C
@@ -15,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,10 +27,12 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PKT 9000
 #define MAXBATCH 1024
+#define SPIN_NS 50000
 
 static volatile sig_atomic_t stop;
 
@@ -79,6 +84,18 @@ static long long drops_of(struct msghdr *h) {
   return -1;
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// wait_readable waits up to 100 ms for fd to hold a datagram.
+static void wait_readable(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, 100) < 0 && errno != EINTR) die("poll");
+}
+
 static long long cpu_ns(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -95,8 +112,9 @@ int main(int argc, char **argv) {
   int batch = argc > 4 ? atoi(argv[4]) : 64;
   int use_epoll = argc > 5 && strcmp(argv[5], "epoll") == 0;
   int busy = argc > 5 && strcmp(argv[5], "busy") == 0;
-  if (argc > 5 && !use_epoll && !busy && strcmp(argv[5], "block") != 0) {
-    fprintf(stderr, "recvmmsg-floor: wait %s: want block, epoll or busy\n", argv[5]);
+  int spin = argc > 5 && strcmp(argv[5], "spin") == 0;
+  if (argc > 5 && !use_epoll && !busy && !spin && strcmp(argv[5], "block") != 0) {
+    fprintf(stderr, "recvmmsg-floor: wait %s: want block, epoll, spin or busy\n", argv[5]);
     return 2;
   }
   if (batch < 1 || batch > MAXBATCH) {
@@ -129,18 +147,21 @@ int main(int argc, char **argv) {
   printf("ready port=%d rcvbuf=%d\n", port, got);
   fflush(stdout);
 
-  long long packets = 0, bytes = 0, drops = 0, batches = 0;
+  long long packets = 0, bytes = 0, drops = 0, batches = 0, last = 0;
+  int flags = use_epoll || busy || spin ? MSG_DONTWAIT : MSG_WAITFORONE;
   while (!stop) {
     for (int i = 0; i < batch; i++) msgs[i].msg_hdr.msg_controllen = sizeof ctrl[i];
-    int n = recvmmsg(fd, msgs, batch, use_epoll || busy ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+    int n = recvmmsg(fd, msgs, batch, flags, NULL);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
         struct epoll_event ev;
         if (use_epoll && epoll_wait(ep, &ev, 1, 100) < 0 && errno != EINTR) die("epoll_wait");
+        if (spin && now_ns() - last > SPIN_NS) wait_readable(fd);
         continue;
       }
       die("recvmmsg");
     }
+    if (spin) last = now_ns();
     batches++;
     for (int i = 0; i < n; i++) {
       packets++;

@@ -60,7 +60,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	var verbose bool
 	fs.StringVar(&o.ringcap, "ringcap", "bin/ringcap", "the ringcap binary")
 	fs.StringVar(&o.floor, "floor", "", "the compiled hack/ingest/recvmmsg-floor.c (required)")
-	fs.StringVar(&o.floorWait, "floor-wait", "block", "how the floor waits for datagrams: block (blocking recvmmsg), epoll (as ringcap) or busy (polls, a whole core)")
+	fs.StringVar(&o.floorWait, "floor-wait", "block", "how the floor waits for datagrams: block (blocking recvmmsg), epoll (as ringcap), spin (polls 50 us, then sleeps) or busy (polls, a whole core)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds (each: both searches, then both CPU runs)")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "stream time of one search run")
 	fs.DurationVar(&o.cpuDur, "cpu-duration", 3*time.Second, "stream time of one CPU run")

@@ -123,3 +123,41 @@ func cpuNanos(pid int) (int64, error) {
 	}
 	return sum, nil
 }
+
+// udpQueue is what /proc/net/udp says of the socket bound to a port: the bytes queued for
+// the receiver to read and the datagrams the kernel dropped.
+type udpQueue struct {
+	rxQueue, drops uint64
+}
+
+// parseUDPTable finds the socket bound to port in the text of /proc/net/udp ("sl
+// local_address rem_address st tx_queue:rx_queue … drops", addresses and queues in hex).
+func parseUDPTable(text string, port int) (udpQueue, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 13 {
+			continue
+		}
+		_, p, ok := strings.Cut(f[1], ":")
+		if n, err := strconv.ParseUint(p, 16, 16); !ok || err != nil || int(n) != port {
+			continue
+		}
+		_, rx, _ := strings.Cut(f[4], ":")
+		q, err1 := strconv.ParseUint(rx, 16, 64)
+		d, err2 := strconv.ParseUint(f[len(f)-1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return udpQueue{}, false
+		}
+		return udpQueue{rxQueue: q, drops: d}, true
+	}
+	return udpQueue{}, false
+}
+
+// udpQueueOf reads /proc/net/udp for the socket bound to port.
+func udpQueueOf(port int) (udpQueue, bool) {
+	b, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		return udpQueue{}, false
+	}
+	return parseUDPTable(string(b), port)
+}

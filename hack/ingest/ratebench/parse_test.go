@@ -59,3 +59,20 @@ func TestParseSchedstat(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUDPTable(t *testing.T) {
+	t.Parallel()
+	table := "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n" +
+		" 9051: 0100007F:4395 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 2438699 2 00000000233043da 0\n" +
+		" 9052: 0100007F:4396 00000000:0000 07 00000000:00012000 00:00000000 00000000     0        0 2438700 2 00000000233043db 17\n"
+	q, ok := parseUDPTable(table, 0x4396)
+	if !ok || q.rxQueue != 0x12000 || q.drops != 17 {
+		t.Errorf("port 0x4396: %+v, %v; want 73728 bytes queued, 17 drops", q, ok)
+	}
+	if q, ok := parseUDPTable(table, 0x4395); !ok || q.rxQueue != 0 || q.drops != 0 {
+		t.Errorf("port 0x4395: %+v, %v; want nothing queued", q, ok)
+	}
+	if _, ok := parseUDPTable(table, 1); ok {
+		t.Error("found a socket on port 1")
+	}
+}

@@ -78,20 +78,25 @@ func (b *bench) trial(kind string, rate, seconds float64) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	drops, err := kernelDrops(port)
+	if err != nil {
+		return result{}, err
+	}
 	got, err := rcv.stop()
 	if err != nil {
 		return result{}, err
 	}
-	r := result{kind: kind, rate: rate, sent: s, got: got.minus(base), cpu: float64(c1-c0) / 1e9}
+	got = got.minus(base)
+	got.drops = drops - base.drops
+	r := result{kind: kind, rate: rate, sent: s, got: got, cpu: float64(c1-c0) / 1e9}
 	_, _ = fmt.Fprintln(b.o.out, r)
 	return r, nil
 }
 
 // warm streams the ring's size and one block more at the warm-up rate to the receiver
 // (ringcap: every page of its ring is then touched, as in a capture past its first pass;
-// the floor gets the same stream) and returns its counts after it and the timestamp the
-// measured stream goes on from. The floor keeps no counts to ask for: it is taken to have
-// received the warm-up whole, so a loss in it shows as a loss of the trial.
+// the floor gets the same stream) and returns its counts after it, the kernel's drops from
+// /proc/net/udp among them, and the timestamp the measured stream goes on from.
 func (b *bench) warm(rcv receiver, port int) (received, uint64, error) {
 	if b.o.warmRate <= 0 {
 		return received{}, 0, nil
@@ -102,11 +107,27 @@ func (b *bench) warm(rcv receiver, port int) (received, uint64, error) {
 		return received{}, 0, fmt.Errorf("warm-up: %w", err)
 	}
 	rcv.settle(s)
-	base, ok := rcv.counts()
-	if !ok {
-		base = received{packets: s.packets, written: s.packets}
+	drops, err := kernelDrops(port)
+	if err != nil {
+		return received{}, 0, fmt.Errorf("warm-up: %w", err)
 	}
+	base, ok := rcv.counts()
+	if !ok { // on loopback what the kernel did not drop reached the floor
+		base = received{packets: s.packets - drops, written: s.packets - drops}
+	}
+	base.drops = drops
 	return base, firstTimestamp + uint64(heaps(size))*timestampStep, nil
+}
+
+// kernelDrops is the count of datagrams the kernel dropped at the socket bound to port
+// (/proc/net/udp): exact at any moment, where SO_RXQ_OVFL tells a receiver only with its
+// next datagram.
+func kernelDrops(port int) (float64, error) {
+	q, ok := udpQueueOf(port)
+	if !ok {
+		return 0, fmt.Errorf("no socket bound to port %d in /proc/net/udp", port)
+	}
+	return float64(q.drops), nil
 }
 
 // heaps is the number of whole heaps the sender sends for size bytes: at least 16.
