@@ -43,6 +43,7 @@ type options struct {
 	floorWait          string
 	rounds             int
 	duration, cpuDur   time.Duration
+	budget             time.Duration
 	search             searchParams
 	cpuRate, warmRate  float64
 	recvCPU, sendCPU   int
@@ -62,6 +63,7 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.floor, "floor", "", "the compiled hack/ingest/recvmmsg-floor.c (required)")
 	fs.StringVar(&o.floorWait, "floor-wait", "block", "how the floor waits for datagrams: block (blocking recvmmsg), epoll (as ringcap), spin (polls 50 us, then sleeps) or busy (polls, a whole core)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds (each: both searches, then both CPU runs)")
+	fs.DurationVar(&o.budget, "budget", 9*time.Minute, "start no round that would likely end past this time from the start")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "stream time of one search run")
 	fs.DurationVar(&o.cpuDur, "cpu-duration", 3*time.Second, "stream time of one CPU run")
 	fs.Float64Var(&start, "start", 128, "first rate of a search, MiB/s")
@@ -115,12 +117,17 @@ func run(args []string, out io.Writer) error {
 	began := time.Now()
 	var rs []round
 	for i := range o.rounds {
+		t := time.Now()
 		r, err := b.round(i)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i+1, err)
 		}
 		_, _ = fmt.Fprintf(out, "round %d: %s\n", i+1, r)
 		rs = append(rs, r)
+		if i+1 < o.rounds && time.Since(began)+time.Since(t) > o.budget {
+			_, _ = fmt.Fprintf(out, "ratebench: stopping after %d of %d rounds: another would pass the budget of %s\n", i+1, o.rounds, o.budget)
+			break
+		}
 	}
 	if err := summarize(out, rs, &o); err != nil {
 		return err

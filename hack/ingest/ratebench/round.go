@@ -24,7 +24,10 @@ func (r round) String() string {
 
 func (f found) describe() string {
 	s := fmt.Sprintf("%.0f MiB/s (%d runs)", f.Rate/mib, f.Trials)
-	if f.SenderBound {
+	switch {
+	case f.AtMax:
+		s += " at the search's -max"
+	case f.SenderBound:
 		s += " at the sender's ceiling"
 	}
 	return s
@@ -123,7 +126,7 @@ func boundNote(bound, rounds int) string {
 	if bound == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; in %d of %d rounds the sender's ceiling ended a search: a floor for the receiver's rate, not its limit", bound, rounds)
+	return fmt.Sprintf("; in %d of %d rounds the sender's ceiling (or -max) ended a search: a floor for the receiver's rate, not its limit", bound, rounds)
 }
 
 func lossyNote(lossy, rounds int) string {

@@ -29,10 +29,11 @@ type searchParams struct {
 
 // found is a search's result: the highest loss-free rate asked for (Requested) and the rate
 // the sender reached at it (Rate); SenderBound when the sender, not the receiver, set the
-// ceiling (or Max did); Trials the runs made.
+// ceiling (or Max did: AtMax); Trials the runs made.
 type found struct {
 	Requested, Rate float64
 	SenderBound     bool
+	AtMax           bool // SenderBound because the search reached Max
 	Trials          int
 }
 
@@ -103,7 +104,7 @@ func (s *searcher) run(rate float64) (outcome, error) {
 func (s *searcher) up(rate float64, o outcome) error {
 	for o.lossFree && !s.best.SenderBound {
 		if rate >= s.p.Max {
-			s.best.SenderBound = true // the search's ceiling, not the receiver's
+			s.best.SenderBound, s.best.AtMax = true, true // the search's ceiling, not the receiver's
 			return nil
 		}
 		rate = math.Min(rate*s.p.Factor, s.p.Max)

@@ -52,7 +52,7 @@ func TestSearchStopsAtTheSendersCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.asked) != 3 || got.Requested != 512*mib || got.Rate != 400*mib || !got.SenderBound {
+	if len(f.asked) != 3 || got.Requested != 512*mib || got.Rate != 400*mib || !got.SenderBound || got.AtMax {
 		t.Errorf("asked %v MiB/s, found %+v; want 128, 256, 512 and 400 MiB/s at the sender's ceiling", inMiB(f.asked), got)
 	}
 }
@@ -66,7 +66,7 @@ func TestSearchStopsAtMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.asked) != 3 || got.Rate != 300*mib || !got.SenderBound {
+	if len(f.asked) != 3 || got.Rate != 300*mib || !got.SenderBound || !got.AtMax {
 		t.Errorf("asked %v MiB/s, found %+v; want 128, 256, 300 and a bound search", inMiB(f.asked), got)
 	}
 }
