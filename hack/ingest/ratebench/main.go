@@ -6,19 +6,24 @@
 // Every run starts its receiver afresh and first sends it a warm-up stream of the ring's
 // size and a block (-warm-rate), so that ringcap writes into a ring whose pages are
 // touched, as a capture does past its first pass (a first write to a page of a new SysV
-// segment costs a page fault). Each round finds each receiver's highest loss-free rate (no kernel drop, every packet
-// sent counted and, for ringcap, written into the ring) by stepping the rate up by -factor
-// from -start until a run loses packets, then halving the gap -bisect times; the order of
-// the two receivers alternates from round to round. Then it runs both at -cpu-rate for the
-// receiver's CPU seconds per GiB. It prints each trial, and last the medians of the
-// rounds' ratios with their intervals (internal/benchstat):
+// segment costs a page fault). A run is loss-free when the kernel dropped nothing at the
+// socket (/proc/net/udp) and the receiver counted, and ringcap wrote into the ring, every
+// packet sent.
+//
+// Each round finds each receiver's highest loss-free rate by stepping the rate up by
+// -factor from -start until a run loses packets, then halving the gap -bisect times; the
+// order of the two receivers alternates from round to round. Then it runs both at -cpu-rate
+// for the receiver's CPU seconds per GiB (/proc/PID/task/*/schedstat while the stream
+// runs). It prints each run and round, and last the medians of the rounds' ratios with
+// their intervals (internal/benchstat):
 //
 //	ratio ringcap/recvmmsg-floor=… [LO, HI]  goal ≥ 0.9: …
 //	ratio ringcap-cpu/recvmmsg-floor-cpu=… [LO, HI]  …
 //
 // The receivers run on -recv-cpu and the sender and the ring's reader on -send-cpu (taskset;
 // -1: not pinned). A search the sender's own ceiling ends (it reaches less than 90 % of the
-// rate asked for) says so: its ratio then bounds the receivers from below only.
+// rate asked for) or -max ends says so: its ratio then bounds the receivers from below
+// only. No round starts that would likely end past -budget.
 package main
 
 import (
