@@ -12,7 +12,8 @@ INGEST_RECV_CPU ?= 1
 INGEST_SEND_CPU ?= 0
 INGEST_FLAGS ?=
 INGEST_FLOOR = $(or $(RINGCAP_CACHE),/var/tmp/ringcap)/ingest/recvmmsg-floor
-# Pinned only where there are two CPUs (ratebench decides for itself).
+# The placing benchmarks are pinned only where there are two CPUs (INGEST_PIN= unpins them;
+# ratebench decides for itself).
 INGEST_PIN = $(shell [ "$$(nproc)" -ge 2 ] && echo taskset -c $(INGEST_RECV_CPU))
 
 ## bench-ingest: UDP packet ingest on the host: placing 8 KiB packets into ring blocks against a bare copy (ratio place/memcpy-floor, goal ≤ 1.1; the whole SPEAD pipeline: pipeline/memcpy-floor), then ringcap recv --protocol spead against a C recvmmsg receiver on the same loopback stream: highest loss-free rate (ratio ringcap/recvmmsg-floor, goal ≥ 0.9) and CPU per GiB; ROUNDS=N
@@ -26,4 +27,4 @@ bench-ingest:
 	cd pkg/ingest/assemble && RINGCAP_BENCH_ROUNDS=$(ROUNDS) $(INGEST_PIN) ../../../bin/assemble.test -test.run '^$$' -test.bench '^BenchmarkPlaceFloor$$' -test.benchtime 1x | tee ../../../$(call bench-log,bench-ingest)
 	cd pkg/ingest/stream && RINGCAP_BENCH_ROUNDS=$(ROUNDS) $(INGEST_PIN) ../../../bin/stream.test -test.run '^$$' -test.bench '^BenchmarkPipelineFloor$$' -test.benchtime 1x | tee -a ../../../$(call bench-log,bench-ingest)
 	bin/ratebench -ringcap bin/ringcap -floor $(INGEST_FLOOR) $(if $(ROUNDS),-rounds $(ROUNDS)) -recv-cpu $(INGEST_RECV_CPU) -send-cpu $(INGEST_SEND_CPU) $(INGEST_FLAGS) | tee -a $(call bench-log,bench-ingest)
-	$(call bench-record,make bench-ingest$(if $(ROUNDS), ROUNDS=$(ROUNDS)),host$(comma) receiver CPU $(INGEST_RECV_CPU),$(call bench-log,bench-ingest))
+	$(call bench-record,make bench-ingest$(if $(ROUNDS), ROUNDS=$(ROUNDS))$(if $(INGEST_FLAGS), INGEST_FLAGS="$(INGEST_FLAGS)"),host$(comma) receiver CPU $(INGEST_RECV_CPU),$(call bench-log,bench-ingest))
