@@ -13,8 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// dashboardSeries are synthetic series of one capture pod (namespace obs) and one node's
-// device plugin, for every metric the dashboard queries, one sample a minute.
+// dashboardSeries are synthetic series of one RDMA capture pod (namespace obs), one packet
+// capture pod and one node's device plugin, for every metric the dashboard queries, one
+// sample a minute.
 var dashboardSeries = map[string]string{
 	`ringcap_recv_state{namespace="obs",pod="c1-capture",state="Receiving"}`:                                                       "1x10",
 	`ringcap_recv_state{namespace="obs",pod="c1-capture",state="Failed"}`:                                                          "0x10",
@@ -32,6 +33,10 @@ var dashboardSeries = map[string]string{
 	`ringcap_observation_number{namespace="obs",pod="c1-capture"}`:                                                                 "3x10",
 	`ringcap_observation_bytes{namespace="obs",pod="c1-capture"}`:                                                                  "0+6000000000x10",
 	`ringcap_observation_start_timestamp_seconds{namespace="obs",pod="c1-capture"}`:                                                "1795000000x10",
+	`ringcap_packets_total{namespace="obs",pod="c2-capture",outcome="received"}`:                                                   "0+60000x10",
+	`ringcap_packets_total{namespace="obs",pod="c2-capture",outcome="late"}`:                                                       "0+30x10",
+	`ringcap_packet_kernel_drops_total{namespace="obs",pod="c2-capture"}`:                                                          "0 0 0 0 0 0 0 0 0 120 240",
+	`ringcap_packet_zero_filled_bytes_total{namespace="obs",pod="c2-capture"}`:                                                     "0+8192x10",
 	`ringcap_link_counter_total{instance="10.0.0.1:9101",device="rxe0",port="1",source="hw_counters",counter="duplicate_request"}`: "0+3x10",
 	`ringcap_link_counter_total{instance="10.0.0.1:9101",device="rxe0",port="1",source="counters",counter="port_xmit_data"}`:       "0+100x10",
 	`ringcap_plugin_device_healthy{instance="10.0.0.1:9101",resource="ringcap.io/rdma",device="rxe0"}`:                             "1x10",

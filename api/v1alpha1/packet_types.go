@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // ReceiverProtocol is what the receiver takes in: RDMA from a ringcap sender, or UDP
 // packets (SPEAD or VDIF) from digitisers and beamformers.
 // +kubebuilder:validation:Enum=RDMA;SPEAD;VDIF
@@ -80,6 +82,17 @@ type UDPSpec struct {
 	// +kubebuilder:validation:Maximum=1024
 	// +optional
 	ReorderBlocks int32 `json:"reorderBlocks,omitempty"`
+
+	// idleTimeout ends the observation once no packet has arrived for this long after
+	// the first (`--udp-idle-timeout`), a Go duration such as "10s"; the blocks still
+	// open are handed over, their gaps zero-filled. Unset: never. A VDIF stream has no
+	// end marker: without this or a stop condition its capture runs until deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="receiver.udp.idleTimeout must be a duration such as 10s or 2m (units ns, us, ms, s, m and h)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$') || duration(self) > duration('0s')",message="receiver.udp.idleTimeout must be positive"
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // SPEADSpec is the placement rule and time reference of a SPEAD stream. Item IDs are
@@ -156,6 +169,16 @@ type SPEADSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	StartTimestamp *int64 `json:"startTimestamp,omitempty"`
+
+	// stopHeaps ends the observation after this many stream-stop heaps (stream control
+	// item 0x6 = 2, which spead2's senders and `ringcap send` send when their stream
+	// ends; `--spead-stop-heaps`): one per sender that must end first. 0: they are
+	// counted, not obeyed.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65536
+	// +optional
+	StopHeaps *int32 `json:"stopHeaps,omitempty"`
 }
 
 // SPEADChannels is the range of a SPEAD channel item: count values first, first+step, ...
@@ -214,7 +237,7 @@ type VDIFSpec struct {
 // PacketStatus is the packet receiver's counters (the /status "packets" section), all
 // since the receiver started. packets = receivedPackets + late + outOfWindow +
 // duplicate + malformed + invalid + outOfRange + beforeStart + control; kernelDrops
-// were dropped by the kernel before the socket and are not in packets.
+// (dropped by the kernel before the socket), truncated and refused are not in packets.
 type PacketStatus struct {
 	// protocol is the receiver's packet protocol: spead or vdif.
 	// +optional
@@ -245,6 +268,9 @@ type PacketStatus struct {
 	KernelDrops int64 `json:"kernelDrops"`
 	// truncated were longer than the largest packet accepted, and not placed.
 	Truncated int64 `json:"truncated"`
+	// refused came from senders outside network.allowedSenders, and were not placed.
+	// +optional
+	Refused int64 `json:"refused"`
 	// zeroFilledBytes are payload bytes that never arrived, zero-filled in the ring.
 	ZeroFilledBytes int64 `json:"zeroFilledBytes"`
 	// blocks is the ring blocks the packet receiver handed to the readers.

@@ -1109,6 +1109,11 @@ type EndpointStatus struct {
 	// +listType=atomic
 	// +optional
 	UDPPorts []int32 `json:"udpPorts,omitempty"`
+	// multicastGroups are the groups a SPEAD or VDIF receiver joined, as it reports
+	// them: senders send to them at udpPorts (reason says on which interface).
+	// +listType=atomic
+	// +optional
+	MulticastGroups []string `json:"multicastGroups,omitempty"`
 	// device is the RDMA device, for example rxe0.
 	// +optional
 	Device string `json:"device,omitempty"`

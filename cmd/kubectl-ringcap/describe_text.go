@@ -35,6 +35,7 @@ func describeText(rc *ringcapv1.RingCapture, now time.Time) string {
 	writeSection(&b, "Endpoint", endpointFields(st.Endpoint))
 	writeSection(&b, "Memory registration", memoryFields(st.MemoryRegistration))
 	writeSection(&b, "Data", dataFields(st))
+	writeSection(&b, "Packets", packetFields(st.Packets))
 	writeRing(&b, st.Ring, now)
 	writeEmptySlots(&b, st.EmptyReaderSlots, now)
 	writeSection(&b, "Observation", observationFields(st.Observation))

@@ -41,6 +41,7 @@ Data:
   Blocks filled:  1536
   Observations:   2
   Held back:      3s
+Packets: -
 Ring:
   Fill:            6/8
   Slowest reader:  slot 1: 6 blocks (6.0 MiB)
@@ -78,9 +79,37 @@ func TestDescribeTextEmptyStatus(t *testing.T) {
 	rc := capture("radio", "new", time.Second, ringcapv1.RingCaptureStatus{})
 	got := describeText(&rc, testNow)
 	for _, want := range []string{"Phase:      -\n", "Conditions: -\n", "Endpoint: -\n", "Memory registration: -\n",
-		"Ring: -\n", "Empty reader slots: -\n", "Observation: -\n", "Last run: -\n", "Received:       - (0 bytes)\n"} {
+		"Packets: -\n", "Ring: -\n", "Empty reader slots: -\n", "Observation: -\n", "Last run: -\n", "Received:       - (0 bytes)\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("describe of an empty status lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// A packet capture's describe has its packet counts, each reason a packet was lost on a line.
+func TestDescribeTextPackets(t *testing.T) {
+	rc := capture("radio", "beam", time.Minute, packetStatus())
+	got := describeText(&rc, testNow)
+	want := `Packets:
+  Protocol:       spead
+  Packets:        25
+  Received:       23 (23.0 KiB)
+  Loss:           17.86%
+  Late:           0
+  Out of window:  0
+  Duplicate:      1
+  Malformed:      1
+  Invalid:        0
+  Out of range:   0
+  Kernel drops:   3
+  Truncated:      0
+  Before start:   0
+  Control:        0
+  Zero-filled:    4.0 KiB (4096 bytes)
+  Blocks:         6
+Ring: -
+`
+	if !strings.Contains(got, want) {
+		t.Errorf("describe of a packet capture lacks\n%s\nin\n%s", want, got)
 	}
 }

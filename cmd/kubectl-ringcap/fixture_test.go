@@ -53,6 +53,16 @@ func receivingStatus() ringcapv1.RingCaptureStatus {
 	}
 }
 
+// packetStatus is the status of a SPEAD capture receiving: 25 packets delivered, 23
+// written, one duplicate and one malformed, 3 dropped by the kernel.
+func packetStatus() ringcapv1.RingCaptureStatus {
+	return ringcapv1.RingCaptureStatus{
+		Phase: "Receiving", Rate: "1.2 Gbit/s", Received: "23.0 KiB", BytesReceived: 23552, Observations: 0,
+		Packets: &ringcapv1.PacketStatus{Protocol: "spead", Packets: 25, ReceivedPackets: 23, ReceivedBytes: 23552,
+			Duplicate: 1, Malformed: 1, KernelDrops: 3, ZeroFilledBytes: 4096, Blocks: 6, Loss: "17.86%"},
+	}
+}
+
 func capture(ns, name string, created time.Duration, st ringcapv1.RingCaptureStatus) ringcapv1.RingCapture {
 	return ringcapv1.RingCapture{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: *at(created)},

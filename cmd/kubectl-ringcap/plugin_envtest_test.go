@@ -34,18 +34,19 @@ func TestPluginOnAPIServer(t *testing.T) {
 	st.Conditions[1].LastTransitionTime = metav1.Now()
 	createWithStatus(ctx, t, env, "radio", "pulsar", st)
 	createWithStatus(ctx, t, env, "optical", "flash", ringcapv1.RingCaptureStatus{Phase: "Listening",
-		Ring: &ringcapv1.RingFillStatus{Blocks: 4, Fill: "0/4", Readers: []ringcapv1.ReaderSlotStatus{{Slot: 0}}}})
+		Ring:    &ringcapv1.RingFillStatus{Blocks: 4, Fill: "0/4", Readers: []ringcapv1.ReaderSlotStatus{{Slot: 0}}},
+		Packets: &ringcapv1.PacketStatus{Protocol: "vdif", Packets: 4000, ReceivedPackets: 3999, Late: 1, Loss: "0.03%"}})
 
 	rows := table(t, run(t, "--kubeconfig", kubeconfig, "top", "--once"))
 	wantRows(t, "top --once", rows, [][]string{
-		{"NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "OBS", "AGE"},
-		{"pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "2"},
+		{"NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "LOSS", "OBS", "AGE"},
+		{"pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "-", "2"},
 	})
 	rows = table(t, run(t, "--kubeconfig", kubeconfig, "top", "--once", "-A"))
 	wantRows(t, "top --once -A", rows, [][]string{
-		{"NAMESPACE", "NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "OBS", "AGE"},
-		{"optical", "flash", "Listening", "-", "-", "0/4", "slot 0: empty", "0s", "0"},
-		{"radio", "pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "2"},
+		{"NAMESPACE", "NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "LOSS", "OBS", "AGE"},
+		{"optical", "flash", "Listening", "-", "-", "0/4", "slot 0: empty", "0s", "0.03%", "0"},
+		{"radio", "pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "-", "2"},
 	})
 	rows = table(t, run(t, "--kubeconfig", kubeconfig, "top", "--once", "-n", "empty"))
 	wantRows(t, "top --once -n empty", rows, [][]string{{"No RingCaptures found in namespace empty."}})
@@ -64,8 +65,11 @@ func TestPluginOnAPIServer(t *testing.T) {
 	if !slots.MatchString(out) {
 		t.Errorf("describe pulsar has no line for reader slot 1 six blocks behind:\n%s", out)
 	}
-	if out := run(t, "--kubeconfig", kubeconfig, "describe", "flash", "-A"); !strings.Contains(out, "Namespace:  optical\n") {
-		t.Errorf("describe flash -A:\n%s", out)
+	out = run(t, "--kubeconfig", kubeconfig, "describe", "flash", "-A")
+	for _, want := range []string{"Namespace:  optical\n", "  Protocol:       vdif\n", "  Loss:           0.03%\n", "  Late:           1\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe flash -A lacks %q:\n%s", want, out)
+		}
 	}
 	if _, err := execute("--kubeconfig", kubeconfig, "describe", "flash"); err == nil || !strings.Contains(err.Error(), "radio/flash") {
 		t.Errorf("describe flash in namespace radio: error %v, want one naming radio/flash", err)

@@ -14,7 +14,7 @@ import (
 )
 
 // topHeader are the columns of `kubectl ringcap top` (NAMESPACE only with -A).
-var topHeader = []string{"NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "OBS", "AGE"}
+var topHeader = []string{"NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "LOSS", "OBS", "AGE"}
 
 // topRows turns captures into the rows of `top`, sorted by namespace and name, the
 // header first; withNamespace adds the NAMESPACE column in front.
@@ -38,6 +38,7 @@ func topRows(items []ringcapv1.RingCapture, withNamespace bool, now time.Time) [
 			fill(rc.Status.Ring),
 			slowestReader(rc.Status.Ring),
 			strconv.FormatInt(rc.Status.HeldBackSeconds, 10) + "s",
+			loss(rc.Status.Packets),
 			strconv.FormatInt(rc.Status.Observations, 10),
 			age(&rc.CreationTimestamp, now),
 		}
@@ -59,6 +60,15 @@ func fill(r *ringcapv1.RingFillStatus) string {
 	default:
 		return fmt.Sprintf("%d/%d", r.FilledBlocks, r.Blocks)
 	}
+}
+
+// loss is a packet capture's status.packets.loss; none for an RDMA capture and before
+// the first packet.
+func loss(p *ringcapv1.PacketStatus) string {
+	if p == nil {
+		return none
+	}
+	return orNone(p.Loss)
 }
 
 // slowestReader names the reader slot furthest behind the writer: the largest lag,

@@ -18,10 +18,10 @@ func TestTopRowsSortedWithNamespace(t *testing.T) {
 	}
 	rows := topRows(items, true, testNow)
 	want := [][]string{
-		{"NAMESPACE", "NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "OBS", "AGE"},
-		{"a", "pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "2", "10m"},
-		{"b", "alpha", "Listening", "-", "-", "-", "-", "0s", "0", "2d"},
-		{"b", "zeta", "Pending", "-", "-", "-", "-", "0s", "0", "60m"},
+		{"NAMESPACE", "NAME", "PHASE", "RATE", "RECEIVED", "FILL", "SLOWEST READER", "HELD BACK", "LOSS", "OBS", "AGE"},
+		{"a", "pulsar", "Receiving", "9.6 Gbit/s", "1.5 GiB", "6/8", "slot 1: 6 blocks (6.0 MiB)", "3s", "-", "2", "10m"},
+		{"b", "alpha", "Listening", "-", "-", "-", "-", "0s", "-", "0", "2d"},
+		{"b", "zeta", "Pending", "-", "-", "-", "-", "0s", "-", "0", "60m"},
 	}
 	if !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Errorf("rows\n%q\nwant\n%q", rows, want)
@@ -35,6 +35,23 @@ func TestTopRowsWithoutNamespace(t *testing.T) {
 	rows := topRows([]ringcapv1.RingCapture{capture("a", "pulsar", time.Minute, receivingStatus())}, false, testNow)
 	if rows[0][0] != "NAME" || rows[1][0] != "pulsar" || len(rows[1]) != len(topHeader) {
 		t.Errorf("rows %q: want NAME first and %d columns", rows, len(topHeader))
+	}
+}
+
+// A packet capture's row shows its loss; an RDMA capture's and one before its first
+// packet show none.
+func TestTopRowsLoss(t *testing.T) {
+	before := ringcapv1.RingCaptureStatus{Phase: "Listening", Packets: &ringcapv1.PacketStatus{Protocol: "vdif"}}
+	rows := topRows([]ringcapv1.RingCapture{
+		capture("a", "beam", time.Minute, packetStatus()),
+		capture("a", "early", time.Minute, before),
+		capture("a", "pulsar", time.Minute, receivingStatus()),
+	}, false, testNow)
+	col := slices.Index(topHeader, "LOSS")
+	for i, want := range []string{"17.86%", "-", "-"} {
+		if got := rows[i+1][col]; got != want {
+			t.Errorf("%s: LOSS %q, want %q", rows[i+1][0], got, want)
+		}
 	}
 }
 

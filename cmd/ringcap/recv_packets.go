@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -32,6 +33,8 @@ type packetFlags struct {
 	sockets   int
 	buffer    uint64
 	reorder   int
+	idle      time.Duration
+	stopHeaps int
 	spead     speadFlags
 	vdif      vdifFlags
 }
@@ -47,6 +50,8 @@ func (p *packetFlags) add(c *cobra.Command) {
 	fs.IntVar(&p.sockets, "udp-sockets", 1, "with spead or vdif: sockets per port (SO_REUSEPORT), each with its own receive thread")
 	fs.Var((*byteSize)(&p.buffer), "udp-buffer", "with spead or vdif: socket receive buffer (SO_RCVBUF) per socket, e.g. 256M; above net.core.rmem_max it needs CAP_NET_ADMIN")
 	fs.IntVar(&p.reorder, "reorder-blocks", receiver.DefaultReorderBlocks, "with spead or vdif: ring blocks open at once for late packets (the reorder window)")
+	fs.DurationVar(&p.idle, "udp-idle-timeout", 0, "with spead or vdif: end the observation once no packet has arrived for this long after the first, e.g. 10s (0: never); the blocks still open are handed over with their gaps zero-filled")
+	fs.IntVar(&p.stopHeaps, "spead-stop-heaps", 1, "with spead: end the observation after this many stream-stop heaps (stream control item 0x6 = 2; one per sender that ends its stream; 0: count them only)")
 	p.spead.add(fs)
 	p.vdif.add(fs)
 }
@@ -106,12 +111,16 @@ func protocolFits(protocol, owner string) bool {
 
 // config is the packet receiver the flags describe.
 func (p *packetFlags) config(o *recvOpts) (receiver.Config, error) {
-	c := receiver.Config{ReorderBlocks: p.reorder, StopBytes: o.stopBytes, StopDuration: o.stopDur, NewStyleHeader: o.newStyle}
+	c := receiver.Config{ReorderBlocks: p.reorder, StopBytes: o.stopBytes, StopDuration: o.stopDur, NewStyleHeader: o.newStyle,
+		IdleTimeout: p.idle}
+	if p.protocol == protoSPEAD {
+		c.StopHeaps = p.stopHeaps
+	}
 	var err error
 	if c.UDP, err = p.udpConfig(); err != nil {
 		return c, err
 	}
-	c.Listen.Addr, c.Listen.On, c.Listen.Interface = o.listen, o.listenOn, o.listenIface
+	c.Listen.Addr, c.Listen.On, c.Listen.Interface, c.Listen.Allowed = o.listen, o.listenOn, o.listenIface, o.allowed
 	if c.Stream, err = p.streamConfig(); err != nil {
 		return c, err
 	}

@@ -58,7 +58,8 @@ func newSendCmd() *cobra.Command {
 			"  send: bytes=N seconds=S gbps=G qps=Q mode=M mr=MR held_back_seconds=H complete=true transport=T [provider=P]\n" +
 			"With --protocol spead|vdif it sends the pattern as UDP packets, each carrying the bytes the receiver's placement rule\n" +
 			"(the same --spead-*/--vdif-* flags as `ringcap recv`) puts it at, and the summary is\n" +
-			"  send: bytes=N packets=P payload_bytes=B dropped_packets=D dropped_bytes=DB seconds=S gbps=G protocol=spead complete=true",
+			"  send: bytes=N packets=P payload_bytes=B dropped_packets=D dropped_bytes=DB stop_heaps=H seconds=S gbps=G protocol=spead complete=true\n" +
+			"(a SPEAD stream ends with one stream-stop heap, as spead2's senders end theirs, so that the receiver ends its observation).",
 		Example: "  ringcap send --connect 198.18.0.2:18515 --qps 4 --mode write --bytes 1073741824 --seed 7\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --duration 30s --rate-gbps 10\n" +
 			"  ringcap send --connect 10.0.0.5:18515 --file capture.raw\n" +

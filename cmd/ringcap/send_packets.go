@@ -19,6 +19,7 @@ type sendPacketFlags struct {
 	packetBytes uint64
 	dropEvery   uint64
 	ttl         int
+	mcIface     string
 	spead       speadFlags
 	vdif        vdifFlags
 }
@@ -38,6 +39,7 @@ func (p *sendPacketFlags) add(fs *pflag.FlagSet) {
 	fs.Var((*byteSize)(&p.packetBytes), "packet-bytes", fmt.Sprintf("with spead: payload bytes per packet, at most the heap (--spead-heap-bytes, default one packet per heap; default %d)", sender.DefaultPacketBytes))
 	fs.Uint64Var(&p.dropEvery, "drop-every", 0, "with spead or vdif: skip every Nth packet (a loss test; the receiver zero-fills their bytes)")
 	fs.IntVar(&p.ttl, "multicast-ttl", 0, "with spead or vdif to a multicast group: the packets' IP TTL (0: the system's, 1)")
+	fs.StringVar(&p.mcIface, "multicast-interface", "", "with spead or vdif to a multicast group: the interface the packets leave by (default: the route's); receivers on this host that joined the group on it get them too")
 	p.spead.add(fs)
 	p.vdif.add(fs)
 }
@@ -46,7 +48,7 @@ func (p *sendPacketFlags) add(fs *pflag.FlagSet) {
 func (p *sendPacketFlags) packet() bool { return p.protocol != protoRDMA }
 
 // packetOnly are send's flags that only a packet stream takes.
-var packetOnly = map[string]bool{"rate": true, "packet-bytes": true, "drop-every": true, "multicast-ttl": true}
+var packetOnly = map[string]bool{"rate": true, "packet-bytes": true, "drop-every": true, "multicast-ttl": true, "multicast-interface": true}
 
 // check refuses an unknown protocol and flags of another protocol.
 func (p *sendPacketFlags) check(fs *pflag.FlagSet) error {
@@ -74,7 +76,7 @@ func (p *sendPacketFlags) check(fs *pflag.FlagSet) error {
 // config is the sender run the flags describe.
 func (p *sendPacketFlags) config(o *sendOpts) (sender.Config, error) {
 	c := sender.Config{Target: o.connect, Bytes: o.bytes, Seed: o.seed, RateBytesPerSecond: float64(p.rate),
-		PacketBytes: p.packetBytes, DropEvery: p.dropEvery, MulticastTTL: p.ttl}
+		PacketBytes: p.packetBytes, DropEvery: p.dropEvery, MulticastTTL: p.ttl, MulticastInterface: p.mcIface}
 	var err error
 	if p.protocol == protoSPEAD {
 		c.Stream, err = p.spead.config()
@@ -112,7 +114,7 @@ func runPacketSend(cmd *cobra.Command, o *sendOpts) error {
 	if res.Seconds > 0 {
 		gbps = float64(res.PayloadBytes) * 8 / res.Seconds / 1e9
 	}
-	outf(cmd.OutOrStdout(), "send: bytes=%d packets=%d payload_bytes=%d dropped_packets=%d dropped_bytes=%d seconds=%.3f gbps=%.3f protocol=%s complete=%v\n",
-		res.Bytes, res.Packets, res.PayloadBytes, res.DroppedPackets, res.DroppedBytes, res.Seconds, gbps, o.packets.protocol, res.Complete && err == nil)
+	outf(cmd.OutOrStdout(), "send: bytes=%d packets=%d payload_bytes=%d dropped_packets=%d dropped_bytes=%d stop_heaps=%d seconds=%.3f gbps=%.3f protocol=%s complete=%v\n",
+		res.Bytes, res.Packets, res.PayloadBytes, res.DroppedPackets, res.DroppedBytes, res.StopHeaps, res.Seconds, gbps, o.packets.protocol, res.Complete && err == nil)
 	return err
 }

@@ -144,3 +144,78 @@ func TestSendPacketFlagsRejected(t *testing.T) {
 		}
 	}
 }
+
+// Without a byte count to stop at, the SPEAD sender's stream-stop heap ends
+// the observation, its last packet lost too: the receiver cannot wait for
+// bytes that never come. The stop heap is control; the gaps are zero-filled
+// and counted exactly, and the observation says why it ended.
+func TestSendSPEADStopHeapEndsLossyStream(t *testing.T) {
+	const total, pkt, every = 32 << 10, 256, 8
+	sent := total/pkt - total/pkt/every // 112 of 128: the last one dropped
+	r := startPacketRecv(t, packetSetup{}, sendRule...)
+	read := startReader(r.key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	sum := packetSend(t, r, append(sendRule, "--bytes", strconv.Itoa(total), "--packet-bytes", strconv.Itoa(pkt), "--drop-every", strconv.Itoa(every), "--rate", "4M")...)
+	if want := fmt.Sprintf("dropped_packets=%d dropped_bytes=%d stop_heaps=1 ", total/pkt-sent, total-sent*pkt); !strings.Contains(sum, want) {
+		t.Fatalf("summary %q, want %q", sum, want)
+	}
+	final := r.wait(t)
+	// The stream ends at the last byte received: 127 packets' worth, 15 gaps.
+	end := (total/pkt - 1) * pkt
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "spead", Packets: uint64(sent) + 1, ReceivedPackets: uint64(sent), ReceivedBytes: uint64(sent * pkt),
+		Control: 1, ZeroFilledBytes: uint64(end - sent*pkt), Blocks: uint64((end + 4095) / 4096)})
+	if o := final.LastObservation; o == nil || o.Complete || !strings.Contains(o.Message, "ended: the sender's stream-stop heap") {
+		t.Fatalf("last observation %+v, want incomplete, ended by the stop heap", o)
+	}
+	got := <-read
+	if got.err != nil || len(got.data) != end {
+		t.Fatalf("read %d bytes (%v), want %d", len(got.data), got.err, end)
+	}
+}
+
+// A VDIF stream has no end marker: --udp-idle-timeout ends the observation
+// once the frames stop, the lost ones zero-filled.
+func TestRecvVDIFIdleTimeoutEndsStream(t *testing.T) {
+	const total, every = 32 << 10, 5
+	rule := []string{"--protocol", "vdif", "--vdif-frames-per-second", "4", "--vdif-threads", "3,1", "--vdif-payload-bytes", "512"}
+	r := startPacketRecv(t, packetSetup{}, append(rule, "--udp-idle-timeout", "300ms")...)
+	read := startReader(r.key)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	packetSend(t, r, append(rule, "--bytes", strconv.Itoa(total), "--rate", "4M", "--drop-every", strconv.Itoa(every))...)
+	final := r.wait(t)
+	const frames, lost = total / 512, total / 512 / every // 64 frames, 12 lost, the last (64) not
+	checkPackets(t, final.Packets, statusdoc.Packets{Protocol: "vdif", Packets: frames - lost, ReceivedPackets: frames - lost, ReceivedBytes: (frames - lost) * 512,
+		ZeroFilledBytes: lost * 512, Blocks: 8})
+	if o := final.LastObservation; o == nil || !strings.Contains(o.Message, "ended: no packet for the idle timeout") {
+		t.Fatalf("last observation %+v, want ended by the idle timeout", o)
+	}
+	got := <-read
+	if got.err != nil || len(got.data) != total {
+		t.Fatalf("read %d bytes (%v), want %d", len(got.data), got.err, total)
+	}
+	for i := 0; i < frames; i++ {
+		b := got.data[i*512 : (i+1)*512]
+		if (i+1)%every == 0 {
+			if strings.Trim(string(b), "\x00") != "" {
+				t.Fatalf("lost frame %d not zero-filled", i)
+			}
+		} else if at, ok := pattern.Verify(b, 7, uint64(i*512)); !ok {
+			t.Fatalf("frame %d: wrong at %d", i, at)
+		}
+	}
+}
+
+// Packets from a sender outside --allowed-senders are refused before the
+// pipeline: counted in packets.refused (and its metric), none placed, no
+// observation begun; the run ends at its stop duration.
+func TestRecvPacketsRefusesSendersOutsideAllowlist(t *testing.T) {
+	r := startPacketRecv(t, packetSetup{}, append(sendRule, "--allowed-senders", "198.18.0.0/24", "--stop-duration", "3s")...)
+	r.waitStatus(t, "state Listening", func(s *statusdoc.Status) bool { return s.State == statusdoc.StateListening })
+	packetSend(t, r, append(sendRule, "--bytes", "8K", "--packet-bytes", "256", "--rate", "4M")...)
+	st := r.waitStatus(t, "33 packets refused", func(s *statusdoc.Status) bool { return s.Packets != nil && s.Packets.Refused == 33 })
+	if p := st.Packets; p.Packets != 0 || p.ReceivedPackets != 0 {
+		t.Fatalf("packets %+v: refused ones reached the pipeline", p)
+	}
+	checkMetrics(t, r.metrics, "ringcap_packet_refused_total 33", `ringcap_packets_total{outcome="received"} 0`)
+	r.wait(t)
+}

@@ -24,6 +24,9 @@ var exported = []string{
 	"ringcap_recv_completion_errors_total", "ringcap_recv_observations_total",
 	"ringcap_recv_refused_senders_total",
 	"ringcap_observation_number", "ringcap_observation_bytes", "ringcap_observation_start_timestamp_seconds",
+	// the packet receiver (SPEAD, VDIF)
+	"ringcap_packets_total", "ringcap_packet_kernel_drops_total", "ringcap_packet_truncated_total",
+	"ringcap_packet_bytes_total", "ringcap_packet_zero_filled_bytes_total",
 	// the receiver's ring watcher
 	"ringcap_ring_blocks", "ringcap_ring_filled_blocks", "ringcap_ring_open_blocks", "ringcap_ring_written_blocks_total",
 	"ringcap_ring_reader_lag_blocks", "ringcap_ring_reader_lag_bytes",
@@ -46,7 +49,8 @@ var exported = []string{
 }
 
 // shown are the metrics the dashboard must query: per capture rate, fill, reader lag and
-// slots, held back, errors and state; per node the link counters and device health.
+// slots, held back, errors and state, a packet capture's packets, losses and zero-filled
+// bytes; per node the link counters and device health.
 var shown = []string{
 	"ringcap_recv_bytes_total", "ringcap_ring_filled_blocks", "ringcap_ring_blocks",
 	"ringcap_ring_reader_lag_blocks", "ringcap_ring_reader_seconds_since_advance",
@@ -54,6 +58,7 @@ var shown = []string{
 	"ringcap_recv_completion_errors_total", "ringcap_recv_observations_total",
 	"ringcap_recv_state", "ringcap_link_counter_total", "ringcap_plugin_device_healthy",
 	"ringcap_observation_bytes", "ringcap_observation_number", "ringcap_observation_start_timestamp_seconds",
+	"ringcap_packets_total", "ringcap_packet_kernel_drops_total", "ringcap_packet_zero_filled_bytes_total",
 }
 
 type panelJSON struct {
@@ -260,4 +265,29 @@ func documented(t *testing.T) []string {
 		t.Fatal("docs/troubleshooting.md's metric tables name no ringcap metric")
 	}
 	return names
+}
+
+// The panels of the packet row query only the packet receiver's metrics, and no other panel
+// does: an RDMA capture leaves exactly that row empty (the e2e suite skips it by its title).
+func TestPacketRowHoldsThePacketPanels(t *testing.T) {
+	row, n := "", 0
+	for _, p := range generated(t).Panels {
+		if p.Type == "row" {
+			row = p.Title
+			continue
+		}
+		for _, q := range p.Targets {
+			for _, m := range metricNames(q.Expr) {
+				if packet := strings.HasPrefix(m, "ringcap_packet"); packet != (row == packetRow) {
+					t.Errorf("panel %q in row %q queries %s", p.Title, row, m)
+				}
+			}
+		}
+		if row == packetRow {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("no panel in row %q", packetRow)
+	}
 }

@@ -80,11 +80,12 @@ func endpoint(pod *corev1.Pod, rs *statusdoc.Status, prev *ringcapv1.EndpointSta
 			ep.Port = apiInt32(e.Port)
 		}
 		ep.Device, ep.IBPort, ep.GID, ep.Netdev = e.Device, apiInt32(e.IBPort), e.GID, e.Netdev
+		ep.MulticastGroups = e.MulticastGroups
 		if e.GIDIndex != nil && *e.GIDIndex >= 0 { // -1: not chosen yet
 			ep.GIDIndex = ptr(apiInt32(*e.GIDIndex))
 		}
 	}
-	if ep.Address == "" && ep.Device == "" {
+	if ep.Address == "" && ep.Device == "" && len(ep.MulticastGroups) == 0 {
 		return nil
 	}
 	return ep
@@ -107,7 +108,7 @@ func externallyReachableCondition(pod *corev1.Pod, ep *ringcapv1.EndpointStatus)
 		}
 		return condition(t, metav1.ConditionFalse, ringcapv1.ReasonClusterInternal,
 			fmt.Sprintf("Pod mode: the endpoint %s is on the cluster network; a sender outside the cluster reaches it only if the cluster routes pod IPs to it; spec.network.mode Host or Attachment listens on the data network", addr))
-	case ep == nil || ep.Address == "" || (ep.Device == "" && len(ep.UDPPorts) == 0):
+	case ep == nil || packetTarget(ep) == "" || (ep.Device == "" && len(ep.UDPPorts) == 0):
 		return condition(t, metav1.ConditionUnknown, ringcapv1.ReasonEndpointNotChosen,
 			string(mode)+" mode: the receiver has not reported the address it listens on yet")
 	}
@@ -117,7 +118,7 @@ func externallyReachableCondition(pod *corev1.Pod, ep *ringcapv1.EndpointStatus)
 	}
 	if len(ep.UDPPorts) > 0 {
 		return condition(t, metav1.ConditionTrue, reason,
-			fmt.Sprintf("senders on the data network send to %s UDP ports %s (%s mode: %s)", ep.Address, joinInts(ep.UDPPorts), mode, ep.Reason))
+			fmt.Sprintf("senders on the data network send to %s UDP ports %s (%s mode: %s)", packetTarget(ep), joinInts(ep.UDPPorts), mode, ep.Reason))
 	}
 	return condition(t, metav1.ConditionTrue, reason,
 		fmt.Sprintf("senders on the data network connect to %s:%d (%s mode: %s)", ep.Address, ep.Port, mode, ep.Reason))
@@ -138,4 +139,13 @@ func explainHostPorts(v *verdict, pod *corev1.Pod) {
 	}
 	v.schedMsg = fmt.Sprintf("Host mode: every node that could run the capture already has a pod holding host port %d (receiver.port) or %d (receiver.metricsPort), for example another Host-mode capture; give this capture other ports. %s",
 		containerPort(pod, "handshake"), containerPort(pod, "metrics"), v.schedMsg)
+}
+
+// packetTarget is where a packet sender sends: the multicast groups joined, else the
+// address ("" when neither is known).
+func packetTarget(ep *ringcapv1.EndpointStatus) string {
+	if len(ep.MulticastGroups) > 0 {
+		return "groups " + strings.Join(ep.MulticastGroups, ", ") + " at"
+	}
+	return ep.Address
 }

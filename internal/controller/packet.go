@@ -74,6 +74,9 @@ func udpArgs(u ringcapv1.UDPSpec) []string {
 	if u.ReorderBlocks > 0 {
 		args = append(args, "--reorder-blocks", i64(int64(u.ReorderBlocks)))
 	}
+	if u.IdleTimeout != nil {
+		args = append(args, "--udp-idle-timeout", u.IdleTimeout.Duration.String())
+	}
 	return args
 }
 
@@ -101,6 +104,9 @@ func speadArgs(s ringcapv1.SPEADSpec) []string {
 	}
 	if s.StartTimestamp != nil && *s.StartTimestamp > 0 {
 		args = append(args, "--spead-start-timestamp", i64(*s.StartTimestamp))
+	}
+	if s.StopHeaps != nil {
+		args = append(args, "--spead-stop-heaps", i64(int64(*s.StopHeaps)))
 	}
 	return args
 }
@@ -198,7 +204,7 @@ func PacketsStatus(p *statusdoc.Packets) *ringcapv1.PacketStatus {
 		ReceivedBytes: apiInt64(p.ReceivedBytes), Late: apiInt64(p.Late), OutOfWindow: apiInt64(p.OutOfWindow),
 		Duplicate: apiInt64(p.Duplicate), Malformed: apiInt64(p.Malformed), Invalid: apiInt64(p.Invalid),
 		OutOfRange: apiInt64(p.OutOfRange), BeforeStart: apiInt64(p.BeforeStart), Control: apiInt64(p.Control),
-		KernelDrops: apiInt64(p.KernelDrops), Truncated: apiInt64(p.Truncated),
+		KernelDrops: apiInt64(p.KernelDrops), Truncated: apiInt64(p.Truncated), Refused: apiInt64(p.Refused),
 		ZeroFilledBytes: apiInt64(p.ZeroFilledBytes), Blocks: apiInt64(p.Blocks),
 		Loss: PacketLoss(p),
 	}

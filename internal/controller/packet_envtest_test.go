@@ -28,7 +28,7 @@ func TestPacketCaptureSPEAD(t *testing.T) {
 	recv := pod.Spec.Containers[0]
 	args := strings.Join(recv.Args, " ")
 	for _, want := range []string{"--protocol spead", "--udp-ports 7148,7149", "--multicast 239.2.1.150", "--udp-sockets 1", "--udp-buffer 67108864", "--reorder-blocks 4",
-		"--spead-timestamp-id 0x1600 --spead-timestamp-step 2097152", "--spead-sync-time 1700000000", "--spead-sample-rate 1712000000"} {
+		"--spead-timestamp-id 0x1600 --spead-timestamp-step 2097152", "--spead-sync-time 1700000000", "--spead-sample-rate 1712000000", "--spead-stop-heaps 1"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("receiver args %q: want %q", args, want)
 		}

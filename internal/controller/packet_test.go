@@ -4,8 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ringcapv1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/pkg/capture/statusdoc"
@@ -17,10 +19,11 @@ func speadCapture(name string) *ringcapv1.RingCapture {
 	rx := &rc.Spec.Receiver
 	rx.Protocol = ringcapv1.ProtocolSPEAD
 	rx.UDP = &ringcapv1.UDPSpec{Ports: []int32{7148, 7149}, MulticastGroups: []string{"239.2.1.150", "239.2.1.151"}, Interface: "eth1",
-		SocketsPerPort: 2, BufferBytes: 64 << 20, ReorderBlocks: 4}
+		SocketsPerPort: 2, BufferBytes: 64 << 20, ReorderBlocks: 4, IdleTimeout: &metav1.Duration{Duration: 90 * time.Second}}
 	rx.SPEAD = &ringcapv1.SPEADSpec{TimestampItem: 0x1600, TimestampStep: 2097152,
 		ChannelItem: ptr(int32(0x4103)), Channels: &ringcapv1.SPEADChannels{First: 0, Step: 256, Count: 16},
-		HeapBytes: ptr(int64(262144)), SyncTimeItem: ptr(int32(0x1027)), SampleRate: ptr(int64(1712000000)), StartTimestamp: ptr(int64(0))}
+		HeapBytes: ptr(int64(262144)), SyncTimeItem: ptr(int32(0x1027)), SampleRate: ptr(int64(1712000000)), StartTimestamp: ptr(int64(0)),
+		StopHeaps: ptr(int32(16))}
 	return rc
 }
 
@@ -38,9 +41,9 @@ func vdifCapture(name string) *ringcapv1.RingCapture {
 func TestReceiverArgsSPEAD(t *testing.T) {
 	got := strings.Join(ReceiverArgs(speadCapture("s")), " ")
 	want := "recv -k dada --create -b 524288 -n 4 -a 4096 -r 1 --protocol spead --listen 0.0.0.0:18515 " +
-		"--udp-ports 7148,7149 --multicast 239.2.1.150,239.2.1.151 --multicast-interface eth1 --udp-sockets 2 --udp-buffer 67108864 --reorder-blocks 4 " +
+		"--udp-ports 7148,7149 --multicast 239.2.1.150,239.2.1.151 --multicast-interface eth1 --udp-sockets 2 --udp-buffer 67108864 --reorder-blocks 4 --udp-idle-timeout 1m30s " +
 		"--spead-timestamp-id 0x1600 --spead-timestamp-step 2097152 --spead-channel-id 0x4103 --spead-channels 0:256:16 --spead-heap-bytes 262144 " +
-		"--spead-sync-time-id 0x1027 --spead-sample-rate 1712000000 --metrics-addr :9100 --summary-file /dev/termination-log"
+		"--spead-sync-time-id 0x1027 --spead-sample-rate 1712000000 --spead-stop-heaps 16 --metrics-addr :9100 --summary-file /dev/termination-log"
 	if got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
 	}
@@ -204,6 +207,35 @@ func TestComputeStatusPackets(t *testing.T) {
 		t.Errorf("RDMA capture has status.packets %+v", rdma.Packets)
 	}
 }
+
+// A Host-mode multicast capture binds the wildcard address: its endpoint is the groups
+// the receiver reports joined, at its UDP ports, and says so in the conditions.
+func TestComputeStatusMulticastEndpoint(t *testing.T) {
+	rc := speadCapture("s")
+	rc.Spec.Network.Mode = ringcapv1.NetworkModeHost
+	pod := BuildPod(rc, DefaultPodOptions())
+	pod.Spec.NodeName = "n1"
+	pod.Status.PodIP = "10.0.0.5"
+	rs := &statusdoc.Status{Version: statusdoc.Version, State: statusdoc.StateListening,
+		Endpoint: statusdoc.Endpoint{Address: "0.0.0.0", Port: 7148, AddressReason: "groups joined on eth1", MulticastGroups: []string{"239.2.1.150", "239.2.1.151"}}}
+	st := ComputeStatus(rc, Observed{Pod: pod, Receiver: rs})
+	ep := st.Endpoint
+	if ep == nil || !slices.Equal(ep.MulticastGroups, []string{"239.2.1.150", "239.2.1.151"}) || ep.Address != "" || !slices.Equal(ep.UDPPorts, []int32{7148, 7149}) {
+		t.Fatalf("status.endpoint %+v, want the groups at ports 7148,7149 and no address", ep)
+	}
+	var msgs []string
+	for _, c := range st.Conditions {
+		msgs = append(msgs, c.Type+": "+c.Message)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"ReceiverReady: senders send to groups 239.2.1.150, 239.2.1.151 at UDP ports 7148,7149",
+		"ExternallyReachable: senders on the data network send to groups 239.2.1.150, 239.2.1.151 at UDP ports 7148,7149 (Host mode"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("conditions lack %q:\n%s", want, all)
+		}
+	}
+}
+
 
 // status.running of a packet capture says its protocol and network (Host read from the
 // pod: its arguments have no --listen-on), and no RDMA transport or handshake port; a

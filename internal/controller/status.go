@@ -495,7 +495,7 @@ func endpointMessage(ep *ringcapv1.EndpointStatus) string {
 		return "listening"
 	}
 	if len(ep.UDPPorts) > 0 {
-		return fmt.Sprintf("senders send to %s UDP ports %s", ep.Address, joinInts(ep.UDPPorts))
+		return fmt.Sprintf("senders send to %s UDP ports %s", packetTarget(ep), joinInts(ep.UDPPorts))
 	}
 	msg := fmt.Sprintf("senders connect to %s:%d", ep.Address, ep.Port)
 	if ep.Device != "" {

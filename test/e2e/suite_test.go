@@ -42,6 +42,7 @@ func TestRingcap(t *testing.T) {
 		{"21-helm-upgrade-while-streaming", stepHelmUpgradeWhileStreaming},
 		{"22-helm-uninstall-leaves-captures", stepHelmUninstallLeaves},
 		{"23-sample-sender-pod-streams", stepSampleSenderPod},
+		{"24-spead-senders-outside", stepPacketsOutside},
 	}
 	for _, st := range steps {
 		if !t.Run(st.name, st.fn) {

@@ -26,7 +26,8 @@ func keyValues(line string) map[string]float64 {
 
 // sent is what `ringcap send --protocol spead` reports on its summary line.
 type sent struct {
-	packets, payloadBytes float64
+	packets, payloadBytes float64 // data packets and their payload
+	stopHeaps             float64 // stream-stop heaps sent after the data (packets of their own)
 	seconds               float64
 }
 
@@ -39,7 +40,7 @@ func (s sent) rate() float64 {
 }
 
 // parseSent finds the sender's summary line ("send: bytes=… packets=… payload_bytes=…
-// seconds=… complete=true") in its output.
+// stop_heaps=… seconds=… complete=true") in its output.
 func parseSent(out string) (sent, error) {
 	for _, line := range strings.Split(out, "\n") {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "send: ")
@@ -50,7 +51,7 @@ func parseSent(out string) (sent, error) {
 			return sent{}, fmt.Errorf("the sender did not complete: %s", line)
 		}
 		kv := keyValues(rest)
-		s := sent{packets: kv["packets"], payloadBytes: kv["payload_bytes"], seconds: kv["seconds"]}
+		s := sent{packets: kv["packets"], payloadBytes: kv["payload_bytes"], stopHeaps: kv["stop_heaps"], seconds: kv["seconds"]}
 		if s.packets == 0 || s.seconds == 0 {
 			return sent{}, fmt.Errorf("the sender's summary has no packets or seconds: %s", line)
 		}
@@ -66,6 +67,7 @@ type received struct {
 }
 
 // parseFloor reads the floor's last line: "packets=N bytes=B drops=D batches=K cpu_ns=C".
+// The floor tells no data packet from a stream-stop heap: written counts both.
 func parseFloor(out string) (received, error) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	last := lines[len(lines)-1]

@@ -4,12 +4,12 @@ import "testing"
 
 func TestParseSent(t *testing.T) {
 	t.Parallel()
-	out := "some log line\nsend: bytes=536870912 packets=65536 payload_bytes=536870912 dropped_packets=0 dropped_bytes=0 seconds=2.563 gbps=1.676 protocol=spead complete=true\n"
+	out := "some log line\nsend: bytes=536870912 packets=65536 payload_bytes=536870912 dropped_packets=0 dropped_bytes=0 stop_heaps=1 seconds=2.563 gbps=1.676 protocol=spead complete=true\n"
 	s, err := parseSent(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.packets != 65536 || s.payloadBytes != 536870912 || s.seconds != 2.563 {
+	if s.packets != 65536 || s.payloadBytes != 536870912 || s.stopHeaps != 1 || s.seconds != 2.563 {
 		t.Errorf("parsed %+v", s)
 	}
 	if r := s.rate() / mib; r < 199.7 || r > 199.8 {

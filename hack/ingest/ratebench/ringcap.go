@@ -31,7 +31,8 @@ func startRingcap(o *options, port int, key string) (receiver, error) {
 	}
 	p := &ringcapProc{metrics: "127.0.0.1:" + strconv.Itoa(mport), summary: filepath.Join(o.tmp, key+".json")}
 	args := append([]string{"recv", "-k", key, "--create", "-b", strconv.Itoa(o.blockBytes), "-n", strconv.Itoa(o.blocks)}, speadRule...)
-	args = append(args, "--udp-ports", strconv.Itoa(port), "--udp-address", "127.0.0.1", "--udp-buffer", strconv.Itoa(o.buffer),
+	// --spead-stop-heaps 0: the warm-up's stream-stop heap must not end the capture.
+	args = append(args, "--spead-stop-heaps", "0", "--udp-ports", strconv.Itoa(port), "--udp-address", "127.0.0.1", "--udp-buffer", strconv.Itoa(o.buffer),
 		"--metrics-addr", p.metrics, "--summary-file", p.summary)
 	p.recv = pinned(o.recvCPU, o.ringcap, args...)
 	p.recv.Stderr = o.log

@@ -35,15 +35,7 @@ func (f *SenderFilter) Allows(addr net.Addr) bool {
 		return true
 	}
 	ip, ok := AddrIP(addr)
-	if !ok {
-		return false
-	}
-	for _, n := range f.nets {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return ok && f.AllowsAddr(ip)
 }
 
 // Networks lists the allowed networks ("any" for a nil filter).

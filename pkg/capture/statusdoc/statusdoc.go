@@ -57,6 +57,9 @@ type Endpoint struct {
 	AddressReason string `json:"addressReason,omitempty"`
 	// AllowedSenders are the networks senders may connect from (["any"] or CIDRs).
 	AllowedSenders []string `json:"allowedSenders,omitempty"`
+	// MulticastGroups are the groups a packet receiver's sockets joined (senders send
+	// to them, at the sockets' port); AddressReason says on which interface.
+	MulticastGroups []string `json:"multicastGroups,omitempty"`
 }
 
 // MemoryRegistration describes how the ring is registered with the RDMA
@@ -150,8 +153,9 @@ type Status struct {
 //
 //	Packets = ReceivedPackets + Late + OutOfWindow + Duplicate + Malformed + Invalid + OutOfRange + BeforeStart + Control
 //
-// KernelDrops (dropped by the kernel, the socket buffer full) and Truncated
-// (longer than the largest packet accepted) never reach the pipeline.
+// KernelDrops (dropped by the kernel, the socket buffer full), Truncated
+// (longer than the largest packet accepted) and Refused (from a sender outside
+// --allowed-senders) never reach the pipeline.
 type Packets struct {
 	Protocol        string `json:"protocol"` // "spead" or "vdif"
 	Packets         uint64 `json:"packets"`
@@ -167,6 +171,7 @@ type Packets struct {
 	Control         uint64 `json:"control"`
 	KernelDrops     uint64 `json:"kernelDrops"`
 	Truncated       uint64 `json:"truncated"`
+	Refused         uint64 `json:"refused"`
 	ZeroFilledBytes uint64 `json:"zeroFilledBytes"` // bytes of blocks handed over that no packet carried
 	Blocks          uint64 `json:"blocks"`          // blocks handed to the ring
 }

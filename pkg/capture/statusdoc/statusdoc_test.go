@@ -23,7 +23,7 @@ func full() Status {
 		LastObservation:    &Observation{Number: 1, Bytes: 4 << 20, Blocks: 4, Seconds: 2, Gbps: 0.0168, Complete: true, Message: "stopped"},
 		CurrentObservation: &CurrentObservation{Number: 2, Bytes: 1 << 20, UTCStart: "2026-11-21-15:00:30"},
 		Packets: &Packets{Protocol: "spead", Packets: 100, ReceivedPackets: 90, ReceivedBytes: 737280, Late: 1, OutOfWindow: 1, Duplicate: 2,
-			Malformed: 1, Invalid: 1, OutOfRange: 1, BeforeStart: 1, Control: 2, KernelDrops: 3, Truncated: 1, ZeroFilledBytes: 8192, Blocks: 4},
+			Malformed: 1, Invalid: 1, OutOfRange: 1, BeforeStart: 1, Control: 2, KernelDrops: 3, Truncated: 1, Refused: 5, ZeroFilledBytes: 8192, Blocks: 4},
 	}
 }
 
@@ -38,7 +38,7 @@ const fullJSON = `{"version":1,"state":"Receiving","message":"receiving observat
 	`"lastObservation":{"number":1,"bytes":4194304,"blocks":4,"seconds":2,"gbps":0.0168,"complete":true,"message":"stopped"},` +
 	`"currentObservation":{"number":2,"bytes":1048576,"utcStart":"2026-11-21-15:00:30"},` +
 	`"packets":{"protocol":"spead","packets":100,"receivedPackets":90,"receivedBytes":737280,"late":1,"outOfWindow":1,"duplicate":2,` +
-	`"malformed":1,"invalid":1,"outOfRange":1,"beforeStart":1,"control":2,"kernelDrops":3,"truncated":1,"zeroFilledBytes":8192,"blocks":4}}`
+	`"malformed":1,"invalid":1,"outOfRange":1,"beforeStart":1,"control":2,"kernelDrops":3,"truncated":1,"refused":5,"zeroFilledBytes":8192,"blocks":4}}`
 
 func TestFieldNames(t *testing.T) {
 	b, err := json.Marshal(full())

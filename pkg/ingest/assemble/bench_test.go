@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -21,7 +22,7 @@ import (
 // block, presence, counters and the hand-overs), in ns per packet.
 func BenchmarkPut(b *testing.B) {
 	const pkt = 8 << 10
-	h := testRing(b, 8, 1<<20)
+	h := ringtest.New(b, testKeys, 8, 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
@@ -98,7 +99,7 @@ const placeGoal = 1.1
 // of the rounds' ratios with their intervals.
 func BenchmarkPlaceFloor(b *testing.B) {
 	rounds := benchRounds(b, 7)
-	h := testRing(b, placeBlocks, placeBlockBytes)
+	h := ringtest.New(b, testKeys, placeBlocks, placeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})

@@ -3,12 +3,12 @@ package assemble
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/ringcap/ringcap/internal/ipctest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -17,52 +17,6 @@ var testKeys = ipctest.NewKeys(0x6800, 0x40, 0x10, 0x100) // 0x6800..0x6bf0: no 
 // TestMain runs the tests in a SysV IPC namespace of their own and fails them
 // when a goroutine outlives them or a ring is left behind.
 func TestMain(m *testing.M) { os.Exit(ipctest.Main(m, testKeys, 64)) }
-
-// testRing creates a ring of nbufs blocks of bufsz bytes, destroyed at the
-// end of the test.
-func testRing(t testing.TB, nbufs, bufsz uint64) *dada.HDU {
-	t.Helper()
-	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize = dada.Key(testKeys.Next()), nbufs, bufsz
-	h, err := dada.Create(cfg)
-	if err != nil {
-		t.Fatalf("create ring: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := h.Destroy(); err != nil {
-			t.Errorf("destroy ring: %v", err)
-		}
-	})
-	return h
-}
-
-// readObservation reads one observation from h: its header and its bytes.
-func readObservation(ctx context.Context, h *dada.HDU) (hdr, data []byte, err error) {
-	r, err := h.LockRead(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { err = errors.Join(err, r.Close()) }()
-	if hdr, err = r.ReadHeader(ctx); err != nil {
-		return nil, nil, err
-	}
-	for {
-		b, err := r.NextBlock(ctx)
-		if errors.Is(err, io.EOF) {
-			return hdr, data, nil
-		}
-		if err != nil {
-			return hdr, data, err
-		}
-		data = append(data, b.Data...)
-		if err := r.MarkCleared(); err != nil {
-			return hdr, data, err
-		}
-		if b.EOD {
-			return hdr, data, nil
-		}
-	}
-}
 
 // run is one observation through an assembler on a real ring, read back by a
 // pkg/dada reader.
@@ -80,7 +34,7 @@ const testHeader = "HDR_VERSION 1.0\nSOURCE assemble-test\n"
 // closes it and returns what the reader read, the records and the counts.
 func assemble(t *testing.T, nbufs, bufsz uint64, window, maxAhead int, put func(a *Assembler)) run {
 	t.Helper()
-	h := testRing(t, nbufs, bufsz)
+	h := ringtest.New(t, testKeys, nbufs, bufsz)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
@@ -99,7 +53,7 @@ func assemble(t *testing.T, nbufs, bufsz uint64, window, maxAhead int, put func(
 	}
 	done := make(chan result, 1)
 	go func() {
-		hdr, data, err := readObservation(ctx, h)
+		hdr, data, err := ringtest.ReadObservation(ctx, h)
 		done <- result{hdr, data, err}
 	}()
 	cfg := ForDada(w, window)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -71,7 +72,7 @@ func TestPutAllocatesNothing(t *testing.T) {
 // A Put waiting for a block the readers hold ends with its context; Close
 // then stops the assembler without handing anything over.
 func TestPutWaitEndsWithContext(t *testing.T) {
-	h := testRing(t, 2, bsize)
+	h := ringtest.New(t, testKeys, 2, bsize)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})

@@ -35,9 +35,14 @@ func (c Config) bindConfig(log *slog.Logger) (udp.Config, string, error) {
 		return u, reason, nil
 	}
 	u.Address = wildcard(u.Groups)
-	if u.Interface == "" && addr.Is4() && !addr.IsUnspecified() {
+	switch {
+	case u.Interface != "":
+		reason = "groups joined on " + u.Interface
+	case addr.Is4() && !addr.IsUnspecified():
 		u.InterfaceAddr = addr
 		reason = fmt.Sprintf("groups joined on the interface of %s", addr)
+	default:
+		reason = "groups joined on the interface the route to them names"
 	}
 	return u, reason, nil
 }
@@ -52,10 +57,7 @@ func (c Config) listenAddress(log *slog.Logger) (netip.Addr, string, error) {
 	if l.On == endpoint.ListenRDMA {
 		return netip.Addr{}, "", fmt.Errorf("--listen-on %s needs an RDMA device: a packet receiver binds --udp-address, or --listen-on any or attachment=NAMESPACE/NAME", l.On)
 	}
-	if l.Allowed != "" && l.Allowed != endpoint.AllowAny {
-		log.Warn("--allowed-senders is not applied to UDP packets: every sender's packets are taken", "allowed", l.Allowed)
-	}
-	l.NoDevice, l.Allowed = true, endpoint.AllowAny
+	l.NoDevice, l.Allowed = true, endpoint.AllowAny // the allowlist is the gate's (newGate)
 	getenv := c.Getenv
 	if getenv == nil {
 		getenv = os.Getenv

@@ -56,6 +56,9 @@ func TestBufferNote(t *testing.T) {
 			t.Errorf("note %q lacks %q", n, w)
 		}
 	}
+	if c := strings.Count(n, "sysctl -w"); c != 1 {
+		t.Errorf("note %q names `sysctl -w` %d times, want once", n, c)
+	}
 }
 
 // The state message keeps the buffer note, Listening and Receiving alike.

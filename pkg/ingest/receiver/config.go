@@ -28,6 +28,12 @@ type Config struct {
 	// (0: no limit); StopDuration after this long (0: no limit).
 	StopBytes    uint64
 	StopDuration time.Duration
+	// IdleTimeout ends the run once no packet has arrived for this long after
+	// the first (0: never); StopHeaps after this many SPEAD stream-stop heaps
+	// (0: they are counted, not obeyed). Either ends the observation with what
+	// arrived: a stream that loses packets still ends.
+	IdleTimeout time.Duration
+	StopHeaps   int
 	// NewStyleHeader raises end-of-data on the header ring after the header.
 	NewStyleHeader bool
 	// Getenv reads the environment for Listen (nil: os.Getenv).
@@ -43,6 +49,9 @@ func (c Config) Validate() error {
 	s.HeaderBytes = 1 << 20 // the ring's; any size checks the rest
 	if err := s.Validate(); err != nil {
 		return err
+	}
+	if c.IdleTimeout < 0 || c.StopHeaps < 0 {
+		return fmt.Errorf("an idle timeout of %v and %d stop heaps: want neither negative", c.IdleTimeout, c.StopHeaps)
 	}
 	if c.ReorderBlocks < 1 {
 		return fmt.Errorf("a reorder window of %d blocks: want at least 1", c.ReorderBlocks)

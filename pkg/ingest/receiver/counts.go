@@ -26,6 +26,8 @@ var (
 		"Packets the kernel dropped before the socket, its receive buffer full (SO_RXQ_OVFL; known at the next packet received).", nil, nil)
 	truncatedDesc = prometheus.NewDesc("ringcap_packet_truncated_total",
 		"Packets longer than the largest packet accepted, not handed to the pipeline.", nil, nil)
+	refusedDesc = prometheus.NewDesc("ringcap_packet_refused_total",
+		"Packets from senders outside the allowlist (--allowed-senders), not handed to the pipeline.", nil, nil)
 	packetBytesDesc = prometheus.NewDesc("ringcap_packet_bytes_total", "Payload bytes of received packets written into the ring.", nil, nil)
 	zeroFilledDesc  = prometheus.NewDesc("ringcap_packet_zero_filled_bytes_total",
 		"Bytes of ring blocks handed to the readers that no packet carried (zero in the block).", nil, nil)
@@ -36,7 +38,7 @@ type collector struct{ counts func() statusdoc.Packets }
 
 // Describe sends the descriptors.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{packetsDesc, kernelDropsDesc, truncatedDesc, packetBytesDesc, zeroFilledDesc} {
+	for _, d := range []*prometheus.Desc{packetsDesc, kernelDropsDesc, truncatedDesc, refusedDesc, packetBytesDesc, zeroFilledDesc} {
 		ch <- d
 	}
 }
@@ -55,7 +57,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range []struct {
 		d *prometheus.Desc
 		n uint64
-	}{{kernelDropsDesc, p.KernelDrops}, {truncatedDesc, p.Truncated}, {packetBytesDesc, p.ReceivedBytes}, {zeroFilledDesc, p.ZeroFilledBytes}} {
+	}{{kernelDropsDesc, p.KernelDrops}, {truncatedDesc, p.Truncated}, {refusedDesc, p.Refused}, {packetBytesDesc, p.ReceivedBytes}, {zeroFilledDesc, p.ZeroFilledBytes}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.n))
 	}
 }

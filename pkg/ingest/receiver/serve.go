@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ringcap/ringcap/pkg/capture/status"
@@ -33,6 +34,10 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 	if err != nil {
 		return err
 	}
+	g, err := newGate(c.Listen.Allowed, ucfg, log)
+	if err != nil {
+		return err
+	}
 	r, err := udp.Open(ucfg)
 	if err != nil {
 		return fmt.Errorf("open the UDP sockets: %w", err)
@@ -43,12 +48,13 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 		return fmt.Errorf("become the writer of ring %s: %w", h.Key(), err)
 	}
 	s := newSession(c, scfg, w, r, t, log)
+	s.gate = g
 	if err := t.Register(collector{s.counts}); err != nil {
 		return errors.Join(err, w.Close())
 	}
 	t.SetLive(s.live)
 	s.listening(r.Sockets(), reason)
-	err = s.run(ctx, udpSource{r: r, shared: len(r.Sockets()) > 1})
+	err = s.run(ctx, udpSource{r: r, shared: len(r.Sockets()) > 1, gate: g})
 	return errors.Join(err, closeWriter(ctx, w, log))
 }
 
@@ -74,7 +80,7 @@ func bufferNote(socks []udp.SocketInfo) string {
 	for _, s := range socks {
 		var be *udp.BufferError
 		if errors.As(s.BufferErr, &be) {
-			return fmt.Sprintf("the kernel gave the sockets a smaller receive buffer than asked for (packets may be dropped at high rates): %v; raise net.core.rmem_max (sysctl -w net.core.rmem_max=%d)", be, be.Wanted)
+			return fmt.Sprintf("the kernel gave the sockets a smaller receive buffer than asked for, so packets may be dropped at high rates: %v", be)
 		}
 		if s.BufferErr != nil {
 			return s.BufferErr.Error()
@@ -83,11 +89,19 @@ func bufferNote(socks []udp.SocketInfo) string {
 	return ""
 }
 
-// endpointDoc is the status's endpoint: the bound address and first port.
+// endpointDoc is the status's endpoint: the bound address and first port,
+// and the multicast groups joined.
 func endpointDoc(socks []udp.SocketInfo, reason string) statusdoc.Endpoint {
 	e := statusdoc.Endpoint{AddressReason: reason} // no RDMA GID: gidIndex absent
 	if len(socks) > 0 {
 		e.Address, e.Port = socks[0].Local.Addr().String(), int(socks[0].Local.Port())
+	}
+	for _, s := range socks {
+		for _, g := range s.Groups {
+			if !slices.Contains(e.MulticastGroups, g.String()) {
+				e.MulticastGroups = append(e.MulticastGroups, g.String())
+			}
+		}
 	}
 	return e
 }

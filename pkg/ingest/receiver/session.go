@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,18 +25,21 @@ type session struct {
 	scfg  stream.Config
 	w     *dada.Writer
 	udp   interface{ Stats() udp.Stats }
+	gate  *gate // the allowlist's refusals (nil: none)
 	t     *status.Tracker
 	log   *slog.Logger
 	note  string // the buffer shortfall, kept in every state message
 	where string // the sockets, for the state messages
 
 	// The receive path's own (one goroutine at a time).
-	pctx   context.Context // the pipeline's: outlives a stop by StopGrace
-	stop   context.CancelFunc
-	p      *stream.Pipeline
-	err    error // the pipeline's failure
-	begun  time.Time
-	stopAt atomic.Bool // a stop condition was reached
+	pctx    context.Context // the pipeline's: outlives a stop by StopGrace
+	stop    context.CancelFunc
+	p       *stream.Pipeline
+	err     error // the pipeline's failure
+	begun   time.Time
+	stopAt  atomic.Bool // a stop condition was reached
+	why     string      // which one, set once
+	whyOnce sync.Once   // guards why
 
 	pipe atomic.Pointer[stream.Pipeline] // for the counts, read from any goroutine
 }
@@ -74,7 +78,9 @@ func (s *session) counts() statusdoc.Packets {
 	if p := s.pipe.Load(); p != nil {
 		c = p.Snapshot()
 	}
-	return packetsDoc(s.cfg.Stream.Protocol, c, s.udp.Stats())
+	p := packetsDoc(s.cfg.Stream.Protocol, c, s.udp.Stats())
+	p.Refused = s.gate.count()
+	return p
 }
 
 // live brings the status up to date (the tracker's SetLive).
@@ -96,6 +102,9 @@ func (s *session) run(ctx context.Context, src stream.Source) error {
 	if d := s.cfg.StopDuration; d > 0 {
 		timer := time.AfterFunc(d, func() { s.reached("stop duration reached", "duration", d) })
 		defer timer.Stop()
+	}
+	if d := s.cfg.IdleTimeout; d > 0 {
+		go s.watchIdle(sctx, d)
 	}
 	err := src.Run(sctx, s.handle)
 	switch {
@@ -126,17 +135,22 @@ func graceAfter(ctx, pctx context.Context, cancel context.CancelFunc) {
 	}
 }
 
-// reached stops the run at a stop condition.
+// reached stops the run at a stop condition; the first one reached is the
+// one the observation names.
 func (s *session) reached(msg string, args ...any) {
-	if s.stopAt.CompareAndSwap(false, true) {
+	s.whyOnce.Do(func() {
+		s.why = msg
+		s.stopAt.Store(true)
 		s.log.Info("Stop condition reached: "+msg, args...)
 		s.stop()
-	}
+	})
 }
 
 // handle is one packet: the observation begins at the first.
+// Packets after a stop condition are not the observation's: the sockets are
+// closing.
 func (s *session) handle(pkt []byte) {
-	if s.err != nil {
+	if s.err != nil || s.stopAt.Load() {
 		return
 	}
 	if s.p == nil && !s.begin() {
@@ -149,6 +163,9 @@ func (s *session) handle(pkt []byte) {
 	}
 	if s.cfg.StopBytes > 0 && s.p.Snapshot().PlacedBytes >= s.cfg.StopBytes {
 		s.reached("bytes received", "bytes", s.cfg.StopBytes)
+	}
+	if n := s.cfg.StopHeaps; n > 0 && s.p.Stops() >= uint64(n) {
+		s.reached("the sender's stream-stop heap", "heaps", n)
 	}
 }
 
@@ -186,6 +203,9 @@ func (s *session) end(ctx context.Context, runErr error) error {
 	o := statusdoc.Observation{Number: 1, Bytes: c.PlacedBytes, Blocks: c.Assemble.Blocks, Seconds: secs,
 		Complete: err == nil && runErr == nil && c.Assemble.ZeroFilled == 0,
 		Message:  fmt.Sprintf("%d of %d packets received, %d bytes zero-filled", c.Received, c.Packets, c.Assemble.ZeroFilled)}
+	if s.stopAt.Load() {
+		o.Message += "; ended: " + s.why
+	}
 	if secs > 0 {
 		o.Gbps = float64(c.PlacedBytes) * 8 / secs / 1e9
 	}

@@ -32,6 +32,9 @@ type Config struct {
 	DropEvery uint64
 	// MulticastTTL is the IP TTL of multicast packets (0: the system's).
 	MulticastTTL int
+	// MulticastInterface is the interface multicast leaves by ("": the
+	// route's).
+	MulticastInterface string
 	// SyncTime and SampleRate are the values sent in the SPEAD sync time and
 	// sample rate items when the rule names them by item (defaults: now and
 	// 1e9).

@@ -21,6 +21,7 @@ type Result struct {
 	PayloadBytes   uint64 // payload bytes sent
 	DroppedPackets uint64 // packets skipped by DropEvery
 	DroppedBytes   uint64 // their payload bytes
+	StopHeaps      uint64 // SPEAD stream-stop heaps sent after the data (not in Packets)
 	Seconds        float64
 	Complete       bool
 }
@@ -29,6 +30,12 @@ type Result struct {
 type packets interface {
 	count() uint64
 	packet(i uint64) (b []byte, payload uint64)
+}
+
+// ender is a stream that ends with a packet of its own (SPEAD's stream-stop
+// heap), never dropped.
+type ender interface {
+	end() []byte
 }
 
 // Run sends the stream c describes to c.Target and returns what it sent.
@@ -50,23 +57,23 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	return send(ctx, conn, ps, c)
 }
 
-// dial opens the UDP socket to the target, with the multicast TTL.
+// dial opens the UDP socket to the target, with the multicast TTL and
+// interface.
 func dial(c Config) (*net.UDPConn, error) {
 	raddr, err := net.ResolveUDPAddr("udp", c.Target)
 	if err != nil {
 		return nil, fmt.Errorf("sender: resolving %s: %w", c.Target, err)
 	}
-	conn, err := net.DialUDP("udp", nil, raddr)
+	var d net.Dialer
+	if raddr.IP.IsMulticast() {
+		d.Control = multicastControl(c.MulticastTTL, c.MulticastInterface)
+	}
+	nc, err := d.Dial("udp", raddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("sender: connecting to %s: %w", c.Target, err)
 	}
+	conn := nc.(*net.UDPConn)
 	_ = conn.SetWriteBuffer(4 << 20)
-	if c.MulticastTTL > 0 && raddr.IP.IsMulticast() {
-		if err := setMulticastTTL(conn, c.MulticastTTL); err != nil {
-			_ = conn.Close()
-			return nil, fmt.Errorf("sender: setting multicast TTL %d: %w", c.MulticastTTL, err)
-		}
-	}
 	return conn, nil
 }
 
@@ -97,6 +104,12 @@ func send(ctx context.Context, conn *net.UDPConn, ps packets, c Config) (Result,
 				return r, err
 			}
 		}
+	}
+	if e, ok := ps.(ender); ok {
+		if _, err := conn.Write(e.end()); err != nil {
+			return r, fmt.Errorf("sender: the stream's end to %s: %w", c.Target, err)
+		}
+		r.StopHeaps++
 	}
 	r.Complete = true
 	r.Seconds = time.Since(start).Seconds()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
+	"github.com/ringcap/ringcap/pkg/ingest/stream"
 	"github.com/ringcap/ringcap/pkg/pattern"
 )
 
@@ -118,4 +119,11 @@ func (s *speadStream) items(slot uint64) []spead.Item {
 		its = append(its, ingesttest.Imm(t.SampleRateID, s.rate))
 	}
 	return its
+}
+
+// end is the stream-stop heap that ends the stream, as spead2's senders end
+// theirs: a heap of the stream control item alone, after every data heap.
+func (s *speadStream) end() []byte {
+	slots := (s.cfg.Bytes + s.heap - 1) / s.heap
+	return ingesttest.SPEADHeap(48, s.heapCounter(slots), 0, 0, nil, ingesttest.Imm(stream.StreamControlID, stream.StreamStop))
 }

@@ -1,10 +1,13 @@
-package spead
+package spead_test
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/spead"
 )
 
 func TestDecodeFlavours(t *testing.T) {
@@ -12,10 +15,10 @@ func TestDecodeFlavours(t *testing.T) {
 	payload := []byte("0123456789abcdef")
 	for _, bitsN := range []int{48, 40} {
 		ts := uint64(1)<<bitsN - 1 // the largest immediate value
-		b := heapPacket(bitsN, 7, 64, 16, payload,
-			imm(0x1600, ts), Item{ID: 0x4103, Value: 8}, imm(1<<(63-bitsN)-1, 5))
-		var p Packet
-		if err := Decode(b, &p); err != nil {
+		b := ingesttest.SPEADHeap(bitsN, 7, 64, 16, payload,
+			ingesttest.Imm(0x1600, ts), spead.Item{ID: 0x4103, Value: 8}, ingesttest.Imm(1<<(63-bitsN)-1, 5))
+		var p spead.Packet
+		if err := spead.Decode(b, &p); err != nil {
 			t.Fatalf("%d bits: %v", bitsN, err)
 		}
 		if p.HeapAddressBits != bitsN || p.HeapCounter != 7 || p.HeapSize != 64 || !p.HasHeapSize ||
@@ -46,9 +49,9 @@ func TestDecodeFlavours(t *testing.T) {
 // A packet without a heap size item decodes; its heap size is unknown.
 func TestDecodeWithoutHeapSize(t *testing.T) {
 	t.Parallel()
-	b := encode(48, []Item{imm(HeapCounterID, 1), imm(HeapOffsetID, 1<<40), imm(PayloadLengthID, 4)}, []byte("abcd"))
-	var p Packet
-	if err := Decode(b, &p); err != nil {
+	b := ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.HeapOffsetID, 1<<40), ingesttest.Imm(spead.PayloadLengthID, 4)}, []byte("abcd"))
+	var p spead.Packet
+	if err := spead.Decode(b, &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.HasHeapSize || p.HeapSize != 0 || p.HeapOffset != 1<<40 {
@@ -58,35 +61,35 @@ func TestDecodeWithoutHeapSize(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	t.Parallel()
-	good := heapPacket(48, 1, 8, 0, []byte("abcdefgh"))
+	good := ingesttest.SPEADHeap(48, 1, 8, 0, []byte("abcdefgh"))
 	mod := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
 	for _, c := range []struct {
 		name string
 		b    []byte
 		want error
 	}{
-		{"empty", nil, errShort},
-		{"7 bytes", good[:7], errShort},
-		{"magic", mod(func(b []byte) []byte { b[0] = 0x54; return b }), errMagic},
-		{"version 3", mod(func(b []byte) []byte { b[1] = 3; return b }), errVersion},
-		{"widths 8-6", mod(func(b []byte) []byte { b[2] = 8; return b }), errWidths},
-		{"widths 4-4", mod(func(b []byte) []byte { b[2], b[3] = 4, 4; return b }), errWidths},
-		{"item count past the packet", mod(func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 6); return b }), errItemsPast},
-		{"item count 0xffff", mod(func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 0xffff); return b }), errItemsPast},
-		{"too many items", encode(48, make([]Item, MaxItems+1), nil), errTooMany},
-		{"truncated payload", good[:len(good)-1], errTruncated},
-		{"payload longer than its item", append(bytes.Clone(good), 0), errLengthLong},
-		{"past the heap", heapPacket(48, 1, 8, 1, []byte("abcdefgh")), errPastHeap},
-		{"offset past the heap", heapPacket(48, 1, 8, 9, nil), errPastHeap},
-		{"addressed heap counter", encode(48, []Item{{ID: HeapCounterID}, imm(HeapOffsetID, 0), imm(PayloadLengthID, 0)}, nil), errNotImm},
-		{"repeated offset", encode(48, []Item{imm(HeapCounterID, 1), imm(HeapOffsetID, 0), imm(HeapOffsetID, 0), imm(PayloadLengthID, 0)}, nil), errRepeated},
-		{"no counter", encode(48, []Item{imm(HeapOffsetID, 0), imm(PayloadLengthID, 0)}, nil), errNoCounter},
-		{"no offset", encode(48, []Item{imm(HeapCounterID, 1), imm(PayloadLengthID, 0)}, nil), errNoOffset},
-		{"no length", encode(48, []Item{imm(HeapCounterID, 1), imm(HeapOffsetID, 0)}, nil), errNoLength},
+		{"empty", nil, spead.ReasonShort},
+		{"7 bytes", good[:7], spead.ReasonShort},
+		{"magic", mod(func(b []byte) []byte { b[0] = 0x54; return b }), spead.ReasonMagic},
+		{"version 3", mod(func(b []byte) []byte { b[1] = 3; return b }), spead.ReasonVersion},
+		{"widths 8-6", mod(func(b []byte) []byte { b[2] = 8; return b }), spead.ReasonWidths},
+		{"widths 4-4", mod(func(b []byte) []byte { b[2], b[3] = 4, 4; return b }), spead.ReasonWidths},
+		{"item count past the packet", mod(func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 6); return b }), spead.ReasonItemsPast},
+		{"item count 0xffff", mod(func(b []byte) []byte { binary.BigEndian.PutUint16(b[6:], 0xffff); return b }), spead.ReasonItemsPast},
+		{"too many items", ingesttest.SPEAD(48, make([]spead.Item, spead.MaxItems+1), nil), spead.ReasonTooMany},
+		{"truncated payload", good[:len(good)-1], spead.ReasonTruncated},
+		{"payload longer than its item", append(bytes.Clone(good), 0), spead.ReasonLengthLong},
+		{"past the heap", ingesttest.SPEADHeap(48, 1, 8, 1, []byte("abcdefgh")), spead.ReasonPastHeap},
+		{"offset past the heap", ingesttest.SPEADHeap(48, 1, 8, 9, nil), spead.ReasonPastHeap},
+		{"addressed heap counter", ingesttest.SPEAD(48, []spead.Item{{ID: spead.HeapCounterID}, ingesttest.Imm(spead.HeapOffsetID, 0), ingesttest.Imm(spead.PayloadLengthID, 0)}, nil), spead.ReasonNotImm},
+		{"repeated offset", ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.HeapOffsetID, 0), ingesttest.Imm(spead.HeapOffsetID, 0), ingesttest.Imm(spead.PayloadLengthID, 0)}, nil), spead.ReasonRepeated},
+		{"no counter", ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapOffsetID, 0), ingesttest.Imm(spead.PayloadLengthID, 0)}, nil), spead.ReasonNoCounter},
+		{"no offset", ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.PayloadLengthID, 0)}, nil), spead.ReasonNoOffset},
+		{"no length", ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.HeapOffsetID, 0)}, nil), spead.ReasonNoLength},
 	} {
-		var p Packet
-		err := Decode(c.b, &p)
-		if !errors.Is(err, c.want) || !errors.Is(err, ErrMalformed) || errors.Is(err, ErrOutOfRange) {
+		var p spead.Packet
+		err := spead.Decode(c.b, &p)
+		if !errors.Is(err, c.want) || !errors.Is(err, spead.ErrMalformed) || errors.Is(err, spead.ErrOutOfRange) {
 			t.Errorf("%s: %v, want %v (malformed)", c.name, err, c.want)
 		}
 		if len(p.Items()) != 0 || p.Payload != nil {
@@ -107,14 +110,14 @@ func TestRoundTrip(t *testing.T) {
 			payload := make([]byte, next()%100)
 			size := uint64(len(payload)) + next()%50
 			off := next() % (size - uint64(len(payload)) + 1)
-			var extra []Item
+			var extra []spead.Item
 			for range n {
 				id := uint32(next()%(1<<(63-bitsN)-5)) + 5
-				extra = append(extra, Item{ID: id, Immediate: next()%2 == 0, Value: next() & (1<<bitsN - 1)})
+				extra = append(extra, spead.Item{ID: id, Immediate: next()%2 == 0, Value: next() & (1<<bitsN - 1)})
 			}
-			b := heapPacket(bitsN, next()&(1<<bitsN-1), size, off, payload, extra...)
-			var p Packet
-			if err := Decode(b, &p); err != nil {
+			b := ingesttest.SPEADHeap(bitsN, next()&(1<<bitsN-1), size, off, payload, extra...)
+			var p spead.Packet
+			if err := spead.Decode(b, &p); err != nil {
 				t.Fatalf("%d bits, seed %d: %v", bitsN, seed, err)
 			}
 			got := p.Items()[4:]
@@ -132,14 +135,14 @@ func TestRoundTrip(t *testing.T) {
 
 // Decoding allocates nothing, on good packets and bad ones.
 func TestDecodeAllocatesNothing(t *testing.T) {
-	good := heapPacket(48, 1, 8192, 0, make([]byte, 8192), imm(0x1600, 1<<20), imm(0x4103, 3))
+	good := ingesttest.SPEADHeap(48, 1, 8192, 0, make([]byte, 8192), ingesttest.Imm(0x1600, 1<<20), ingesttest.Imm(0x4103, 3))
 	bad := good[:100]
-	var p Packet
+	var p spead.Packet
 	var err error
-	if n := testing.AllocsPerRun(100, func() { err = Decode(good, &p) }); n != 0 || err != nil {
+	if n := testing.AllocsPerRun(100, func() { err = spead.Decode(good, &p) }); n != 0 || err != nil {
 		t.Errorf("Decode of a good packet: %v allocations, %v", n, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { err = Decode(bad, &p) }); n != 0 || err == nil {
+	if n := testing.AllocsPerRun(100, func() { err = spead.Decode(bad, &p) }); n != 0 || err == nil {
 		t.Errorf("Decode of a bad packet: %v allocations, %v", n, err)
 	}
 }

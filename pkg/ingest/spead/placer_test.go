@@ -1,15 +1,18 @@
-package spead
+package spead_test
 
 import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/spead"
 )
 
 // A MeerKAT-style stream: a timestamp item (ADC sample count) stepping by
 // 2^21 per heap, a frequency item naming the first channel of each of 4
 // groups of 256 channels, 4096-byte heaps sent as two 2048-byte packets.
-var meerkat = Rule{TimestampID: 0x1600, TimestampStep: 1 << 21, ChannelID: 0x4103, Channels: Range{First: 512, Step: 256, Count: 4}}
+var meerkat = spead.Rule{TimestampID: 0x1600, TimestampStep: 1 << 21, ChannelID: 0x4103, Channels: spead.Range{First: 512, Step: 256, Count: 4}}
 
 const (
 	t0       = 1 << 40 // the first timestamp
@@ -24,18 +27,18 @@ func stream(heaps int) [][]byte {
 		for g := range uint64(4) {
 			for off := uint64(0); off < heapSize; off += pktBytes {
 				payload := make([]byte, pktBytes)
-				out = append(out, heapPacket(48, uint64(len(out)), heapSize, off, payload,
-					imm(0x1600, t0+uint64(i)<<21), imm(0x4103, 512+g*256)))
+				out = append(out, ingesttest.SPEADHeap(48, uint64(len(out)), heapSize, off, payload,
+					ingesttest.Imm(0x1600, t0+uint64(i)<<21), ingesttest.Imm(0x4103, 512+g*256)))
 			}
 		}
 	}
 	return out
 }
 
-func place(t *testing.T, pl *Placer, b []byte) (Placement, error) {
+func place(t *testing.T, pl *spead.Placer, b []byte) (spead.Placement, error) {
 	t.Helper()
-	var p Packet
-	if err := Decode(b, &p); err != nil {
+	var p spead.Packet
+	if err := spead.Decode(b, &p); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	return pl.Place(&p)
@@ -43,7 +46,7 @@ func place(t *testing.T, pl *Placer, b []byte) (Placement, error) {
 
 func TestPlaceFormula(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(meerkat)
+	pl, err := spead.NewPlacer(meerkat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func TestPlaceFormula(t *testing.T) {
 		{t0 + 1<<21, 512, 0, 4 * 4096},
 		{t0 + 5<<21, 1024, 2048, (5*4+2)*4096 + 2048},
 	} {
-		pm, err := place(t, pl, heapPacket(48, 9, heapSize, c.off, make([]byte, pktBytes), imm(0x1600, c.ts), imm(0x4103, c.ch)))
+		pm, err := place(t, pl, ingesttest.SPEADHeap(48, 9, heapSize, c.off, make([]byte, pktBytes), ingesttest.Imm(0x1600, c.ts), ingesttest.Imm(0x4103, c.ch)))
 		if err != nil || pm.Offset != c.want || pm.Length != pktBytes || pm.Heap != c.want/heapSize {
 			t.Errorf("timestamp %d channel %d offset %d: %+v, %v; want offset %d", c.ts, c.ch, c.off, pm, err, c.want)
 		}
@@ -74,7 +77,7 @@ func TestPlaceTilesTheStream(t *testing.T) {
 	t.Parallel()
 	pkts := stream(6)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(pkts), func(i, j int) { pkts[i], pkts[j] = pkts[j], pkts[i] })
-	pl, err := NewPlacer(meerkat)
+	pl, err := spead.NewPlacer(meerkat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +102,8 @@ func TestPlaceTilesTheStream(t *testing.T) {
 
 func TestPlaceRejects(t *testing.T) {
 	t.Parallel()
-	pkt := func(ts, ch uint64, extra ...Item) []byte {
-		return heapPacket(48, 1, heapSize, 0, make([]byte, pktBytes), append([]Item{imm(0x1600, ts), imm(0x4103, ch)}, extra...)...)
+	pkt := func(ts, ch uint64, extra ...spead.Item) []byte {
+		return ingesttest.SPEADHeap(48, 1, heapSize, 0, make([]byte, pktBytes), append([]spead.Item{ingesttest.Imm(0x1600, ts), ingesttest.Imm(0x4103, ch)}, extra...)...)
 	}
 	for _, c := range []struct {
 		name string
@@ -108,18 +111,18 @@ func TestPlaceRejects(t *testing.T) {
 		want error
 		kind error
 	}{
-		{"before the first timestamp", pkt(t0-1<<21, 512), errBeforeFirst, ErrOutOfRange},
-		{"off the step grid", pkt(t0+1, 512), errOffGrid, ErrMalformed},
-		{"channel below the range", pkt(t0, 256), errChannel, ErrOutOfRange},
-		{"channel past the range", pkt(t0, 512+4*256), errChannel, ErrOutOfRange},
-		{"channel off its step", pkt(t0, 513), errChannel, ErrOutOfRange},
-		{"no timestamp", heapPacket(48, 1, heapSize, 0, nil, imm(0x4103, 512)), errNoTimestamp, ErrMalformed},
-		{"addressed timestamp", heapPacket(48, 1, heapSize, 0, nil, Item{ID: 0x1600}, imm(0x4103, 512)), errNoTimestamp, ErrMalformed},
-		{"no channel", heapPacket(48, 1, heapSize, 0, nil, imm(0x1600, t0)), errNoChannel, ErrMalformed},
-		{"another heap size", heapPacket(48, 1, 2*heapSize, 0, nil, imm(0x1600, t0), imm(0x4103, 512)), errHeapSize, ErrMalformed},
-		{"past the rule's heap", encode(48, []Item{imm(HeapCounterID, 1), imm(HeapOffsetID, heapSize), imm(PayloadLengthID, 1), imm(0x1600, t0), imm(0x4103, 512)}, []byte{0}), errPastHeap, ErrMalformed},
+		{"before the first timestamp", pkt(t0-1<<21, 512), spead.ReasonBeforeFirst, spead.ErrOutOfRange},
+		{"off the step grid", pkt(t0+1, 512), spead.ReasonOffGrid, spead.ErrMalformed},
+		{"channel below the range", pkt(t0, 256), spead.ReasonChannel, spead.ErrOutOfRange},
+		{"channel past the range", pkt(t0, 512+4*256), spead.ReasonChannel, spead.ErrOutOfRange},
+		{"channel off its step", pkt(t0, 513), spead.ReasonChannel, spead.ErrOutOfRange},
+		{"no timestamp", ingesttest.SPEADHeap(48, 1, heapSize, 0, nil, ingesttest.Imm(0x4103, 512)), spead.ReasonNoTimestamp, spead.ErrMalformed},
+		{"addressed timestamp", ingesttest.SPEADHeap(48, 1, heapSize, 0, nil, spead.Item{ID: 0x1600}, ingesttest.Imm(0x4103, 512)), spead.ReasonNoTimestamp, spead.ErrMalformed},
+		{"no channel", ingesttest.SPEADHeap(48, 1, heapSize, 0, nil, ingesttest.Imm(0x1600, t0)), spead.ReasonNoChannel, spead.ErrMalformed},
+		{"another heap size", ingesttest.SPEADHeap(48, 1, 2*heapSize, 0, nil, ingesttest.Imm(0x1600, t0), ingesttest.Imm(0x4103, 512)), spead.ReasonHeapSize, spead.ErrMalformed},
+		{"past the rule's heap", ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.HeapOffsetID, heapSize), ingesttest.Imm(spead.PayloadLengthID, 1), ingesttest.Imm(0x1600, t0), ingesttest.Imm(0x4103, 512)}, []byte{0}), spead.ReasonPastHeap, spead.ErrMalformed},
 	} {
-		pl, err := NewPlacer(meerkat)
+		pl, err := spead.NewPlacer(meerkat)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,16 +140,16 @@ func TestPlaceRejects(t *testing.T) {
 // Heap 2^23 of 2^40-byte heaps starts at byte 2^63; heap 2^30 is past 2^64.
 func TestPlaceOverflow(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{TimestampID: 0x1600, TimestampStep: 1})
+	pl, err := spead.NewPlacer(spead.Rule{TimestampID: 0x1600, TimestampStep: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pl.Start(0)
-	if _, err := place(t, pl, heapPacket(48, 1, 1<<40, 0, nil, imm(0x1600, 1<<23))); err != nil {
+	if _, err := place(t, pl, ingesttest.SPEADHeap(48, 1, 1<<40, 0, nil, ingesttest.Imm(0x1600, 1<<23))); err != nil {
 		t.Errorf("heap 2^23: %v", err)
 	}
-	if _, err := place(t, pl, heapPacket(48, 1, 1<<40, 0, nil, imm(0x1600, 1<<30))); !errors.Is(err, errOverflow) || !errors.Is(err, ErrOutOfRange) {
-		t.Errorf("heap 2^30: %v, want %v", err, errOverflow)
+	if _, err := place(t, pl, ingesttest.SPEADHeap(48, 1, 1<<40, 0, nil, ingesttest.Imm(0x1600, 1<<30))); !errors.Is(err, spead.ReasonOverflow) || !errors.Is(err, spead.ErrOutOfRange) {
+		t.Errorf("heap 2^30: %v, want %v", err, spead.ReasonOverflow)
 	}
 }
 
@@ -154,15 +157,15 @@ func TestPlaceOverflow(t *testing.T) {
 // a packet without one needs it known.
 func TestPlaceHeapSize(t *testing.T) {
 	t.Parallel()
-	noSize := encode(48, []Item{imm(HeapCounterID, 1), imm(HeapOffsetID, 100), imm(PayloadLengthID, 4), imm(0x1600, 0)}, []byte("abcd"))
-	pl, err := NewPlacer(Rule{TimestampID: 0x1600, TimestampStep: 10})
+	noSize := ingesttest.SPEAD(48, []spead.Item{ingesttest.Imm(spead.HeapCounterID, 1), ingesttest.Imm(spead.HeapOffsetID, 100), ingesttest.Imm(spead.PayloadLengthID, 4), ingesttest.Imm(0x1600, 0)}, []byte("abcd"))
+	pl, err := spead.NewPlacer(spead.Rule{TimestampID: 0x1600, TimestampStep: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := place(t, pl, noSize); !errors.Is(err, errNoHeapSize) {
+	if _, err := place(t, pl, noSize); !errors.Is(err, spead.ReasonNoHeapSize) {
 		t.Errorf("no heap size anywhere: %v", err)
 	}
-	if _, err := place(t, pl, heapPacket(48, 1, 1000, 0, []byte("x"), imm(0x1600, 0))); err != nil {
+	if _, err := place(t, pl, ingesttest.SPEADHeap(48, 1, 1000, 0, []byte("x"), ingesttest.Imm(0x1600, 0))); err != nil {
 		t.Fatal(err)
 	}
 	if pl.HeapSize() != 1000 {
@@ -172,7 +175,7 @@ func TestPlaceHeapSize(t *testing.T) {
 	if err != nil || pm.Offset != 100 {
 		t.Errorf("a packet without heap size after learning it: %+v, %v", pm, err)
 	}
-	ruled, _ := NewPlacer(Rule{TimestampID: 0x1600, TimestampStep: 10, HeapSize: 200})
+	ruled, _ := spead.NewPlacer(spead.Rule{TimestampID: 0x1600, TimestampStep: 10, HeapSize: 200})
 	if pm, err := place(t, ruled, noSize); err != nil || pm.Offset != 100 {
 		t.Errorf("a packet without heap size, the rule's size: %+v, %v", pm, err)
 	}
@@ -182,13 +185,13 @@ func TestPlaceHeapSize(t *testing.T) {
 // senders interleaving their counters.
 func TestPlaceByHeapCounter(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{TimestampID: HeapCounterID, TimestampStep: 2, HeapSize: 64})
+	pl, err := spead.NewPlacer(spead.Rule{TimestampID: spead.HeapCounterID, TimestampStep: 2, HeapSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for cnt, want := range map[uint64]uint64{1: 0, 5: 128, 7: 192} {
 		pl.Start(1)
-		pm, err := place(t, pl, heapPacket(40, cnt, 64, 0, make([]byte, 64)))
+		pm, err := place(t, pl, ingesttest.SPEADHeap(40, cnt, 64, 0, make([]byte, 64)))
 		if err != nil || pm.Offset != want {
 			t.Errorf("heap %d: %+v, %v; want offset %d", cnt, pm, err, want)
 		}
@@ -200,19 +203,19 @@ func TestRuleValidate(t *testing.T) {
 	if err := meerkat.Validate(); err != nil {
 		t.Errorf("the MeerKAT rule: %v", err)
 	}
-	for name, r := range map[string]Rule{
+	for name, r := range map[string]spead.Rule{
 		"no timestamp":           {TimestampStep: 1},
 		"no step":                {TimestampID: 0x1600},
 		"empty channel range":    {TimestampID: 0x1600, TimestampStep: 1, ChannelID: 0x4103},
-		"channel step 0":         {TimestampID: 0x1600, TimestampStep: 1, ChannelID: 0x4103, Channels: Range{Count: 2}},
-		"timestamp is channel":   {TimestampID: 0x1600, TimestampStep: 1, ChannelID: 0x1600, Channels: Range{Count: 1}},
-		"channel standard item":  {TimestampID: 0x1600, TimestampStep: 1, ChannelID: HeapOffsetID, Channels: Range{Count: 1}},
-		"timestamp is heap size": {TimestampID: HeapSizeID, TimestampStep: 1},
+		"channel step 0":         {TimestampID: 0x1600, TimestampStep: 1, ChannelID: 0x4103, Channels: spead.Range{Count: 2}},
+		"timestamp is channel":   {TimestampID: 0x1600, TimestampStep: 1, ChannelID: 0x1600, Channels: spead.Range{Count: 1}},
+		"channel standard item":  {TimestampID: 0x1600, TimestampStep: 1, ChannelID: spead.HeapOffsetID, Channels: spead.Range{Count: 1}},
+		"timestamp is heap size": {TimestampID: spead.HeapSizeID, TimestampStep: 1},
 	} {
 		if err := r.Validate(); err == nil {
 			t.Errorf("%s: valid", name)
 		}
-		if _, err := NewPlacer(r); err == nil {
+		if _, err := spead.NewPlacer(r); err == nil {
 			t.Errorf("%s: NewPlacer accepted it", name)
 		}
 	}
@@ -220,15 +223,15 @@ func TestRuleValidate(t *testing.T) {
 
 // Placing allocates nothing, on placed packets and rejected ones.
 func TestPlaceAllocatesNothing(t *testing.T) {
-	pl, err := NewPlacer(meerkat)
+	pl, err := spead.NewPlacer(meerkat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var good, bad Packet
-	if err := Decode(stream(1)[3], &good); err != nil {
+	var good, bad spead.Packet
+	if err := spead.Decode(stream(1)[3], &good); err != nil {
 		t.Fatal(err)
 	}
-	if err := Decode(heapPacket(48, 1, heapSize, 0, nil, imm(0x1600, t0), imm(0x4103, 1)), &bad); err != nil {
+	if err := spead.Decode(ingesttest.SPEADHeap(48, 1, heapSize, 0, nil, ingesttest.Imm(0x1600, t0), ingesttest.Imm(0x4103, 1)), &bad); err != nil {
 		t.Fatal(err)
 	}
 	if n := testing.AllocsPerRun(100, func() { _, err = pl.Place(&good) }); n != 0 || err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/vdif"
@@ -14,7 +15,7 @@ import (
 
 // drain reads and clears every block of h until ctx ends or the data end.
 func drain(ctx context.Context, h *dada.HDU) error {
-	_, _, err := readObservation(ctx, h)
+	_, _, err := ringtest.ReadObservation(ctx, h)
 	return err
 }
 
@@ -23,7 +24,7 @@ func drain(ctx context.Context, h *dada.HDU) error {
 // after the first packets (the header, the assembler's range lists).
 func allocsPerPacket(t *testing.T, cfg Config, next func(i int) []byte) float64 {
 	t.Helper()
-	h := testRing(t, 4, 1<<16)
+	h := ringtest.New(t, testKeys, 4, 1<<16)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
@@ -31,7 +32,7 @@ import (
 // the batch 32 times each way, the first way alternating.
 func BenchmarkPipelineFloor(b *testing.B) {
 	rounds := benchRounds(b, 7)
-	h := testRing(b, pipeBlocks, pipeBlockBytes)
+	h := ringtest.New(b, testKeys, pipeBlocks, pipeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})

@@ -27,6 +27,9 @@ type Counters struct {
 	OutOfRange  uint64 // well-formed but not placed by the rule (a channel or thread it does not name)
 	BeforeStart uint64 // before the observation's first timestamp or second
 	Control     uint64 // SPEAD heaps of descriptors or stream control without the timestamp item: not data
+	// Stops are the SPEAD stream-stop packets (stream control item 0x6 = 2),
+	// counted among Control too.
+	Stops uint64
 	// Newest is the stream's newest placed time: the SPEAD timestamp item's
 	// value, or the VDIF frame's Unix second; 0 before the first packet.
 	Newest uint64
@@ -42,7 +45,7 @@ func (c Counters) Outcomes() uint64 {
 
 // counters are the pipeline's own live counts.
 type counters struct {
-	packets, invalid, outOfRange, beforeStart, control, newest atomic.Uint64
+	packets, invalid, outOfRange, beforeStart, control, stops, newest atomic.Uint64
 }
 
 // Snapshot returns the counts now; it may be called from any goroutine. Each
@@ -55,7 +58,15 @@ func (p *Pipeline) Snapshot() Counters {
 		Packets: packets, PlacedBytes: a.ReceivedBytes, Received: a.Received, Late: a.Late,
 		OutOfWindow: a.OutOfWindow, Duplicate: a.Duplicate, Malformed: a.Malformed,
 		Invalid: p.c.invalid.Load(), OutOfRange: p.c.outOfRange.Load(), BeforeStart: p.c.beforeStart.Load(),
-		Control: p.c.control.Load(), Newest: p.c.newest.Load(),
+		Control: p.c.control.Load(), Stops: p.c.stops.Load(), Newest: p.c.newest.Load(),
 		Assemble: a,
 	}
 }
+
+// Stops is the number of SPEAD stream-stop packets so far (Counters.Stops),
+// cheaper than a Snapshot; any goroutine.
+func (p *Pipeline) Stops() uint64 { return p.c.stops.Load() }
+
+// Packets is the number of packets handed to the pipeline so far; any
+// goroutine.
+func (p *Pipeline) Packets() uint64 { return p.c.packets.Load() }

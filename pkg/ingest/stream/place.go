@@ -12,12 +12,24 @@ import (
 const (
 	DescriptorID    = 0x5
 	StreamControlID = 0x6
+	// StreamStop is the stream control item's value in a heap that ends the
+	// stream.
+	StreamStop = 2
 )
 
 // placeSPEAD decodes and places a SPEAD packet, counting a rejection.
 func (p *Pipeline) placeSPEAD(pkt []byte) (uint64, []byte, bool) {
 	if err := spead.Decode(pkt, &p.sp); err != nil {
 		p.asm.Malformed()
+		return 0, nil, false
+	}
+	if ctrl, isCtrl := p.sp.Immediate(StreamControlID); isCtrl {
+		// Stream control is never data, whatever else the heap carries
+		// (placed by heap counter, every heap has a "timestamp").
+		p.c.control.Add(1)
+		if ctrl == StreamStop {
+			p.c.stops.Add(1)
+		}
 		return 0, nil, false
 	}
 	pl, err := p.spl.Place(&p.sp)
@@ -29,7 +41,7 @@ func (p *Pipeline) placeSPEAD(pkt []byte) (uint64, []byte, bool) {
 			p.c.newest.Store(ts)
 		}
 		return pl.Offset, p.sp.Payload, true
-	case !hasTS && p.speadControl():
+	case !hasTS && p.speadDescriptors():
 		p.c.control.Add(1)
 	case !errors.Is(err, spead.ErrOutOfRange):
 		p.asm.Malformed()
@@ -41,12 +53,11 @@ func (p *Pipeline) placeSPEAD(pkt []byte) (uint64, []byte, bool) {
 	return 0, nil, false
 }
 
-// speadControl reports whether the packet is of a heap of descriptors or
-// stream control (items 0x5, 0x6 as spead2 numbers them) rather than data.
-func (p *Pipeline) speadControl() bool {
+// speadDescriptors reports whether the packet is of a heap of item
+// descriptors (item 0x5) rather than data.
+func (p *Pipeline) speadDescriptors() bool {
 	_, desc := p.sp.Lookup(DescriptorID)
-	_, ctrl := p.sp.Lookup(StreamControlID)
-	return desc || ctrl
+	return desc
 }
 
 // placeVDIF decodes and places a VDIF frame, counting a rejection.

@@ -2,14 +2,13 @@ package stream
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
 	"github.com/ringcap/ringcap/internal/ipctest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 )
@@ -19,53 +18,6 @@ var testKeys = ipctest.NewKeys(0x7800, 0x20, 0x10, 0x100) // 0x7800..0x79f0: no 
 // TestMain runs the tests in a SysV IPC namespace of their own and fails them
 // when a goroutine outlives them or a ring is left behind.
 func TestMain(m *testing.M) { os.Exit(ipctest.Main(m, testKeys, 64)) }
-
-// testRing creates a ring of nbufs blocks of bufsz bytes, destroyed at the
-// end of the test.
-func testRing(t testing.TB, nbufs, bufsz uint64) *dada.HDU {
-	t.Helper()
-	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize = dada.Key(testKeys.Next()), nbufs, bufsz
-	h, err := dada.Create(cfg)
-	if err != nil {
-		t.Fatalf("create ring: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := h.Destroy(); err != nil {
-			t.Errorf("destroy ring: %v", err)
-		}
-	})
-	return h
-}
-
-// readObservation reads one observation from h with a pkg/dada reader: its
-// header and its bytes.
-func readObservation(ctx context.Context, h *dada.HDU) (hdr, data []byte, err error) {
-	r, err := h.LockRead(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { err = errors.Join(err, r.Close()) }()
-	if hdr, err = r.ReadHeader(ctx); err != nil {
-		return nil, nil, err
-	}
-	for {
-		b, err := r.NextBlock(ctx)
-		if errors.Is(err, io.EOF) {
-			return hdr, data, nil
-		}
-		if err != nil {
-			return hdr, data, err
-		}
-		data = append(data, b.Data...)
-		if err := r.MarkCleared(); err != nil {
-			return hdr, data, err
-		}
-		if b.EOD {
-			return hdr, data, nil
-		}
-	}
-}
 
 // observation is what a reader read of one observation, with the pipeline's
 // counts and the assembler's block records.
@@ -94,7 +46,7 @@ func (s memSource) Run(ctx context.Context, handle func([]byte)) error {
 // and returns what a reader read.
 func observe(t *testing.T, cfg Config, nbufs, bufsz uint64, window int, packets [][]byte) observation {
 	t.Helper()
-	h := testRing(t, nbufs, bufsz)
+	h := ringtest.New(t, testKeys, nbufs, bufsz)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
@@ -112,7 +64,7 @@ func observe(t *testing.T, cfg Config, nbufs, bufsz uint64, window int, packets 
 	}
 	done := make(chan result, 1)
 	go func() {
-		hdr, data, err := readObservation(ctx, h)
+		hdr, data, err := ringtest.ReadObservation(ctx, h)
 		done <- result{hdr, data, err}
 	}()
 	var out observation

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
@@ -103,7 +104,7 @@ func TestSPEADStream(t *testing.T) {
 		"RINGCAP_SPEAD_SYNC_TIME": "1700000000", "RINGCAP_SPEAD_SAMPLE_RATE": "1000000",
 	})
 	want := Counters{Packets: 30, PlacedBytes: 23 * pktBytes, Received: 23, Duplicate: 1, Malformed: 2, OutOfRange: 1, BeforeStart: 1,
-		Control: 2, Newest: t0 + (heaps-1)*step}
+		Control: 2, Stops: 1, Newest: t0 + (heaps-1)*step}
 	checkCounts(t, got.counts, want, pktBytes, 3)
 	if r := got.records[1]; r.Received != 4096-pktBytes || len(r.Missing) != 1 || r.Missing[0].Off != 1024 || r.Missing[0].Len != pktBytes {
 		t.Fatalf("record of block 1: %+v", r)
@@ -156,7 +157,7 @@ func TestSPEADHeaderFailures(t *testing.T) {
 // first packet placed with an error saying want.
 func failFirst(t *testing.T, cfg Config, want string) {
 	t.Helper()
-	h := testRing(t, 4, 4096)
+	h := ringtest.New(t, testKeys, 4, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := h.LockWrite(ctx, dada.WriterOptions{})
@@ -180,4 +181,23 @@ func failFirst(t *testing.T, cfg Config, want string) {
 		t.Fatalf("counters %+v: the failed packet has no outcome", c)
 	}
 	_ = p.Close() // the template too large for the header block fails again here
+}
+
+// Placed by heap counter, every heap has a "timestamp": a stream-stop heap
+// is still control, counted as a stop and never written, and a stream-start
+// heap is control but no stop.
+func TestSPEADStopHeapByHeapCounter(t *testing.T) {
+	var packets [][]byte
+	for i := range 4 {
+		packets = append(packets, ingesttest.SPEADHeap(48, uint64(10+i), heapBytes, 0, ingesttest.Pattern(uint64(i*heapBytes), heapBytes)))
+	}
+	packets = append(packets,
+		ingesttest.SPEADHeap(48, 14, 0, 0, nil, ingesttest.Imm(StreamControlID, 0)), // stream start
+		ingesttest.SPEADHeap(48, 15, 0, 0, nil, ingesttest.Imm(StreamControlID, StreamStop)))
+	cfg := Config{Protocol: SPEAD, SPEAD: spead.Rule{TimestampID: spead.HeapCounterID, TimestampStep: 1},
+		SPEADTime: SPEADTime{SyncTime: syncTime, SampleRate: sampleRate}, Template: template(t)}
+	got := observe(t, cfg, 4, 2048, 2, packets)
+	checkData(t, got.data, 4*heapBytes, 0, nil)
+	want := Counters{Packets: 6, PlacedBytes: 4 * heapBytes, Received: 4, Control: 2, Stops: 1, Newest: 13}
+	checkCounts(t, got.counts, want, 0, 2)
 }

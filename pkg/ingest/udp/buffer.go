@@ -21,6 +21,16 @@ func (e *BufferError) Error() string {
 	if e.Force == nil {
 		return msg + " (the kernel's largest socket buffer is 1 GiB)"
 	}
-	return fmt.Sprintf("%s (SO_RCVBUF is capped by net.core.rmem_max = %d; SO_RCVBUFFORCE, which needs CAP_NET_ADMIN, failed: %v); raise the cap with `sysctl -w net.core.rmem_max=%d`",
-		msg, e.RmemMax, e.Force, e.Wanted)
+	return fmt.Sprintf("%s (SO_RCVBUF is capped by net.core.rmem_max %s; SO_RCVBUFFORCE, which needs CAP_NET_ADMIN, failed: %v); raise the cap on the node (the setting is the whole machine's) with `sysctl -w net.core.rmem_max=%d`",
+		msg, e.capText(), e.Force, e.Wanted)
+}
+
+// capText is net.core.rmem_max as read, or as the size obtained shows it when the sysctl
+// cannot be read (it is not visible from a network namespace other than the machine's,
+// e.g. a pod's).
+func (e *BufferError) capText() string {
+	if e.RmemMax > 0 {
+		return fmt.Sprintf("= %d", e.RmemMax)
+	}
+	return fmt.Sprintf("(not readable from this network namespace; %d by the size obtained)", e.Obtained)
 }

@@ -66,3 +66,14 @@ func TestBufferErrorNamesSizesAndSysctl(t *testing.T) {
 		}
 	}
 }
+
+// In a pod's network namespace net.core.rmem_max cannot be read: the message gives the cap
+// the size obtained shows, never "= 0".
+func TestBufferErrorCapUnreadable(t *testing.T) {
+	t.Parallel()
+	e := &BufferError{Wanted: 64 << 20, Obtained: 212992, Force: errors.New("set SO_RCVBUFFORCE: operation not permitted")}
+	msg := e.Error()
+	if strings.Contains(msg, "= 0") || !strings.Contains(msg, "212992 by the size obtained") || !strings.Contains(msg, "sysctl -w net.core.rmem_max=67108864") {
+		t.Errorf("BufferError says %q", msg)
+	}
+}

@@ -4,83 +4,29 @@ package udp
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/ringcap/ringcap/internal/testkit"
+	"github.com/ringcap/ringcap/internal/nettest"
 	"golang.org/x/sys/unix"
 )
 
 // Addresses of the veth pair between the test's two network namespaces.
 var (
-	txAddr  = netip.MustParseAddr("10.231.0.1")
-	rxAddr  = netip.MustParseAddr("10.231.0.2")
-	txAddr6 = netip.MustParseAddr("fd77::1")
-	rxAddr6 = netip.MustParseAddr("fd77::2")
+	txAddr  = nettest.TxAddr
+	rxAddr  = nettest.RxAddr
+	txAddr6 = nettest.TxAddr6
 )
 
-// ip runs the ip command, failing the test with its output.
-func ip(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
-// netnsSeq numbers the namespace pairs of one test binary.
-var netnsSeq atomic.Int64
-
 // vethPair creates two network namespaces joined by a veth pair (vtx in the first, vrx in
-// the second, addresses txAddr and rxAddr), removed when the test ends. It skips the test
-// when namespaces cannot be created here.
-func vethPair(t *testing.T) (tx, rx string) {
-	t.Helper()
-	id := netnsSeq.Add(1)
-	tx = fmt.Sprintf("ringcap-udp-%d-%d-tx", os.Getpid(), id)
-	rx = fmt.Sprintf("ringcap-udp-%d-%d-rx", os.Getpid(), id)
-	for _, ns := range []string{tx, rx} {
-		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			t.Skipf("cannot create a network namespace here (needs root and iproute2): ip netns add: %v: %s", err, out)
-		}
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("remove network namespace %s: %v: %s", ns, err, out)
-			}
-		})
-	}
-	ip(t, "-n", tx, "link", "add", "vtx", "type", "veth", "peer", "name", "vrx", "netns", rx)
-	ip(t, "-n", tx, "addr", "add", txAddr.String()+"/24", "dev", "vtx")
-	ip(t, "-n", rx, "addr", "add", rxAddr.String()+"/24", "dev", "vrx")
-	ip(t, "-n", tx, "addr", "add", txAddr6.String()+"/64", "dev", "vtx", "nodad")
-	ip(t, "-n", rx, "addr", "add", rxAddr6.String()+"/64", "dev", "vrx", "nodad")
-	ip(t, "-n", tx, "link", "set", "lo", "up") // IPv6 input routing needs lo up
-	ip(t, "-n", rx, "link", "set", "lo", "up")
-	ip(t, "-n", tx, "link", "set", "vtx", "up")
-	ip(t, "-n", rx, "link", "set", "vrx", "up")
-	waitMulticastRoute(t, tx, "vtx")
-	waitMulticastRoute(t, rx, "vrx")
-	return tx, rx
-}
-
-// waitMulticastRoute waits until dev in ns is up with carrier and its IPv6 multicast route
-// is usable (datagrams sent before are dropped as unroutable).
-func waitMulticastRoute(t *testing.T, ns, dev string) {
-	t.Helper()
-	testkit.WaitFor(t, 10*time.Second, dev+" up in "+ns, func() (bool, string) {
-		link, _ := exec.Command("ip", "-n", ns, "-o", "link", "show", "dev", dev).CombinedOutput()
-		routes, _ := exec.Command("ip", "-n", ns, "-6", "route", "show", "table", "local", "ff00::/8", "dev", dev).CombinedOutput()
-		ok := strings.Contains(string(link), "state UP") && len(routes) > 0 && !strings.Contains(string(routes), "linkdown")
-		return ok, string(link) + string(routes)
-	})
-}
+// the second), removed when the test ends.
+func vethPair(t *testing.T) (tx, rx string) { return nettest.VethPair(t) }
 
 // inNetns runs fn on a throw-away thread inside network namespace ns: sockets it opens
 // stay in ns when used from other threads.

@@ -1,15 +1,20 @@
-package vdif
+package vdif_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/vdif"
+)
 
 // BenchmarkDecode: one 8000-byte frame (an 8032-byte packet).
 func BenchmarkDecode(b *testing.B) {
-	pkt := encode(Header{RefEpoch: epoch, Seconds: sec0, FrameNumber: 3, ThreadID: 2}, make([]byte, 8000))
-	var f Frame
+	pkt := ingesttest.VDIF(vdif.Header{RefEpoch: epoch, Seconds: sec0, FrameNumber: 3, ThreadID: 2}, make([]byte, 8000))
+	var f vdif.Frame
 	b.ReportAllocs()
 	b.SetBytes(int64(len(pkt)))
 	for b.Loop() {
-		if err := Decode(pkt, &f); err != nil {
+		if err := vdif.Decode(pkt, &f); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -23,15 +28,15 @@ func BenchmarkDecodePlace(b *testing.B) {
 			pkts = append(pkts, frame(0, fn, th))
 		}
 	}
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, Threads: 4})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, Threads: 4})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var f Frame
+	var f vdif.Frame
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if err := Decode(pkts[i], &f); err != nil {
+		if err := vdif.Decode(pkts[i], &f); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := pl.Place(&f); err != nil {

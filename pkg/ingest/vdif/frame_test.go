@@ -1,22 +1,25 @@
-package vdif
+package vdif_test
 
 import (
 	"bytes"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/vdif"
 )
 
 func TestDecode(t *testing.T) {
 	t.Parallel()
 	data := bytes.Repeat([]byte{0xa5, 0x5a}, 4000)
-	want := Header{
+	want := vdif.Header{
 		Seconds: 1<<30 - 1, RefEpoch: 51, FrameNumber: 1<<24 - 1, Version: 7, Log2Channels: 31,
 		Complex: true, BitsMinus1: 31, ThreadID: 1023, StationID: 0x4566,
 		Extended: [4]uint32{0x02abcdef, 1, 2, 0xffffffff},
 	}
-	var f Frame
-	if err := Decode(encode(want, data), &f); err != nil {
+	var f vdif.Frame
+	if err := vdif.Decode(ingesttest.VDIF(want, data), &f); err != nil {
 		t.Fatal(err)
 	}
 	want.FrameUnits = (32 + 8000) / 8
@@ -30,9 +33,9 @@ func TestDecode(t *testing.T) {
 
 func TestDecodeLegacy(t *testing.T) {
 	t.Parallel()
-	h := Header{Legacy: true, Invalid: true, Seconds: 7, ThreadID: 3, StationID: 'A'<<8 | 'B', Extended: [4]uint32{9, 9, 9, 9}}
-	var f Frame
-	if err := Decode(encode(h, make([]byte, 16)), &f); err != nil {
+	h := vdif.Header{Legacy: true, Invalid: true, Seconds: 7, ThreadID: 3, StationID: 'A'<<8 | 'B', Extended: [4]uint32{9, 9, 9, 9}}
+	var f vdif.Frame
+	if err := vdif.Decode(ingesttest.VDIF(h, make([]byte, 16)), &f); err != nil {
 		t.Fatal(err)
 	}
 	if !f.Legacy || !f.Invalid || f.HeaderBytes() != 16 || len(f.Data) != 16 || f.Extended != [4]uint32{} || f.ThreadID != 3 || f.StationID != 0x4142 {
@@ -54,7 +57,7 @@ func TestTime(t *testing.T) {
 		{53, 0, time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)},
 		{63, 0, time.Date(2031, 7, 1, 0, 0, 0, 0, time.UTC)},
 	} {
-		h := Header{RefEpoch: c.epoch, Seconds: c.seconds}
+		h := vdif.Header{RefEpoch: c.epoch, Seconds: c.seconds}
 		if got := h.Time(); !got.Equal(c.want) || got.Location() != time.UTC {
 			t.Errorf("epoch %d + %d s: %v, want %v", c.epoch, c.seconds, got, c.want)
 		}
@@ -63,24 +66,24 @@ func TestTime(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	t.Parallel()
-	good := encode(Header{}, make([]byte, 64))
+	good := ingesttest.VDIF(vdif.Header{}, make([]byte, 64))
 	for _, c := range []struct {
 		name string
 		b    []byte
 		want error
 	}{
-		{"empty", nil, errShort},
-		{"15 bytes", good[:15], errShort},
-		{"a standard header cut at 16 bytes", good[:16], errShort},
-		{"a standard header cut at 31 bytes", good[:31], errShort},
-		{"shorter than its length", good[:len(good)-8], errFrameLength},
-		{"longer than its length", append(bytes.Clone(good), make([]byte, 8)...), errFrameLength},
-		{"length smaller than the header", encode(Header{FrameUnits: 3}, make([]byte, 8)), errHeaderLong},
-		{"legacy length smaller than the header", encode(Header{Legacy: true, FrameUnits: 1}, nil), errHeaderLong},
+		{"empty", nil, vdif.ReasonShort},
+		{"15 bytes", good[:15], vdif.ReasonShort},
+		{"a standard header cut at 16 bytes", good[:16], vdif.ReasonShort},
+		{"a standard header cut at 31 bytes", good[:31], vdif.ReasonShort},
+		{"shorter than its length", good[:len(good)-8], vdif.ReasonFrameLength},
+		{"longer than its length", append(bytes.Clone(good), make([]byte, 8)...), vdif.ReasonFrameLength},
+		{"length smaller than the header", ingesttest.VDIF(vdif.Header{FrameUnits: 3}, make([]byte, 8)), vdif.ReasonHeaderLong},
+		{"legacy length smaller than the header", ingesttest.VDIF(vdif.Header{Legacy: true, FrameUnits: 1}, nil), vdif.ReasonHeaderLong},
 	} {
-		var f Frame
-		err := Decode(c.b, &f)
-		if !errors.Is(err, c.want) || !errors.Is(err, ErrMalformed) || f.Data != nil {
+		var f vdif.Frame
+		err := vdif.Decode(c.b, &f)
+		if !errors.Is(err, c.want) || !errors.Is(err, vdif.ErrMalformed) || f.Data != nil {
 			t.Errorf("%s: %v, want %v (malformed)", c.name, err, c.want)
 		}
 	}
@@ -92,7 +95,7 @@ func TestRoundTrip(t *testing.T) {
 	x := uint64(0x9e3779b97f4a7c15)
 	next := func() uint64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x }
 	for range 1000 {
-		h := Header{
+		h := vdif.Header{
 			Invalid: next()%2 == 0, Legacy: next()%2 == 0, Seconds: uint32(next() % (1 << 30)),
 			RefEpoch: uint8(next() % 64), FrameNumber: uint32(next() % (1 << 24)), Version: uint8(next() % 8),
 			Log2Channels: uint8(next() % 32), Complex: next()%2 == 0, BitsMinus1: uint8(next() % 32),
@@ -102,23 +105,23 @@ func TestRoundTrip(t *testing.T) {
 			h.Extended = [4]uint32{uint32(next()), uint32(next()), uint32(next()), uint32(next())}
 		}
 		data := make([]byte, 8*(next()%100))
-		b := encode(h, data)
+		b := ingesttest.VDIF(h, data)
 		h.FrameUnits = uint32(len(b) / 8)
-		var f Frame
-		if err := Decode(b, &f); err != nil || f.Header != h || len(f.Data) != len(data) {
+		var f vdif.Frame
+		if err := vdif.Decode(b, &f); err != nil || f.Header != h || len(f.Data) != len(data) {
 			t.Fatalf("%+v decoded as %+v, %v", h, f.Header, err)
 		}
 	}
 }
 
 func TestDecodeAllocatesNothing(t *testing.T) {
-	good := encode(Header{ThreadID: 2}, make([]byte, 8000))
-	var f Frame
+	good := ingesttest.VDIF(vdif.Header{ThreadID: 2}, make([]byte, 8000))
+	var f vdif.Frame
 	var err error
-	if n := testing.AllocsPerRun(100, func() { err = Decode(good, &f) }); n != 0 || err != nil {
+	if n := testing.AllocsPerRun(100, func() { err = vdif.Decode(good, &f) }); n != 0 || err != nil {
 		t.Errorf("Decode: %v allocations, %v", n, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { err = Decode(good[:100], &f) }); n != 0 || err == nil {
+	if n := testing.AllocsPerRun(100, func() { err = vdif.Decode(good[:100], &f) }); n != 0 || err == nil {
 		t.Errorf("Decode of a bad frame: %v allocations, %v", n, err)
 	}
 }

@@ -1,26 +1,29 @@
-package vdif
+package vdif_test
 
 import (
 	"errors"
 	"testing"
 	"unsafe"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/vdif"
 )
 
 // FuzzDecode: Decode never panics, and a frame it accepts is exactly as long
 // as its header says, its data array the packet's tail.
 func FuzzDecode(f *testing.F) {
-	f.Add(encode(Header{ThreadID: 3, FrameNumber: 2}, make([]byte, 64)))
-	f.Add(encode(Header{Legacy: true}, make([]byte, 16)))
-	f.Add(encode(Header{Invalid: true, FrameUnits: 1}, nil))
-	pl, err := NewPlacer(Rule{FramesPerSecond: 100, Threads: 4})
+	f.Add(ingesttest.VDIF(vdif.Header{ThreadID: 3, FrameNumber: 2}, make([]byte, 64)))
+	f.Add(ingesttest.VDIF(vdif.Header{Legacy: true}, make([]byte, 16)))
+	f.Add(ingesttest.VDIF(vdif.Header{Invalid: true, FrameUnits: 1}, nil))
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: 100, Threads: 4})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var fr Frame
-		err := Decode(b, &fr)
+		var fr vdif.Frame
+		err := vdif.Decode(b, &fr)
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
+			if !errors.Is(err, vdif.ErrMalformed) {
 				t.Fatalf("an error that is not ErrMalformed: %v", err)
 			}
 			return
@@ -35,7 +38,7 @@ func FuzzDecode(f *testing.F) {
 		if err == nil && pm.Length != uint64(len(fr.Data)) {
 			t.Fatalf("placed %+v for %d data bytes", pm, len(fr.Data))
 		}
-		if err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrOutOfRange) && !errors.Is(err, ErrInvalid) {
+		if err != nil && !errors.Is(err, vdif.ErrMalformed) && !errors.Is(err, vdif.ErrOutOfRange) && !errors.Is(err, vdif.ErrInvalid) {
 			t.Fatalf("a placement error of no kind: %v", err)
 		}
 	})

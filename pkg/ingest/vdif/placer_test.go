@@ -1,10 +1,13 @@
-package vdif
+package vdif_test
 
 import (
 	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/ringcap/ringcap/internal/ingesttest"
+	"github.com/ringcap/ringcap/pkg/ingest/vdif"
 )
 
 const (
@@ -17,13 +20,13 @@ const (
 // frame is a frame of the test stream: second sec0+s, frame number fn,
 // thread id.
 func frame(s, fn uint32, thread uint16) []byte {
-	return encode(Header{RefEpoch: epoch, Seconds: sec0 + s, FrameNumber: fn, ThreadID: thread, StationID: 0x4566}, make([]byte, payload))
+	return ingesttest.VDIF(vdif.Header{RefEpoch: epoch, Seconds: sec0 + s, FrameNumber: fn, ThreadID: thread, StationID: 0x4566}, make([]byte, payload))
 }
 
-func place(t *testing.T, pl *Placer, b []byte) (Placement, error) {
+func place(t *testing.T, pl *vdif.Placer, b []byte) (vdif.Placement, error) {
 	t.Helper()
-	var f Frame
-	if err := Decode(b, &f); err != nil {
+	var f vdif.Frame
+	if err := vdif.Decode(b, &f); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	return pl.Place(&f)
@@ -31,7 +34,7 @@ func place(t *testing.T, pl *Placer, b []byte) (Placement, error) {
 
 func TestPlaceFormula(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7, 3, 900}})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7, 3, 900}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +69,7 @@ func TestPlaceFormula(t *testing.T) {
 // up to the rule's count.
 func TestPlaceLearnsThreads(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, PayloadBytes: payload, Threads: 2})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, PayloadBytes: payload, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +77,7 @@ func TestPlaceLearnsThreads(t *testing.T) {
 		thread uint16
 		index  int
 		err    error
-	}{{40, 0, nil}, {2, 1, nil}, {40, 0, nil}, {5, 0, errThread}, {2, 1, nil}} {
+	}{{40, 0, nil}, {2, 1, nil}, {40, 0, nil}, {5, 0, vdif.ReasonThread}, {2, 1, nil}} {
 		pm, err := place(t, pl, frame(0, 1, c.thread))
 		if !errors.Is(err, c.err) || (err == nil && (pm.Thread != c.index || pm.Offset != uint64((2+c.index)*payload))) {
 			t.Errorf("thread %d: %+v, %v; want index %d, %v", c.thread, pm, err, c.index, c.err)
@@ -95,11 +98,11 @@ func TestPlaceTilesTheStream(t *testing.T) {
 		}
 	}
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(frames), func(i, j int) { frames[i], frames[j] = frames[j], frames[i] })
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, ThreadIDs: threads})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, ThreadIDs: threads})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl.Start(time.Unix(EpochUnix(epoch)+sec0, 0))
+	pl.Start(time.Unix(vdif.EpochUnix(epoch)+sec0, 0))
 	covered := make([]bool, len(frames))
 	for _, b := range frames {
 		pm, err := place(t, pl, b)
@@ -126,15 +129,15 @@ func TestPlaceRejects(t *testing.T) {
 		want error
 		kind error
 	}{
-		{"invalid", encode(Header{Invalid: true, RefEpoch: epoch, Seconds: sec0 + 1}, make([]byte, payload)), errInvalid, ErrInvalid},
-		{"frame number = frames per second", frame(1, fps, 7), errFrameNumber, ErrMalformed},
-		{"another data array length", encode(Header{RefEpoch: epoch, Seconds: sec0 + 1, ThreadID: 7}, make([]byte, 2*payload)), errPayload, ErrMalformed},
-		{"legacy header, longer data array", encode(Header{Legacy: true, RefEpoch: epoch, Seconds: sec0 + 1, ThreadID: 7}, make([]byte, payload+16)), errPayload, ErrMalformed},
-		{"unknown thread", frame(1, 0, 8), errThread, ErrOutOfRange},
-		{"before the first second", frame(0, 4, 7), errBeforeFirst, ErrOutOfRange},
-		{"an earlier epoch", encode(Header{RefEpoch: epoch - 1, Seconds: sec0 + 2, ThreadID: 7}, make([]byte, payload)), errBeforeFirst, ErrOutOfRange},
+		{"invalid", ingesttest.VDIF(vdif.Header{Invalid: true, RefEpoch: epoch, Seconds: sec0 + 1}, make([]byte, payload)), vdif.ReasonInvalid, vdif.ErrInvalid},
+		{"frame number = frames per second", frame(1, fps, 7), vdif.ReasonFrameNumber, vdif.ErrMalformed},
+		{"another data array length", ingesttest.VDIF(vdif.Header{RefEpoch: epoch, Seconds: sec0 + 1, ThreadID: 7}, make([]byte, 2*payload)), vdif.ReasonPayload, vdif.ErrMalformed},
+		{"legacy header, longer data array", ingesttest.VDIF(vdif.Header{Legacy: true, RefEpoch: epoch, Seconds: sec0 + 1, ThreadID: 7}, make([]byte, payload+16)), vdif.ReasonPayload, vdif.ErrMalformed},
+		{"unknown thread", frame(1, 0, 8), vdif.ReasonThread, vdif.ErrOutOfRange},
+		{"before the first second", frame(0, 4, 7), vdif.ReasonBeforeFirst, vdif.ErrOutOfRange},
+		{"an earlier epoch", ingesttest.VDIF(vdif.Header{RefEpoch: epoch - 1, Seconds: sec0 + 2, ThreadID: 7}, make([]byte, payload)), vdif.ReasonBeforeFirst, vdif.ErrOutOfRange},
 	} {
-		pl, err := NewPlacer(Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7}})
+		pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,12 +154,12 @@ func TestPlaceRejects(t *testing.T) {
 // A legacy frame with the same data array places like a standard one.
 func TestPlaceLegacy(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, PayloadBytes: payload, Threads: 1})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, PayloadBytes: payload, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl.Start(time.Unix(EpochUnix(epoch)+sec0, 0))
-	pm, err := place(t, pl, encode(Header{Legacy: true, RefEpoch: epoch, Seconds: sec0 + 2, FrameNumber: 3}, make([]byte, payload)))
+	pl.Start(time.Unix(vdif.EpochUnix(epoch)+sec0, 0))
+	pm, err := place(t, pl, ingesttest.VDIF(vdif.Header{Legacy: true, RefEpoch: epoch, Seconds: sec0 + 2, FrameNumber: 3}, make([]byte, payload)))
 	if err != nil || pm.Offset != (2*fps+3)*payload {
 		t.Errorf("legacy frame: %+v, %v", pm, err)
 	}
@@ -164,24 +167,24 @@ func TestPlaceLegacy(t *testing.T) {
 
 func TestPlaceOverflow(t *testing.T) {
 	t.Parallel()
-	pl, err := NewPlacer(Rule{FramesPerSecond: 1<<24 - 1, Threads: 1})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: 1<<24 - 1, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl.Start(time.Unix(EpochUnix(0), 0))
+	pl.Start(time.Unix(vdif.EpochUnix(0), 0))
 	big := make([]byte, 1<<20)
 	// 2^29 s * 2^24 frames * 2^20 bytes is past 2^64.
-	if _, err := place(t, pl, encode(Header{Seconds: 1 << 29}, big)); !errors.Is(err, errOverflow) || !errors.Is(err, ErrOutOfRange) {
-		t.Errorf("2^29 s of 1 MiB frames: %v, want %v", err, errOverflow)
+	if _, err := place(t, pl, ingesttest.VDIF(vdif.Header{Seconds: 1 << 29}, big)); !errors.Is(err, vdif.ReasonOverflow) || !errors.Is(err, vdif.ErrOutOfRange) {
+		t.Errorf("2^29 s of 1 MiB frames: %v, want %v", err, vdif.ReasonOverflow)
 	}
-	if _, err := place(t, pl, encode(Header{Seconds: 1 << 10}, big)); err != nil {
+	if _, err := place(t, pl, ingesttest.VDIF(vdif.Header{Seconds: 1 << 10}, big)); err != nil {
 		t.Errorf("2^10 s of 1 MiB frames: %v", err)
 	}
 }
 
 func TestRuleValidate(t *testing.T) {
 	t.Parallel()
-	for name, r := range map[string]Rule{
+	for name, r := range map[string]vdif.Rule{
 		"no frames per second":   {Threads: 1},
 		"2^24 frames per second": {FramesPerSecond: 1 << 24, Threads: 1},
 		"payload not 8-aligned":  {FramesPerSecond: 1, Threads: 1, PayloadBytes: 12},
@@ -194,22 +197,22 @@ func TestRuleValidate(t *testing.T) {
 		if err := r.Validate(); err == nil {
 			t.Errorf("%s: valid", name)
 		}
-		if _, err := NewPlacer(r); err == nil {
+		if _, err := vdif.NewPlacer(r); err == nil {
 			t.Errorf("%s: NewPlacer accepted it", name)
 		}
 	}
 }
 
 func TestPlaceAllocatesNothing(t *testing.T) {
-	pl, err := NewPlacer(Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7}})
+	pl, err := vdif.NewPlacer(vdif.Rule{FramesPerSecond: fps, ThreadIDs: []uint16{7}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var good, bad Frame
-	if err := Decode(frame(0, 1, 7), &good); err != nil {
+	var good, bad vdif.Frame
+	if err := vdif.Decode(frame(0, 1, 7), &good); err != nil {
 		t.Fatal(err)
 	}
-	if err := Decode(frame(0, 1, 8), &bad); err != nil {
+	if err := vdif.Decode(frame(0, 1, 8), &bad); err != nil {
 		t.Fatal(err)
 	}
 	if n := testing.AllocsPerRun(100, func() { _, err = pl.Place(&good) }); n != 0 || err != nil {

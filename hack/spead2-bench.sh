@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Comparison benchmark of `ringcap recv --protocol spead` against spead2_recv, SARAO's SPEAD
+# receiver (manual; not part of CI; needs hack/spead2-build.sh's build in $RINGCAP_CACHE/spead2).
+# One spead2_send stream over UDP on loopback into each receiver in turn, both with the same
+# socket buffer (net.core.rmem_max, what spead2_recv can get without privileges):
+#   rate: the highest loss-free rate, stepping spead2_send's --rate through RATES (Gb/s);
+#     loss-free is every heap complete in spead2_recv, every byte placed and no kernel drop in
+#     ringcap; each step prints the rate the sender reached, which on a busy host falls short;
+#   cpu: the receiver process's CPU seconds (user + system) per GiB received at CPU_RATE,
+#     counted from the moment the sender starts (start-up and ring creation left out).
+# Each of ROUNDS rounds measures both receivers; the script prints the median of each and the
+# ratio ringcap/spead2_recv: the ratio of the medians and the range of the rounds' ratios.
+# ringcap's ring is drained by `ringcap ring read` into /dev/null, whose CPU is not counted;
+# spead2_recv assembles each heap in memory and drops it.
+#
+#   hack/spead2-bench.sh [SPEAD2_CHECKOUT]    (with a checkout it builds first)
+#   ROUNDS=1 HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] && hack/spead2-build.sh "$1"
+. hack/env.sh
+KEY=${BENCH_KEY:-5a54}
+PORT=${SPEAD2_PORT:-7152}
+ROUNDS=${ROUNDS:-5}
+HEAP=${HEAP:-65536}
+HEAPS=${HEAPS:-2048}
+RATES=${RATES:-0.25 0.5 1 2 4 8}
+CPU_RATE=${CPU_RATE:-0.5}
+BUF=$(sysctl -n net.core.rmem_max)
+B=$RINGCAP_CACHE/spead2
+R=$B/ringcap
+if [ ! -x "$B/spead2_send" ] || [ ! -x "$B/spead2_recv" ]; then
+  echo "no spead2 build in \$RINGCAP_CACHE/spead2: run hack/spead2-build.sh SPEAD2_CHECKOUT" >&2
+  exit 1
+fi
+work=$(mktemp -d)
+cleanup() {
+  local rc=$?
+  local p
+  for p in $(jobs -p); do pkill -TERM -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+  if [ -n "${KEEP_WORK:-}" ]; then echo "work: $work"; else rm -rf "$work"; fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+bound() { # wait until something listens on UDP port $1; else show the receiver's log $2
+  for _ in $(seq 1 100); do
+    [ -n "$(ss -Huln "sport = :$1")" ] && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on UDP port $1: $(tail -3 "$2")" >&2
+  return 1
+}
+limit() { awk -v h="$HEAP" -v n="$HEAPS" -v r="$1" 'BEGIN { printf "%d", h * n * 8 / (r * 1e9) * 3 + 10 }'; }
+send() { # spead2_send at $1 Gb/s (in the background, so that a signal's trap runs at once); prints the rate it reached
+  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "127.0.0.1:$PORT" >"$work/send.log" 2>&1 &
+  wait $! || true
+  sed -n 's/.* seconds, \([0-9.e+-]*\) Gb\/s$/\1/p' "$work/send.log"
+}
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # CPU clock ticks of process $1 so far
+# cpu TIMEFILE TICKS: the CPU seconds /usr/bin/time measured less those before the stream
+cpu() { awk -v t="$2" -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", $1 + $2 - t / hz }' "$1"; }
+
+# trial_spead2 RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
+trial_spead2() {
+  /usr/bin/time -f "%U %S" -o "$work/time" timeout -s INT "$(limit "$1")" \
+    "$B/spead2_recv" --quiet --buffer "$BUF" "127.0.0.1:$PORT" >"$work/srecv.log" 2>&1 &
+  local pid=$! sent ok=0 heaps t0
+  bound "$PORT" "$work/srecv.log"
+  t0=$(ticks "$(pgrep -P "$(pgrep -P "$pid")")") # time's child is timeout, whose child is spead2_recv
+  send "$1" >"$work/sent"
+  sent=$(cat "$work/sent")
+  wait "$pid" || true
+  heaps=$(sed -n 's/^Received \([0-9]*\) heaps$/\1/p' "$work/srecv.log")
+  grep -qx "incomplete_heaps_evicted: 0" "$work/srecv.log" && [ "${heaps:-0}" = "$HEAPS" ] && ok=1
+  echo "$ok $(cpu "$work/time" "$t0") $((${heaps:-0} * HEAP)) $sent"
+}
+
+# trial_ringcap RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
+trial_ringcap() {
+  local bytes=$(((HEAPS - 1) * HEAP)) pid reader sent ok=0 got drops t0
+  rm -f "$work/summary.json"
+  /usr/bin/time -f "%U %S" -o "$work/time" "$R" recv -k "$KEY" --create -b 4194304 -n 8 \
+    --metrics-addr "" --drain-timeout 10s --protocol spead --udp-ports "$PORT" \
+    --udp-address 127.0.0.1 --udp-buffer "$BUF" --spead-timestamp-id 0x1 --spead-timestamp-step 1 \
+    --spead-heap-bytes "$HEAP" --spead-sync-time "$(date +%s)" --spead-sample-rate 1000 --stop-bytes "$bytes" --stop-duration "$(limit "$1")s" \
+    --summary-file "$work/summary.json" 2>"$work/rrecv.log" &
+  pid=$!
+  bound "$PORT" "$work/rrecv.log"
+  "$R" ring read -k "$KEY" --wait 10s -s -o /dev/null 2>/dev/null &
+  reader=$!
+  sleep 0.3
+  t0=$(ticks "$(pgrep -P "$pid")")
+  send "$1" >"$work/sent"
+  sent=$(cat "$work/sent")
+  wait "$pid" || true
+  wait "$reader" || true
+  got=$(jq -r '.packets.receivedBytes // 0' "$work/summary.json" 2>/dev/null || echo 0)
+  drops=$(jq -r '.packets.kernelDrops // 1' "$work/summary.json" 2>/dev/null || echo 1)
+  [ "$got" = "$bytes" ] && [ "$drops" = 0 ] && ok=1
+  [ "$ok" = 1 ] || echo "  ringcap lost data: $(jq -c '.packets' "$work/summary.json" 2>/dev/null || tail -2 "$work/rrecv.log")" >&2
+  echo "$ok $(cpu "$work/time" "$t0") $got $sent"
+}
+
+# highest RECEIVER: the highest loss-free rate of RATES, stepping up (0 when none), into $best
+highest() {
+  local r ok c b s
+  best=0
+  for r in $RATES; do
+    "trial_$1" "$r" >"$work/trial"
+    read -r ok c b s <"$work/trial"
+    echo "  $1 at $r Gb/s: lossfree=$ok sent=${s:-?} Gb/s"
+    [ "$ok" = 1 ] || break
+    best=$r
+  done
+}
+
+# perGiB RECEIVER: CPU seconds per GiB at CPU_RATE into $per (nan when the trial lost data)
+perGiB() {
+  local ok c b s
+  "trial_$1" "$CPU_RATE" >"$work/trial"
+  read -r ok c b s <"$work/trial"
+  echo "  $1 at $CPU_RATE Gb/s: lossfree=$ok cpu=${c}s bytes=$b"
+  per=nan
+  if [ "$ok" = 1 ]; then per=$(awk -v c="$c" -v b="$b" 'BEGIN { printf "%.4f", c / (b / 1073741824) }'); fi
+}
+
+stats() { # median and range of the numbers on stdin, as "median min max"
+  sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%g %g %g\n", m, v[1], v[NR] }'
+}
+
+go build -o "$R" ./cmd/ringcap
+echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s, socket buffer $BUF"
+: >"$work/rounds"
+for i in $(seq 1 "$ROUNDS"); do
+  echo "round $i"
+  highest spead2; rs=$best
+  highest ringcap; rr=$best
+  perGiB spead2; cs=$per
+  perGiB ringcap; cr=$per
+  echo "$rs $rr $cs $cr" | tee -a "$work/rounds"
+done
+col() { awk -v c="$1" '$c != "nan" { print $c }' "$work/rounds"; }
+ratio() { awk -v a="$1" -v b="$2" '$a != "nan" && $b != "nan" && $b > 0 { print $a / $b }' "$work/rounds"; }
+report() { # NAME UNIT SPEAD2_COL RINGCAP_COL
+  local s r q
+  s=$(col "$3" | stats); r=$(col "$4" | stats); q=$(ratio "$4" "$3" | stats)
+  printf '%-28s spead2_recv %s  ringcap %s  (median, min..max over rounds; %s)\n' "$1" \
+    "$(echo "$s" | awk '{ print $1 " [" $2 ".." $3 "]" }')" "$(echo "$r" | awk '{ print $1 " [" $2 ".." $3 "]" }')" "$2"
+  printf '%-28s ratio ringcap/spead2_recv %s [%s..%s] (ratio of medians, range of the rounds'"'"' ratios)\n' "" \
+    "$(awk -v a="${r%% *}" -v b="${s%% *}" 'BEGIN { if (b > 0) printf "%.3g", a / b; else print "nan" }')" \
+    "$(echo "$q" | awk '{ print $2 }')" "$(echo "$q" | awk '{ print $3 }')"
+}
+report "highest loss-free rate" "Gb/s" 1 2
+report "CPU per GiB at $CPU_RATE Gb/s" "CPU s/GiB" 3 4

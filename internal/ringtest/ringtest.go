@@ -1,0 +1,61 @@
+// Package ringtest creates PSRDADA rings for tests, at a test binary's ring keys
+// (internal/ipctest) and destroyed when the test ends, and reads an observation back
+// from one with a pkg/dada reader.
+package ringtest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/ringcap/ringcap/internal/ipctest"
+	"github.com/ringcap/ringcap/pkg/dada"
+)
+
+// New creates a ring of nbufs blocks of bufsz bytes at the next of keys, destroyed at
+// the end of the test.
+func New(t testing.TB, keys *ipctest.Keys, nbufs, bufsz uint64) *dada.HDU {
+	t.Helper()
+	cfg := dada.DefaultConfig()
+	cfg.Key, cfg.NBufs, cfg.BufSize = dada.Key(keys.Next()), nbufs, bufsz
+	h, err := dada.Create(cfg)
+	if err != nil {
+		t.Fatalf("create ring: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := h.Destroy(); err != nil {
+			t.Errorf("destroy ring: %v", err)
+		}
+	})
+	return h
+}
+
+// ReadObservation reads one observation from h with a pkg/dada reader: its header and
+// its bytes.
+func ReadObservation(ctx context.Context, h *dada.HDU) (hdr, data []byte, err error) {
+	r, err := h.LockRead(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { err = errors.Join(err, r.Close()) }()
+	if hdr, err = r.ReadHeader(ctx); err != nil {
+		return nil, nil, err
+	}
+	for {
+		b, err := r.NextBlock(ctx)
+		if errors.Is(err, io.EOF) {
+			return hdr, data, nil
+		}
+		if err != nil {
+			return hdr, data, err
+		}
+		data = append(data, b.Data...)
+		if err := r.MarkCleared(); err != nil {
+			return hdr, data, err
+		}
+		if b.EOD {
+			return hdr, data, nil
+		}
+	}
+}
