@@ -3,9 +3,16 @@ package assemble
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ringtest"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
@@ -74,4 +81,246 @@ func drain(ctx context.Context, h *dada.HDU) (err error) {
 			return nil
 		}
 	}
+}
+
+// placeGoal is the goal of issue 53 for placing packets against a bare copy.
+const placeGoal = 1.1
+
+// BenchmarkPlaceFloor is `ratio place/memcpy-floor` (make bench-ingest): the
+// CPU time of placing a batch of 8 KiB packets already in memory into a real
+// ring with Put (presence, counters, the block hand-overs to a reader that
+// clears each block at once) against a bare copy of the same packets into the
+// same block memory at the same offsets, the floor of a one-copy receiver.
+// Beside it, `ratio place-noring/memcpy-floor`: Put into the same blocks
+// through a BlockWriter that never waits (memWriter), the assembler's own cost
+// without the ring's hand-offs. It ignores b.N (run it with -benchtime 1x):
+// RINGCAP_BENCH_ROUNDS rounds (default 7) after a warm-up round, each writing
+// the batch 32 times each way, the first way rotating; it prints the medians
+// of the rounds' ratios with their intervals.
+func BenchmarkPlaceFloor(b *testing.B) {
+	rounds := benchRounds(b, 7)
+	h := ringtest.New(b, testKeys, placeBlocks, placeBlockBytes)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := h.LockWrite(ctx, dada.WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	drained := make(chan error, 1)
+	go func() { drained <- drain(ctx, h) }()
+	pb := newPlaceBench(ctx, b, w)
+	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
+		b.Fatal(err)
+	}
+	pb.costs = [3][]packetCost{}
+	for range rounds {
+		if err := pb.round(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pb.close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-drained; err != nil {
+		b.Fatal(err)
+	}
+	pb.print()
+}
+
+// BenchmarkPlaceFloor's geometry: 8 KiB packets, a batch of 1024 (8 MiB)
+// written placePasses times per way and round, a ring of 8 blocks of 4 MiB.
+const (
+	placePacket, placeBatch, placePasses = 8 << 10, 1024, 32
+	placeBlocks, placeBlockBytes         = 8, 4 << 20
+)
+
+// placeBench is BenchmarkPlaceFloor's three ways of writing the same packets
+// into the same blocks: Put into the ring, Put through memWriter, copy.
+type placeBench struct {
+	pkts      [][]byte
+	ring, mem *Assembler
+	block     func(int) []byte
+	off       [3]uint64
+	costs     [3][]packetCost // per way, per round
+	rounds    int
+}
+
+// The ways, in costs' order.
+const (
+	wayRing = iota
+	wayMem
+	wayCopy
+)
+
+func newPlaceBench(ctx context.Context, b *testing.B, w *dada.Writer) *placeBench {
+	cfg := ForDada(w, 4)
+	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
+	ring, err := New(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mcfg := cfg
+	mcfg.Writer, mcfg.Header = &memWriter{blocks: make([][]byte, placeBlocks)}, nil
+	mem, err := New(ctx, mcfg)
+	if err != nil {
+		_ = ring.Close()
+		b.Fatal(err)
+	}
+	return &placeBench{pkts: packetBatch(placeBatch, placePacket), ring: ring, mem: mem, block: cfg.Block}
+}
+
+// round writes the batch placePasses times each way, the first way rotating.
+func (p *placeBench) round() error {
+	ways := []func() error{
+		func() error { return p.put(p.ring, &p.off[wayRing]) },
+		func() error { return p.put(p.mem, &p.off[wayMem]) },
+		p.copy,
+	}
+	for k := range ways {
+		way := (p.rounds + k) % len(ways)
+		c, err := timePackets(placePasses*placeBatch, ways[way])
+		if err != nil {
+			return err
+		}
+		p.costs[way] = append(p.costs[way], c)
+	}
+	p.rounds++
+	return nil
+}
+
+func (p *placeBench) put(a *Assembler, off *uint64) error {
+	for range placePasses {
+		for _, pkt := range p.pkts {
+			if err := a.Put(*off, pkt); err != nil {
+				return err
+			}
+			*off += placePacket
+		}
+	}
+	return nil
+}
+
+func (p *placeBench) copy() error {
+	off := &p.off[wayCopy]
+	for range placePasses {
+		for _, pkt := range p.pkts {
+			copy(p.block(int(*off / placeBlockBytes % placeBlocks))[*off%placeBlockBytes:], pkt)
+			*off += placePacket
+		}
+	}
+	return nil
+}
+
+// close ends both assemblers and checks that they placed every packet.
+func (p *placeBench) close() error {
+	for _, a := range []*Assembler{p.ring, p.mem} {
+		if err := a.Close(); err != nil {
+			return err
+		}
+		if c := a.Snapshot(); c.Received != c.Packets {
+			return fmt.Errorf("placed %d of %d packets", c.Received, c.Packets)
+		}
+	}
+	return nil
+}
+
+// print prints the two ratio lines.
+func (p *placeBench) print() {
+	ratio := func(way int) (med, lo, hi float64) {
+		var r []float64
+		for i := range p.costs[way] {
+			r = append(r, p.costs[way][i].cpu/p.costs[wayCopy][i].cpu)
+		}
+		return benchstat.MedianCI(r)
+	}
+	cpu, wall := p.medians()
+	tail := fmt.Sprintf("(CPU time; 8 KiB packets, a batch of 8 MiB into a ring of %d x %d MiB with a clearing reader, median of %d rounds of %d packets)",
+		placeBlocks, placeBlockBytes>>20, len(p.costs[wayCopy]), placePasses*placeBatch)
+	med, lo, hi := ratio(wayRing)
+	fmt.Printf("ratio place/memcpy-floor=%.3f [%.3f, %.3f]  goal ≤ %.1f: %s; Put %.0f ns per packet, copy %.0f ns (wall %.0f and %.0f ns, %.2f and %.2f GB/s)  %s\n",
+		med, lo, hi, placeGoal, placeVerdict(med, hi), cpu[wayRing], cpu[wayCopy], wall[wayRing], wall[wayCopy], placePacket/wall[wayRing], placePacket/wall[wayCopy], tail)
+	med, lo, hi = ratio(wayMem)
+	fmt.Printf("ratio place-noring/memcpy-floor=%.3f [%.3f, %.3f]  Put through a writer that never waits (no ring hand-off) %.0f ns per packet (wall %.0f ns)  %s\n",
+		med, lo, hi, cpu[wayMem], wall[wayMem], tail)
+}
+
+// medians are each way's median CPU and wall time per packet, in ns.
+func (p *placeBench) medians() (cpu, wall [3]float64) {
+	for way, cs := range p.costs {
+		var c, w []float64
+		for _, x := range cs {
+			c, w = append(c, x.cpu), append(w, x.wall)
+		}
+		cpu[way], _, _ = benchstat.MedianCI(c)
+		wall[way], _, _ = benchstat.MedianCI(w)
+	}
+	return cpu, wall
+}
+
+// placeVerdict says whether a ratio with goal ≤ placeGoal met it.
+func placeVerdict(med, hi float64) string {
+	switch {
+	case hi <= placeGoal:
+		return "met"
+	case med <= placeGoal:
+		return "met by the median, not by the interval"
+	}
+	return "not met"
+}
+
+// packetBatch returns n packets of size bytes, each its own buffer, filled.
+func packetBatch(n, size int) [][]byte {
+	pkts := make([][]byte, n)
+	for i := range pkts {
+		pkts[i] = make([]byte, size)
+		for j := range pkts[i] {
+			pkts[i][j] = byte(i + j)
+		}
+	}
+	return pkts
+}
+
+// packetCost is the cost of one packet: wall time and the process's CPU time,
+// in ns.
+type packetCost struct{ wall, cpu float64 }
+
+// timePackets runs fn (n packets) and returns its cost per packet.
+func timePackets(n int, fn func() error) (packetCost, error) {
+	c0, err := processCPU()
+	if err != nil {
+		return packetCost{}, err
+	}
+	start := time.Now()
+	if err := fn(); err != nil {
+		return packetCost{}, err
+	}
+	wall := time.Since(start)
+	c1, err := processCPU()
+	if err != nil {
+		return packetCost{}, err
+	}
+	return packetCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
+}
+
+// processCPU is the process's user and system CPU time so far, in ns.
+func processCPU() (int64, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano(), nil
+}
+
+// benchRounds is RINGCAP_BENCH_ROUNDS (make bench-ingest ROUNDS=), else def.
+func benchRounds(b *testing.B, def int) int {
+	s := os.Getenv("RINGCAP_BENCH_ROUNDS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("RINGCAP_BENCH_ROUNDS=%q: want a number of rounds, at least 1", s)
+	}
+	return n
 }
