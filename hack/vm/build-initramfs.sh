@@ -26,7 +26,7 @@ BINS=(
   /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong /usr/bin/ibv_ud_pingpong
   /usr/bin/ib_write_bw /usr/bin/ib_send_bw /usr/bin/ib_read_bw
   /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/ib_read_lat
-  /usr/bin/rping /usr/bin/rdma /usr/sbin/ip
+  /usr/bin/rping /usr/bin/rdma /usr/sbin/ip /usr/sbin/tc
   /usr/bin/ipcs /usr/bin/ipcrm /usr/bin/prlimit /usr/bin/setpriv /usr/bin/timeout
   # fi_info brings libfabric and its closure: ringcap and the capture tests link libfabric.
   /usr/bin/fi_info
@@ -39,7 +39,8 @@ EXTRA_LIBS=(/lib/x86_64-linux-gnu/libgcc_s.so.1 /lib/x86_64-linux-gnu/libpthread
 # Modules (with their modules.dep closure). crc32_generic: rxe needs the "crc32" shash and on
 # Debian it is a module; without it `rdma link add` fails with "No such file or directory".
 # macvlan: an upper device of a veth with RoCE GIDs of its own (the Attachment-mode test).
-MODS="crc32_generic crc32-pclmul rdma_rxe rdma_ucm ib_uverbs ib_umad veth dummy macvlan 9p 9pnet_virtio virtio_pci virtio_net"
+# sch_netem: loss, duplication and reordering injected between two namespaces (packet ingest).
+MODS="crc32_generic crc32-pclmul rdma_rxe rdma_ucm ib_uverbs ib_umad veth dummy macvlan sch_netem 9p 9pnet_virtio virtio_pci virtio_net"
 # Left out where the kernel has no such module: from Linux 6.15 rxe computes its ICRC with the
 # crc32 library and the crc32 crypto modules are gone (trixie-backports' 7.x).
 OPTIONAL_MODS="crc32_generic crc32-pclmul"
