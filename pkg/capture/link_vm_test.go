@@ -18,12 +18,16 @@ import (
 
 // A receiver exports the counters of the rxe port it uses, counted from its start
 // (ringcap_recv_link_increase_total, issue 54): after a stream over rxe its received
-// packets have grown, by at least the stream's messages.
+// packets have grown, by at least the stream's messages. The receiver runs as a pod's
+// does: not root, no capabilities.
 func TestVMLinkCounters(t *testing.T) {
 	vmtest.Require(t)
 	bin := vmtest.Binary(t, "ringcap")
 	metrics := net.JoinHostPort("127.0.0.1", strconv.Itoa(vmPort()))
-	o := startOneObservation(t, bin, "send", 8, 256<<10, "--metrics-addr", metrics, "--stop-observations", "2")
+	o := oneObservation{key: vmKey(), connect: net.JoinHostPort(vmtest.IP1, strconv.Itoa(vmPort()))}
+	o.recv = start(t, "ringcap-vm-unprivileged", strconv.Itoa(64<<20), bin, "recv", "-k", o.key, "--create", "-n", "8", "-b", strconv.Itoa(256<<10),
+		"--mode", "send", "--qps", "4", "--listen", o.connect, "--metrics-addr", metrics, "--stop-observations", "2")
+	waitListening(t, o.connect, o.recv)
 	reader := start(t, bin, "ring", "read", "-k", o.key, "--verify", "41", "-s")
 	const total, msg = 4 << 20, 65536
 	out, err := run(t, 3*time.Minute, bin, "send", "--connect", o.connect, "--mode", "send", "--qps", "4", "--msg-bytes", strconv.Itoa(msg),
