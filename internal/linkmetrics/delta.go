@@ -33,6 +33,9 @@ func NewDeltaCollector(roots rdma.Roots, port Port) (*DeltaCollector, error) {
 	return &DeltaCollector{roots: roots, port: port, base: base}, nil
 }
 
+// Len is the number of counters the base holds.
+func (d *DeltaCollector) Len() int { return len(d.base) }
+
 // Describe sends the delta descriptor.
 func (d *DeltaCollector) Describe(ch chan<- *prometheus.Desc) { ch <- deltaDesc }
 

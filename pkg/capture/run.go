@@ -294,5 +294,7 @@ func watchLink(t *Tracker, roots rdma.Roots, ch *endpoint.Chosen, log *slog.Logg
 	}
 	if err != nil {
 		log.Warn("the link counters of the port are not exported", "device", ch.Device, "port", ch.Port, "error", err)
+		return
 	}
+	log.Info("Exporting the port's link counters from now (ringcap_recv_link_increase_total)", "device", ch.Device, "port", ch.Port, "counters", d.Len())
 }

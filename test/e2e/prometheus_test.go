@@ -311,6 +311,13 @@ func checkPrometheusSeesTheStall(t *testing.T, p *prom, capturePod, readerContai
 	link := fmt.Sprintf(`ringcap_recv_link_increase_total{namespace=%q, pod=%q}`, testNamespace, capturePod)
 	res, err := p.query(link)
 	t.Logf("the capture's link counters (%s): %d series, %v; error %v", link, len(res), res, err)
+	if len(res) == 0 {
+		for _, l := range strings.Split(podLogs(t, testNamespace, capturePod, "receiver"), "\n") {
+			if strings.Contains(l, "link counters") || strings.Contains(l, "RDMA endpoint") {
+				t.Logf("receiver: %s", l)
+			}
+		}
+	}
 	// Continue the reader: the ring drains and the alerts resolve.
 	if out, err := execIn(t, testNamespace, capturePod, readerContainer, "/bin/sh", "-c", "kill -CONT -1"); err != nil {
 		t.Fatalf("continue the stopped reader: %v: %s", err, out)
