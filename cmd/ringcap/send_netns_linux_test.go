@@ -64,41 +64,51 @@ func startListening(t *testing.T, cmd *exec.Cmd, errb *strings.Builder) chan err
 	return done
 }
 
-// A sender in one network namespace streams 8 KiB SPEAD packets over a veth pair (MTU
-// 9000) into a receiver in another, unicast and to a multicast group the receiver joins
-// on its interface; one packet in 50 is dropped by the sender. The receiver allows the
-// subnet of its address (or of the interface it joined the group on) only. The reader finds every
-// byte sent in place and the dropped ones zero; the counts are exact, and the stream ends
-// at the sender's stop heap.
+// vethCase is one stream over the veth pair: its target, recv's and send's own flags, the
+// placement rule both take, and whether the stream ends with a stop heap (SPEAD) or by
+// the receiver's idle timeout (VDIF).
+type vethCase struct {
+	name, target     string
+	recv, send, rule []string
+	stopHeap         bool
+}
+
+// A sender in one network namespace streams 8 KiB packets over a veth pair (MTU 9000)
+// into a receiver in another: SPEAD unicast and to a multicast group the receiver joins on
+// its interface, VDIF unicast; one packet in 50 is dropped by the sender. The receiver
+// allows the subnet of its address (or of the interface it joined the group on) only.
+// The reader finds every byte sent in place and the dropped ones zero; the counts are
+// exact, and the stream ends at the sender's stop heap (VDIF: the idle timeout).
 func TestSendRecvOverVeth(t *testing.T) {
-	for _, tc := range []struct {
-		name, target string
-		recv, send   []string
-	}{
-		{"unicast", nettest.RxAddr.String(), []string{"--udp-address", nettest.RxAddr.String(), "--allowed-senders", "listen-subnet"}, nil},
-		{"multicast", "239.2.1.150", []string{"--multicast", "239.2.1.150", "--multicast-interface", nettest.RxDev, "--allowed-senders", "listen-subnet"},
-			[]string{"--multicast-interface", nettest.TxDev, "--multicast-ttl", "2"}},
+	spead := []string{"--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", "4096", "--spead-heap-bytes", "32K",
+		"--spead-sync-time", "1700000000", "--spead-sample-rate", "1712000000"}
+	vdif := []string{"--protocol", "vdif", "--vdif-frames-per-second", "1000", "--vdif-payload-bytes", "8192"}
+	unicast := []string{"--udp-address", nettest.RxAddr.String(), "--allowed-senders", "listen-subnet"}
+	for _, c := range []vethCase{
+		{"spead-unicast", nettest.RxAddr.String(), unicast, []string{"--packet-bytes", "8K"}, spead, true},
+		{"spead-multicast", "239.2.1.150", []string{"--multicast", "239.2.1.150", "--multicast-interface", nettest.RxDev, "--allowed-senders", "listen-subnet"},
+			[]string{"--packet-bytes", "8K", "--multicast-interface", nettest.TxDev, "--multicast-ttl", "2"}, spead, true},
+		{"vdif-unicast", nettest.RxAddr.String(), append(unicast, "--udp-idle-timeout", "1s"), nil, vdif, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { sendOverVeth(t, tc.target, tc.recv, tc.send) })
+		t.Run(c.name, func(t *testing.T) { sendOverVeth(t, c) })
 	}
 }
 
-func sendOverVeth(t *testing.T, target string, recvArgs, sendArgs []string) {
+func sendOverVeth(t *testing.T, c vethCase) {
 	tx, rx := nettest.VethPair(t)
 	const total, pkt, every = 4 << 20, 8192, 50
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	key, port := testKey(t).String(), 7148
 	summary := filepath.Join(t.TempDir(), "summary.json")
-	rule := []string{"--protocol", "spead", "--spead-timestamp-id", "0x1600", "--spead-timestamp-step", "4096", "--spead-heap-bytes", "32K",
-		"--spead-sync-time", "1700000000", "--spead-sample-rate", "1712000000"}
+	target, rule := c.target, c.rule
 	recv := inNetns(ctx, t, rx, append(append([]string{"recv", "-k", key, "--create", "-b", "262144", "-n", "8", "--udp-ports", strconv.Itoa(port),
-		"--udp-buffer", "4M", "--metrics-addr", "127.0.0.1:0", "--summary-file", summary}, rule...), recvArgs...)...)
+		"--udp-buffer", "4M", "--metrics-addr", "127.0.0.1:0", "--summary-file", summary}, rule...), c.recv...)...)
 	var errb strings.Builder
 	done := startListening(t, recv, &errb)
 	read := startReader(key)
 	send := inNetns(ctx, t, tx, append(append([]string{"send", "--connect", target + ":" + strconv.Itoa(port), "--seed", "7", "--bytes", strconv.Itoa(total),
-		"--packet-bytes", strconv.Itoa(pkt), "--drop-every", strconv.Itoa(every), "--rate", "32M"}, rule...), sendArgs...)...)
+		"--drop-every", strconv.Itoa(every), "--rate", "32M"}, rule...), c.send...)...)
 	out, err := send.CombinedOutput()
 	if err != nil {
 		t.Fatalf("send: %v\n%s", err, out)
@@ -112,8 +122,12 @@ func sendOverVeth(t *testing.T, target string, recvArgs, sendArgs []string) {
 		t.Errorf("endpoint %+v for a stream to %s", st.Endpoint, target)
 	}
 	sent := total/pkt - total/pkt/every
-	checkPackets(t, st.Packets, statusdoc.Packets{Protocol: "spead", Packets: uint64(sent) + 1, ReceivedPackets: uint64(sent), ReceivedBytes: uint64(sent * pkt),
-		Control: 1, ZeroFilledBytes: uint64(total - sent*pkt), Blocks: total / 262144})
+	want := statusdoc.Packets{Protocol: c.rule[1], Packets: uint64(sent), ReceivedPackets: uint64(sent), ReceivedBytes: uint64(sent * pkt),
+		ZeroFilledBytes: uint64(total - sent*pkt), Blocks: total / 262144}
+	if c.stopHeap {
+		want.Packets, want.Control = want.Packets+1, 1
+	}
+	checkPackets(t, st.Packets, want)
 	got := <-read
 	if got.err != nil || len(got.data) != total {
 		t.Fatalf("read %d bytes (%v), want %d; send: %s", len(got.data), got.err, total, out)
