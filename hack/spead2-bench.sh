@@ -15,11 +15,14 @@
 #
 #   hack/spead2-bench.sh [SPEAD2_CHECKOUT]    (with a checkout it builds first)
 #   ROUNDS=1 HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
+#   RECV_FLAGS=--hugepages hack/spead2-bench.sh    (ringcap's ring in huge pages: set
+#     vm.nr_hugepages to at least the ring's 32 MiB first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] && hack/spead2-build.sh "$1"
 . hack/env.sh
 KEY=${BENCH_KEY:-5a54}
+RECV_FLAGS=${RECV_FLAGS:-}
 PORT=${SPEAD2_PORT:-7152}
 ROUNDS=${ROUNDS:-5}
 HEAP=${HEAP:-65536}
@@ -87,7 +90,7 @@ trial_ringcap() {
     --metrics-addr "" --drain-timeout 10s --protocol spead --udp-ports "$PORT" \
     --udp-address 127.0.0.1 --udp-buffer "$BUF" --spead-timestamp-id 0x1 --spead-timestamp-step 1 \
     --spead-heap-bytes "$HEAP" --spead-sync-time "$(date +%s)" --spead-sample-rate 1000 --stop-bytes "$bytes" --stop-duration "$(limit "$1")s" \
-    --summary-file "$work/summary.json" 2>"$work/rrecv.log" &
+    --summary-file "$work/summary.json" $RECV_FLAGS 2>"$work/rrecv.log" &
   pid=$!
   bound "$PORT" "$work/rrecv.log"
   "$R" ring read -k "$KEY" --wait 10s -s -o /dev/null 2>/dev/null &

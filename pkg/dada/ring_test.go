@@ -3,6 +3,7 @@ package dada
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -299,6 +300,22 @@ func TestPageInAndLock(t *testing.T) {
 			if !locked[id] {
 				t.Errorf("segment %d of ring %s is not locked", id, r.Key())
 			}
+		}
+	}
+}
+
+// Populate faults a ring's blocks in without changing what they hold.
+func TestPopulateKeepsContents(t *testing.T) {
+	h := createTestRing(t, Config{NBufs: 4, BufSize: 1 << 16})
+	for i := range h.Data.NBufs() {
+		copy(h.Data.Block(i), fmt.Sprintf("block %d", i))
+	}
+	if err := h.Data.Populate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range h.Data.NBufs() {
+		if want := fmt.Sprintf("block %d", i); string(h.Data.Block(i)[:len(want)]) != want {
+			t.Fatalf("block %d holds %q after Populate", i, h.Data.Block(i)[:len(want)])
 		}
 	}
 }

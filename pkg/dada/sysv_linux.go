@@ -136,3 +136,7 @@ func mmapReserve(n uintptr) (uintptr, error) {
 
 // munmap unmaps n bytes at addr.
 func munmap(addr, n uintptr) error { return unix.MunmapPtr(ptr(addr), n) }
+
+// populateWrite faults in the pages of b for writing (MADV_POPULATE_WRITE, Linux 5.14)
+// without changing their contents; on an older kernel it returns an error.
+func populateWrite(b []byte) error { return unix.Madvise(b, unix.MADV_POPULATE_WRITE) }

@@ -24,3 +24,5 @@ func munmap(uintptr, uintptr) error            { return ErrNotSupported }
 
 func semTry(int, uint16, int16, int16, *unix.Timespec) error { return ErrNotSupported }
 func semNow(int, uint16, int16, int16) error                 { return ErrNotSupported }
+
+func populateWrite([]byte) error { return ErrNotSupported }

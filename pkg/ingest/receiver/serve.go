@@ -34,6 +34,7 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 	if err != nil {
 		return err
 	}
+	populate(h, log)
 	g, err := newGate(c.Listen.Allowed, ucfg, log)
 	if err != nil {
 		return err
@@ -56,6 +57,17 @@ func (c Config) Serve(ctx context.Context, h *dada.HDU, t *status.Tracker, log *
 	s.listening(r.Sockets(), reason)
 	err = s.run(ctx, udpSource{r: r, shared: len(r.Sockets()) > 1, gate: g})
 	return errors.Join(err, closeWriter(ctx, w, log))
+}
+
+// populate faults the data ring's pages in before the sockets open: a fresh ring's first
+// pass would otherwise pay a page fault per page while packets arrive, and drop them.
+func populate(h *dada.HDU, log *slog.Logger) {
+	start := time.Now()
+	if err := h.Data.Populate(); err != nil {
+		log.Warn("The ring's pages are faulted in as packets arrive (packets may be dropped in its first pass)", "err", err)
+		return
+	}
+	log.Info("Faulted in the ring's pages", "bytes", h.Data.NBufs()*h.Data.BufSize(), "seconds", time.Since(start).Seconds())
 }
 
 // closeWriter unlocks the ring; after a stop (ctx done) it waits at most
