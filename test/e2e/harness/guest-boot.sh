@@ -31,6 +31,17 @@ sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.bridge
 ulimit -l unlimited; ulimit -n 1048576
 hostname "$E2E_NODE"; echo "$E2E_NODE" > /etc/hostname
 ip link set lo up
+# Hash one connection through conntrack now, while the guest is idle: conntrack seeds its hash
+# on first use (get_random_once), which then patches a static key in the kernel's text; under
+# TCG that patching, racing the softirqs of the first busy traffic (kubelet, kube-proxy), has
+# soft-locked both vCPUs in hash_conntrack_raw (serial log: kprobe int3 handler, ksoftirqd).
+if iptables -t raw -I OUTPUT -o lo -m conntrack --ctstate NEW -j ACCEPT 2>/dev/null; then
+  echo warm >/dev/udp/127.0.0.1/9 2>/dev/null || true
+  sleep 1 # the static key's patching runs in a worker, after the first hash
+  iptables -t raw -D OUTPUT -o lo -m conntrack --ctstate NEW -j ACCEPT 2>/dev/null || true
+else
+  log "conntrack warm-up rule refused"
+fi
 ip link set eth0 up; ip addr add "$E2E_GUEST_IP/30" dev eth0; ip route add default via "$E2E_HOST_IP"
 # Soft-RoCE: rxe0 on veth0 (198.18.0.1) and rxe1 on veth1 (198.18.0.2) in the init netns. Both ends
 # are local, so policy routing forces traffic to the other address out of the other veth (without
