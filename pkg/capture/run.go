@@ -289,7 +289,13 @@ func watchLink(t *Tracker, roots rdma.Roots, ch *endpoint.Chosen, log *slog.Logg
 		return
 	}
 	d, err := linkmetrics.NewDeltaCollector(roots, linkmetrics.Port{Device: ch.Device, Port: ch.Port})
-	if err == nil {
+	switch {
+	case err != nil:
+	case d.Len() == 0:
+		// A pod in a network namespace of its own sees the device's "compat" sysfs entry,
+		// which has neither counters nor hw_counters.
+		err = errors.New("the port has no counters here (a network namespace other than the node's sees none); the device plugin exports the node's, ringcap_link_counter_total")
+	default:
 		err = t.Register(d)
 	}
 	if err != nil {
