@@ -59,3 +59,28 @@ func ReadObservation(ctx context.Context, h *dada.HDU) (hdr, data []byte, err er
 		}
 	}
 }
+
+// Drain reads one observation of h as a reader that keeps nothing: each block cleared as
+// soon as it is filled, until the data end or ctx ends.
+func Drain(ctx context.Context, h *dada.HDU) (err error) {
+	r, err := h.LockRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, r.Close()) }()
+	if _, err := r.ReadHeader(ctx); err != nil {
+		return err
+	}
+	for {
+		blk, err := r.NextBlock(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.MarkCleared(); err != nil || blk.EOD {
+			return err
+		}
+	}
+}

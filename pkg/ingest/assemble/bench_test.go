@@ -2,15 +2,9 @@ package assemble
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ringtest"
@@ -31,7 +25,7 @@ func BenchmarkPut(b *testing.B) {
 	}
 	defer func() { _ = w.Close() }()
 	drained := make(chan error, 1)
-	go func() { drained <- drain(ctx, h) }()
+	go func() { drained <- ringtest.Drain(ctx, h) }()
 	cfg := ForDada(w, 4)
 	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
 	a, err := New(ctx, cfg)
@@ -56,33 +50,6 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
-// drain reads one observation from h, clearing each block at once.
-func drain(ctx context.Context, h *dada.HDU) (err error) {
-	r, err := h.LockRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, r.Close()) }()
-	if _, err := r.ReadHeader(ctx); err != nil {
-		return err
-	}
-	for {
-		blk, err := r.NextBlock(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.MarkCleared(); err != nil {
-			return err
-		}
-		if blk.EOD {
-			return nil
-		}
-	}
-}
-
 // placeGoal is the goal of issue 53 for placing packets against a bare copy.
 const placeGoal = 1.1
 
@@ -98,7 +65,10 @@ const placeGoal = 1.1
 // the batch 32 times each way, the first way rotating; it prints the medians
 // of the rounds' ratios with their intervals.
 func BenchmarkPlaceFloor(b *testing.B) {
-	rounds := benchRounds(b, 7)
+	rounds, err := benchstat.EnvRounds(7)
+	if err != nil {
+		b.Fatal(err)
+	}
 	h := ringtest.New(b, testKeys, placeBlocks, placeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -108,7 +78,7 @@ func BenchmarkPlaceFloor(b *testing.B) {
 	}
 	defer func() { _ = w.Close() }()
 	drained := make(chan error, 1)
-	go func() { drained <- drain(ctx, h) }()
+	go func() { drained <- ringtest.Drain(ctx, h) }()
 	pb := newPlaceBench(ctx, b, w)
 	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
 		b.Fatal(err)
@@ -287,7 +257,7 @@ type packetCost struct{ wall, cpu float64 }
 
 // timePackets runs fn (n packets) and returns its cost per packet.
 func timePackets(n int, fn func() error) (packetCost, error) {
-	c0, err := processCPU()
+	c0, err := benchstat.ProcessCPU()
 	if err != nil {
 		return packetCost{}, err
 	}
@@ -296,31 +266,9 @@ func timePackets(n int, fn func() error) (packetCost, error) {
 		return packetCost{}, err
 	}
 	wall := time.Since(start)
-	c1, err := processCPU()
+	c1, err := benchstat.ProcessCPU()
 	if err != nil {
 		return packetCost{}, err
 	}
 	return packetCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
-}
-
-// processCPU is the process's user and system CPU time so far, in ns.
-func processCPU() (int64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), nil
-}
-
-// benchRounds is RINGCAP_BENCH_ROUNDS (make bench-ingest ROUNDS=), else def.
-func benchRounds(b *testing.B, def int) int {
-	s := os.Getenv("RINGCAP_BENCH_ROUNDS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		b.Fatalf("RINGCAP_BENCH_ROUNDS=%q: want a number of rounds, at least 1", s)
-	}
-	return n
 }

@@ -3,15 +3,9 @@ package stream
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ingesttest"
@@ -31,7 +25,10 @@ import (
 // RINGCAP_BENCH_ROUNDS rounds (default 7) after a warm-up round, each writing
 // the batch 32 times each way, the first way alternating.
 func BenchmarkPipelineFloor(b *testing.B) {
-	rounds := benchRounds(b, 7)
+	rounds, err := benchstat.EnvRounds(7)
+	if err != nil {
+		b.Fatal(err)
+	}
 	h := ringtest.New(b, testKeys, pipeBlocks, pipeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -41,7 +38,7 @@ func BenchmarkPipelineFloor(b *testing.B) {
 	}
 	defer func() { _ = w.Close() }()
 	drained := make(chan error, 1)
-	go func() { drained <- discard(ctx, h) }()
+	go func() { drained <- ringtest.Drain(ctx, h) }()
 	cfg := Config{Protocol: SPEAD, SPEAD: spead.Rule{TimestampID: tsID, TimestampStep: pipeStep},
 		SPEADTime: SPEADTime{SyncTime: syncTime, SampleRate: sampleRate}, HeaderBytes: h.Header.BufSize()}
 	p, err := New(ctx, cfg, assemble.ForDada(w, 4))
@@ -64,31 +61,6 @@ func BenchmarkPipelineFloor(b *testing.B) {
 		b.Fatalf("placed %d of %d packets: %+v", c.Received, c.Packets, c)
 	}
 	pb.print()
-}
-
-// discard reads one observation from h, clearing each block at once without
-// looking at it (drain keeps what it reads).
-func discard(ctx context.Context, h *dada.HDU) (err error) {
-	r, err := h.LockRead(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, r.Close()) }()
-	if _, err := r.ReadHeader(ctx); err != nil {
-		return err
-	}
-	for {
-		blk, err := r.NextBlock(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.MarkCleared(); err != nil || blk.EOD {
-			return err
-		}
-	}
 }
 
 // BenchmarkPipelineFloor's geometry: heaps of one 8 KiB packet, a batch of
@@ -185,7 +157,7 @@ func (pb *pipeBench) print() {
 // timeRun runs fn and returns the process's CPU time and the wall time it
 // took, in ns.
 func timeRun(fn func() error) (cpu, wall float64, err error) {
-	c0, err := processCPU()
+	c0, err := benchstat.ProcessCPU()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -194,31 +166,9 @@ func timeRun(fn func() error) (cpu, wall float64, err error) {
 		return 0, 0, err
 	}
 	w := time.Since(start)
-	c1, err := processCPU()
+	c1, err := benchstat.ProcessCPU()
 	if err != nil {
 		return 0, 0, err
 	}
 	return float64(c1 - c0), float64(w.Nanoseconds()), nil
-}
-
-// processCPU is the process's user and system CPU time so far, in ns.
-func processCPU() (int64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), nil
-}
-
-// benchRounds is RINGCAP_BENCH_ROUNDS (make bench-ingest ROUNDS=), else def.
-func benchRounds(b *testing.B, def int) int {
-	s := os.Getenv("RINGCAP_BENCH_ROUNDS")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		b.Fatalf("RINGCAP_BENCH_ROUNDS=%q: want a number of rounds, at least 1", s)
-	}
-	return n
 }
