@@ -84,3 +84,17 @@ func Drain(ctx context.Context, h *dada.HDU) (err error) {
 		}
 	}
 }
+
+// DrainedWriter locks h for writing (unlocked when the test ends) and starts a reader
+// that drains it (Drain); the channel gets the reader's result.
+func DrainedWriter(ctx context.Context, tb testing.TB, h *dada.HDU) (*dada.Writer, <-chan error) {
+	tb.Helper()
+	w, err := h.LockWrite(ctx, dada.WriterOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = w.Close() })
+	drained := make(chan error, 1)
+	go func() { drained <- Drain(ctx, h) }()
+	return w, drained
+}

@@ -19,13 +19,7 @@ func BenchmarkPut(b *testing.B) {
 	h := ringtest.New(b, testKeys, 8, 1<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := h.LockWrite(ctx, dada.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	drained := make(chan error, 1)
-	go func() { drained <- ringtest.Drain(ctx, h) }()
+	w, drained := ringtest.DrainedWriter(ctx, b, h)
 	cfg := ForDada(w, 4)
 	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
 	a, err := New(ctx, cfg)
@@ -72,13 +66,7 @@ func BenchmarkPlaceFloor(b *testing.B) {
 	h := ringtest.New(b, testKeys, placeBlocks, placeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := h.LockWrite(ctx, dada.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	drained := make(chan error, 1)
-	go func() { drained <- ringtest.Drain(ctx, h) }()
+	w, drained := ringtest.DrainedWriter(ctx, b, h)
 	pb := newPlaceBench(ctx, b, w)
 	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
 		b.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ingesttest"
 	"github.com/ringcap/ringcap/internal/ringtest"
-	"github.com/ringcap/ringcap/pkg/dada"
 	"github.com/ringcap/ringcap/pkg/ingest/assemble"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
 )
@@ -32,13 +31,7 @@ func BenchmarkPipelineFloor(b *testing.B) {
 	h := ringtest.New(b, testKeys, pipeBlocks, pipeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := h.LockWrite(ctx, dada.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	drained := make(chan error, 1)
-	go func() { drained <- ringtest.Drain(ctx, h) }()
+	w, drained := ringtest.DrainedWriter(ctx, b, h)
 	cfg := Config{Protocol: SPEAD, SPEAD: spead.Rule{TimestampID: tsID, TimestampStep: pipeStep},
 		SPEADTime: SPEADTime{SyncTime: syncTime, SampleRate: sampleRate}, HeaderBytes: h.Header.BufSize()}
 	p, err := New(ctx, cfg, assemble.ForDada(w, 4))
