@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.org/x/sys/unix"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/pkg/capture/endpoint"
@@ -45,7 +43,7 @@ func BenchmarkScrape(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu, wall = append(cpu, c.cpu), append(wall, c.wall)
+		cpu, wall = append(cpu, c.CPU), append(wall, c.Wall)
 	}
 	med, lo, hi := benchstat.MedianCI(cpu)
 	w, _, _ := benchstat.MedianCI(wall)
@@ -58,42 +56,23 @@ func BenchmarkScrape(b *testing.B) {
 		med/1e9, lo/1e9, hi/1e9, scrapeGoal, met, med/1e3, w/1e3, med/1e9*100, rounds, scrapes)
 }
 
-// scrapeCost is one scrape's cost, in ns.
-type scrapeCost struct{ cpu, wall float64 }
-
 // scrapeRound scrapes h n times and returns the cost of one scrape.
-func scrapeRound(b *testing.B, h http.Handler, n int) (scrapeCost, error) {
-	c0, err := processCPUNanos()
-	if err != nil {
-		return scrapeCost{}, err
-	}
-	start := time.Now()
-	for range n {
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		// What Prometheus sends (scrape_protocols' default order, and gzip).
-		req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
-		req.Header.Set("Accept-Encoding", "gzip")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK || rec.Body.Len() == 0 {
-			b.Fatalf("scrape: status %d, %d bytes", rec.Code, rec.Body.Len())
+func scrapeRound(b *testing.B, h http.Handler, n int) (benchstat.Cost, error) {
+	c, err := benchstat.Measure(func() error {
+		for range n {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			// What Prometheus sends (scrape_protocols' default order, and gzip).
+			req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+			req.Header.Set("Accept-Encoding", "gzip")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || rec.Body.Len() == 0 {
+				b.Fatalf("scrape: status %d, %d bytes", rec.Code, rec.Body.Len())
+			}
 		}
-	}
-	wall := time.Since(start)
-	c1, err := processCPUNanos()
-	if err != nil {
-		return scrapeCost{}, err
-	}
-	return scrapeCost{cpu: float64(c1-c0) / float64(n), wall: float64(wall.Nanoseconds()) / float64(n)}, nil
-}
-
-// processCPUNanos is the process's user and system CPU time so far.
-func processCPUNanos() (int64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), nil
+		return nil
+	})
+	return c.Per(n), err
 }
 
 // scrapeHandler is a capture's /metrics as Run assembles it, receiving observation 1.

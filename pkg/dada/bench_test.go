@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/internal/benchstat"
 )
 
 // Benchmarks print each ring figure beside an anchor measured in the same run (a plain
@@ -258,29 +260,12 @@ type blockCost struct{ wall, cpu float64 }
 
 // timeBlocks runs fn (n blocks) and returns its cost per block.
 func timeBlocks(n int, fn func() error) (blockCost, error) {
-	c0, err := processCPU()
+	c, err := benchstat.Measure(fn)
 	if err != nil {
 		return blockCost{}, err
 	}
-	start := time.Now()
-	if err := fn(); err != nil {
-		return blockCost{}, err
-	}
-	wall := time.Since(start)
-	c1, err := processCPU()
-	if err != nil {
-		return blockCost{}, err
-	}
-	return blockCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
-}
-
-// processCPU is the process's user+sys CPU time so far, in ns.
-func processCPU() (int64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), nil
+	c = c.Per(n)
+	return blockCost{wall: c.Wall, cpu: c.CPU}, nil
 }
 
 // cSemFloor runs the compiled semfloor program for n blocks and returns its cost per

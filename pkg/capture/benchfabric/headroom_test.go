@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ipctest"
 	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/capture/benchfabric"
@@ -60,9 +61,11 @@ func measure(t *testing.T, name string, fn func(b *testing.B)) sample {
 	t.Helper()
 	var cpu float64
 	r := testing.Benchmark(func(b *testing.B) {
-		c0 := processCPU(b)
-		fn(b)
-		cpu = float64(processCPU(b)-c0) / float64(b.N)
+		c, err := benchstat.Measure(func() error { fn(b); return nil })
+		if err != nil {
+			b.Fatalf("measure %s: %v", name, err)
+		}
+		cpu = c.Per(b.N).CPU
 	})
 	if r.N == 0 {
 		t.Fatalf("%s: the benchmark failed", name)
@@ -119,15 +122,6 @@ func floorFigure(t *testing.T, name, floorName string, opBytes uint64, fn, floor
 		fmt.Printf("ratio %s/%s=%.2f [%.2f, %.2f]  (CPU time per op, median of %d rounds, GOMAXPROCS=%d)\n",
 			name, floorName, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios), runtime.GOMAXPROCS(0))
 	})
-}
-
-// processCPU is the process's user+sys CPU time so far, in nanoseconds.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // TestHeadroom runs every figure; -run 'TestHeadroom/recv-send' picks a group,
