@@ -21,6 +21,7 @@ const (
 func (p ReceiverProtocol) IsPacket() bool { return p == ProtocolSPEAD || p == ProtocolVDIF }
 
 // UDPSpec is where a packet receiver takes its UDP packets.
+// +kubebuilder:validation:XValidation:rule="!has(self.presenceGranuleBytes) || has(self.presenceKey)",message="receiver.udp.presenceGranuleBytes needs presenceKey: it sizes the records of the presence ring",fieldPath=".presenceGranuleBytes"
 type UDPSpec struct {
 	// ports are the UDP ports the receiver takes packets on (`--udp-ports`), one or
 	// more, each once.
@@ -109,6 +110,16 @@ type UDPSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0[xX])?[89a-fA-F][0-9a-fA-F]{7}$')",message="receiver.udp.presenceKey must be at most 0x7fffffff"
 	// +optional
 	PresenceKey string `json:"presenceKey,omitempty"`
+
+	// presenceGranuleBytes is the bytes each bit of a presence record stands for
+	// (`--presence-granule`), best the packet payload (a SPEAD packet's payload, a VDIF
+	// frame's data array) dividing ring.blockBytes, so that a lost packet clears exactly
+	// its granule. Only with presenceKey; at most ring.blockBytes. By default
+	// vdif.payloadBytes when given, else 8192.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967296
+	// +optional
+	PresenceGranuleBytes *int64 `json:"presenceGranuleBytes,omitempty"`
 }
 
 // SPEADSpec is the placement rule and time reference of a SPEAD stream. Item IDs are

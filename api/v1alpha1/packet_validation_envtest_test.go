@@ -62,6 +62,12 @@ func TestPacketRingCapturesRejected(t *testing.T) {
 			[]string{"spec.receiver.udp.address", "must be an IP address"}},
 		{"reorder window beyond the ring", `{ring: {blocks: 4}, receiver: {protocol: SPEAD, udp: {ports: [7148], reorderBlocks: 5}, ` + speadOK + `}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.udp.reorderBlocks", "must not exceed spec.ring.blocks"}},
+		{"presence granule without a presence key", `{receiver: {protocol: SPEAD, udp: {ports: [7148], presenceGranuleBytes: 8192}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.presenceGranuleBytes", "needs presenceKey"}},
+		{"presence granule 0", `{receiver: {protocol: SPEAD, udp: {ports: [7148], presenceKey: eada, presenceGranuleBytes: 0}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.presenceGranuleBytes", "greater than or equal to 1"}},
+		{"presence granule beyond the block", `{ring: {blockBytes: 8192}, receiver: {protocol: VDIF, udp: {ports: [2630], presenceKey: eada, presenceGranuleBytes: 16384}, vdif: {framesPerSecond: 25600}}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.presenceGranuleBytes", "must not exceed spec.ring.blockBytes"}},
 		{"low port in Host mode", `{network: {mode: Host}, receiver: {protocol: VDIF, udp: {ports: [7148, 900]}, vdif: {framesPerSecond: 25600}}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.udp.ports", "at least 1024 when spec.network.mode is Host"}},
 		{"SPEAD with a device class", `{receiver: {protocol: SPEAD, deviceClassName: ringcap-rdma, udp: {ports: [7148]}, ` + speadOK + `}, readers: [{name: r}]}`,
@@ -139,6 +145,7 @@ func TestPacketRingCapturesAccepted(t *testing.T) {
 		`{network: {mode: Host}, receiver: {protocol: SPEAD, udp: {ports: [7148], address: 10.8.0.7, multicastGroups: [224.0.0.1, 239.255.255.255]}, spead: {timestampItem: 0x1, timestampStep: 1, syncTime: 1700000000, sampleRate: 1712000000}}, readers: [{name: r}]}`,
 		`{network: {mode: Attachment, attachment: data/macvlan-conf, interface: net1}, receiver: {protocol: VDIF, udp: {ports: [2630]}, vdif: {framesPerSecond: 25600, threads: [0, 1, 2, 3], payloadBytes: 8000, start: "2026-11-28T13:45:00Z"}}, readers: [{name: r}]}`,
 		`{network: {mode: Host}, receiver: {protocol: VDIF, port: 20515, metricsPort: 20100, udp: {ports: [2630]}, vdif: {framesPerSecond: 1}}, ring: {hostIPC: true}}`,
+		`{ring: {blockBytes: 8192}, receiver: {protocol: SPEAD, udp: {ports: [7148], presenceKey: eada, presenceGranuleBytes: 8192}, ` + speadOK + `}, readers: [{name: r}]}`,
 		`{receiver: {protocol: RDMA}, readers: [{name: r}]}`,
 	} {
 		obj := object(t, fmt.Sprintf("packet-valid-%d", i), spec)

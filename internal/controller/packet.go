@@ -54,7 +54,7 @@ func packetListenArgs(rc *ringcapv1.RingCapture) []string {
 
 // udpArgs are the UDP sockets: ports, bind address, multicast groups, sockets per
 // port, buffer and reorder window (zero values leave the receiver's defaults), and the
-// presence ring.
+// presence ring with its granule.
 func udpArgs(u ringcapv1.UDPSpec) []string {
 	args := []string{"--udp-ports", joinInts(u.Ports)}
 	if u.Address != "" {
@@ -80,6 +80,9 @@ func udpArgs(u ringcapv1.UDPSpec) []string {
 	}
 	if u.PresenceKey != "" {
 		args = append(args, "--presence-key", NormalizeKey(u.PresenceKey))
+		if u.PresenceGranuleBytes != nil {
+			args = append(args, "--presence-granule", i64(*u.PresenceGranuleBytes))
+		}
 	}
 	return args
 }

@@ -31,18 +31,25 @@ func readerEnv(spec ringcapv1.RingCaptureSpec) []corev1.EnvVar {
 }
 
 // PresenceRingBytes is the shared memory of the capture's presence ring (0 without
-// one): a record of each data block per block, at the granule the receiver uses (the
-// VDIF data array when the spec gives it, else presence.DefaultGranule), and its 8
-// header blocks.
+// one): a record of each data block per block, at the granule the receiver uses, and
+// its 8 header blocks.
 func PresenceRingBytes(rc *ringcapv1.RingCapture) int64 {
 	spec := rc.Spec
 	if presenceKey(spec) == "" {
 		return 0
 	}
-	granule := uint64(presence.DefaultGranule)
-	if v := spec.Receiver.VDIF; spec.Receiver.Protocol == ringcapv1.ProtocolVDIF && v != nil && v.PayloadBytes != nil && *v.PayloadBytes > 0 {
-		granule = uint64(*v.PayloadBytes)
-	}
 	r := spec.Ring
-	return r.Blocks*int64(presence.Bytes(uint64(r.BlockBytes), granule)) + headerRingBlocks*r.HeaderBlockBytes
+	return r.Blocks*int64(presence.Bytes(uint64(r.BlockBytes), presenceGranule(spec))) + headerRingBlocks*r.HeaderBlockBytes
+}
+
+// presenceGranule is the granule the receiver uses: udp.presenceGranuleBytes when set,
+// else the VDIF data array when the spec gives it, else presence.DefaultGranule.
+func presenceGranule(spec ringcapv1.RingCaptureSpec) uint64 {
+	if u := spec.Receiver.UDP; u != nil && u.PresenceGranuleBytes != nil && *u.PresenceGranuleBytes > 0 {
+		return uint64(*u.PresenceGranuleBytes)
+	}
+	if v := spec.Receiver.VDIF; spec.Receiver.Protocol == ringcapv1.ProtocolVDIF && v != nil && v.PayloadBytes != nil && *v.PayloadBytes > 0 {
+		return uint64(*v.PayloadBytes)
+	}
+	return presence.DefaultGranule
 }

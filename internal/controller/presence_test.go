@@ -39,10 +39,26 @@ func TestPresenceRing(t *testing.T) {
 	if m1.Value() != PresenceRingBytes(rc) {
 		t.Errorf("receiver memory grew by %s", m1.String())
 	}
+	rc.Spec.Receiver.UDP.PresenceGranuleBytes = ptr(int64(4096))
+	if a := strings.Join(ReceiverArgs(rc), " "); !strings.Contains(a, "--presence-key eada --presence-granule 4096 --spead-timestamp-id") {
+		t.Errorf("args with a granule: %s", a)
+	}
+	// 4 records of 56 + 524288/4096/8 bytes.
+	if got := PresenceRingBytes(rc); got != 4*(56+16)+8*4096 {
+		t.Errorf("presence ring bytes at granule 4096: %d", got)
+	}
+	rc.Spec.Receiver.UDP.PresenceKey = ""
+	if a := strings.Join(ReceiverArgs(rc), " "); strings.Contains(a, "--presence") {
+		t.Errorf("args with a granule and no presence key: %s", a)
+	}
 	v := vdifCapture("v")
 	v.Spec.Receiver.UDP.PresenceKey = "eada"
 	if got := PresenceRingBytes(v); got != 4*(56+9)+8*4096 { // granule 8000: 66 granules
 		t.Errorf("VDIF presence ring bytes %d", got)
+	}
+	v.Spec.Receiver.UDP.PresenceGranuleBytes = ptr(int64(524288))
+	if got := PresenceRingBytes(v); got != 4*(56+1)+8*4096 { // the spec's granule before the data array's
+		t.Errorf("VDIF presence ring bytes at granule 524288: %d", got)
 	}
 	v.Spec.Receiver.Protocol = ringcapv1.ProtocolRDMA
 	if PresenceRingBytes(v) != 0 || len(readerEnv(v.Spec)) != 1 {
