@@ -108,7 +108,7 @@ func externallyReachableCondition(pod *corev1.Pod, ep *ringcapv1.EndpointStatus)
 		}
 		return condition(t, metav1.ConditionFalse, ringcapv1.ReasonClusterInternal,
 			fmt.Sprintf("Pod mode: the endpoint %s is on the cluster network; a sender outside the cluster reaches it only if the cluster routes pod IPs to it; spec.network.mode Host or Attachment listens on the data network", addr))
-	case ep == nil || packetTarget(ep) == "" || (ep.Device == "" && len(ep.UDPPorts) == 0):
+	case ep == nil || (ep.Address == "" && len(ep.MulticastGroups) == 0) || (ep.Device == "" && len(ep.UDPPorts) == 0):
 		return condition(t, metav1.ConditionUnknown, ringcapv1.ReasonEndpointNotChosen,
 			string(mode)+" mode: the receiver has not reported the address it listens on yet")
 	}
@@ -118,7 +118,7 @@ func externallyReachableCondition(pod *corev1.Pod, ep *ringcapv1.EndpointStatus)
 	}
 	if len(ep.UDPPorts) > 0 {
 		return condition(t, metav1.ConditionTrue, reason,
-			fmt.Sprintf("senders on the data network send to %s UDP ports %s (%s mode: %s)", packetTarget(ep), joinInts(ep.UDPPorts), mode, ep.Reason))
+			fmt.Sprintf("senders on the data network send to %s (%s mode: %s)", packetDestination(ep), mode, ep.Reason))
 	}
 	return condition(t, metav1.ConditionTrue, reason,
 		fmt.Sprintf("senders on the data network connect to %s:%d (%s mode: %s)", ep.Address, ep.Port, mode, ep.Reason))
@@ -141,11 +141,13 @@ func explainHostPorts(v *verdict, pod *corev1.Pod) {
 		containerPort(pod, "handshake"), containerPort(pod, "metrics"), v.schedMsg)
 }
 
-// packetTarget is where a packet sender sends: the multicast groups joined, else the
-// address ("" when neither is known).
-func packetTarget(ep *ringcapv1.EndpointStatus) string {
+// packetDestination is where a packet sender sends, as the conditions say it: the
+// multicast groups joined, else the address, and the UDP ports ("groups 239.2.1.150,
+// 239.2.1.151 at UDP ports 7148,7149", "10.8.0.7 UDP ports 7148").
+func packetDestination(ep *ringcapv1.EndpointStatus) string {
+	at := ep.Address
 	if len(ep.MulticastGroups) > 0 {
-		return "groups " + strings.Join(ep.MulticastGroups, ", ") + " at"
+		at = "groups " + strings.Join(ep.MulticastGroups, ", ") + " at"
 	}
-	return ep.Address
+	return at + " UDP ports " + joinInts(ep.UDPPorts)
 }

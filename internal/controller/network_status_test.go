@@ -90,3 +90,19 @@ func TestStatusHostPortClash(t *testing.T) {
 	st = ComputeStatus(defaulted("c"), Observed{Pod: testPodOf(3, nil, unschedulable), Now: t0})
 	checkCondition(t, st.Conditions, ringcapv1.ConditionScheduled, "False/"+ringcapv1.ReasonUnschedulable)
 }
+
+// A packet endpoint is the groups joined, else the address, with the UDP ports.
+func TestPacketDestination(t *testing.T) {
+	for _, tc := range []struct {
+		ep   ringcapv1.EndpointStatus
+		want string
+	}{
+		{ringcapv1.EndpointStatus{Address: "10.8.0.7", UDPPorts: []int32{7148}}, "10.8.0.7 UDP ports 7148"},
+		{ringcapv1.EndpointStatus{Address: "10.8.0.7", MulticastGroups: []string{"239.2.1.150", "239.2.1.151"}, UDPPorts: []int32{7148, 7149}},
+			"groups 239.2.1.150, 239.2.1.151 at UDP ports 7148,7149"},
+	} {
+		if got := packetDestination(&tc.ep); got != tc.want {
+			t.Errorf("packetDestination(%+v) = %q, want %q", tc.ep, got, tc.want)
+		}
+	}
+}

@@ -495,7 +495,7 @@ func endpointMessage(ep *ringcapv1.EndpointStatus) string {
 		return "listening"
 	}
 	if len(ep.UDPPorts) > 0 {
-		return fmt.Sprintf("senders send to %s UDP ports %s", packetTarget(ep), joinInts(ep.UDPPorts))
+		return "senders send to " + packetDestination(ep)
 	}
 	msg := fmt.Sprintf("senders connect to %s:%d", ep.Address, ep.Port)
 	if ep.Device != "" {
