@@ -27,8 +27,7 @@ type batch struct {
 
 	n         int           // datagrams the last call returned
 	errno     syscall.Errno // the last call's error
-	readFn    func(fd uintptr) bool
-	lastDrops uint32 // the kernel's drop counter as last seen
+	lastDrops uint32        // the kernel's drop counter as last seen
 }
 
 // newBatch allocates size slots of packetSize bytes and points the headers at them.
@@ -51,21 +50,17 @@ func newBatch(size, packetSize int) *batch {
 		h.Control = &b.oob[i*oobSize]
 		b.reset(i)
 	}
-	b.readFn = b.recv
 	return b
 }
 
-// recv is the RawConn read callback: one non-blocking recvmmsg; false asks the poller to
-// wait for the socket to become readable.
-func (b *batch) recv(fd uintptr) bool {
+// recv is one recvmmsg on the blocking descriptor fd: it sleeps until a datagram arrives
+// and returns it with those already queued behind it (MSG_WAITFORONE), up to the batch.
+func (b *batch) recv(fd int) {
 	for i := range b.n { // the kernel rewrote only the headers it filled
 		b.reset(i)
 	}
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_DONTWAIT, 0, 0)
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_WAITFORONE, 0, 0)
 	runtime.KeepAlive(b)
-	if e == unix.EAGAIN {
-		return false
-	}
 	b.n, b.errno = int(n), e
 	if e != 0 {
 		b.n = 0
@@ -73,7 +68,6 @@ func (b *batch) recv(fd uintptr) bool {
 			b.reset(i)
 		}
 	}
-	return true
 }
 
 // reset restores the lengths the kernel overwrites in message i.

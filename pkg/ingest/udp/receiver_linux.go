@@ -9,27 +9,31 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Receiver owns a set of UDP sockets and, while Run runs, one receive goroutine per socket.
+// Receiver owns a set of UDP sockets and, while Run runs, one receive goroutine per socket,
+// each blocked in recvmmsg on its own thread while no datagram waits (not in Go's network
+// poller: a wake-up is then one thread switch, not a poller's hand-off to a goroutine).
 type Receiver struct {
-	cfg     Config
-	socks   []*socket
-	running atomic.Bool
-	mu      sync.Mutex // orders Run's start against Close
-	closed  bool       // under mu
-	once    sync.Once  // closes the sockets
-	wg      sync.WaitGroup
+	cfg      Config
+	socks    []*socket
+	running  atomic.Bool
+	stopping atomic.Bool // set before the sockets are shut down: receive loops return
+	mu       sync.Mutex  // orders Run's start against Close
+	closed   bool        // under mu
+	stop     sync.Once   // shuts the sockets down
+	wg       sync.WaitGroup
+	release  sync.Once // closes the descriptors, after the loops returned
 }
 
-// socket is one bound socket with its batch state and counters.
+// socket is one bound socket (a blocking descriptor the receiver owns) with its batch state
+// and counters.
 type socket struct {
 	info     SocketInfo
-	conn     *net.UDPConn
-	rc       syscall.RawConn
+	fd       int
 	b        *batch
 	counters Counters
 }
@@ -70,18 +74,13 @@ func (r *Receiver) openSocket(port uint16, k, ifindex int) (*socket, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := conn.SyscallConn()
+	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	fd, err := detach(conn)
 	if err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("raw connection of udp socket: %w", err)
+		return nil, fmt.Errorf("udp %s: %w", local, err)
 	}
-	s := &socket{conn: conn, rc: rc, b: newBatch(r.cfg.BatchSize, r.cfg.PacketSize)}
-	s.info = SocketInfo{
-		Local:      conn.LocalAddr().(*net.UDPAddr).AddrPort(),
-		Groups:     groups,
-		RecvBuffer: buf.obtained,
-		BufferErr:  buf.err,
-	}
+	s := &socket{fd: fd, b: newBatch(r.cfg.BatchSize, r.cfg.PacketSize)}
+	s.info = SocketInfo{Local: local, Groups: groups, RecvBuffer: buf.obtained, BufferErr: buf.err}
 	return s, nil
 }
 
@@ -142,11 +141,18 @@ func (r *Receiver) Run(h Handler) error {
 	for range r.socks {
 		if err := <-errs; err != nil && first == nil {
 			first = err
-			r.closeSockets()
+			r.shutdown()
 		}
 	}
 	return first
 }
+
+// yieldEvery is how often a receive loop passes through the scheduler. A loop that only
+// ever returns from recvmmsg keeps its P on one scheduling tick; after 10 ms of that the
+// runtime's monitor takes the P away and then polls every 20 µs for a while: on a busy
+// stream thousands of wake-ups a second. A yield now and then (no thread switch when
+// nothing else waits) keeps the tick moving.
+const yieldEvery = 5 * time.Millisecond
 
 // receive is socket i's loop: a batch, its delivery, its counts.
 func (r *Receiver) receive(i int, s *socket, h Handler) error {
@@ -154,26 +160,26 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	for {
-		if err := s.receiveBatch(i, h); err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
+	yielded := time.Now()
+	for !r.stopping.Load() {
+		s.b.recv(s.fd)
+		if r.stopping.Load() {
+			return nil
+		}
+		if err := s.deliverBatch(i, h); err != nil {
 			return err
 		}
+		if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+			runtime.Gosched()
+			yielded = now
+		}
 	}
+	return nil
 }
 
-// receiveBatch waits for one batch, hands it to h and counts it. Transient errors are
+// deliverBatch hands the batch just received to h and counts it. Transient errors are
 // counted and return nil.
-func (s *socket) receiveBatch(i int, h Handler) error {
-	if err := s.rc.Read(s.b.readFn); err != nil {
-		if errors.Is(err, net.ErrClosed) {
-			return err
-		}
-		s.counters.Errors.Add(1)
-		return fmt.Errorf("receive on udp %s: %w", s.info.Local, err)
-	}
+func (s *socket) deliverBatch(i int, h Handler) error {
 	switch s.b.errno {
 	case 0:
 		s.counters.add(s.b.deliver(h, i))
@@ -187,22 +193,31 @@ func (s *socket) receiveBatch(i int, h Handler) error {
 	}
 }
 
-// Close closes every socket, which ends Run's goroutines, and waits for them to return.
-// It is idempotent.
+// Close shuts every socket down, which ends Run's goroutines, waits for them to return and
+// closes the descriptors. It is idempotent.
 func (r *Receiver) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	r.closeSockets()
+	r.shutdown()
 	r.wg.Wait()
+	r.release.Do(func() {
+		for _, s := range r.socks {
+			_ = unix.Close(s.fd)
+		}
+	})
 	return nil
 }
 
-// closeSockets closes the sockets once; a blocked receive returns net.ErrClosed.
-func (r *Receiver) closeSockets() {
-	r.once.Do(func() {
+// shutdown stops the receive loops once: shutting a socket down for reading wakes a
+// recvmmsg blocked on it (and makes the next one return at once), and the loop sees
+// stopping. The descriptors stay open until the loops have returned, so none is reused
+// under a loop still holding its number.
+func (r *Receiver) shutdown() {
+	r.stop.Do(func() {
+		r.stopping.Store(true)
 		for _, s := range r.socks {
-			_ = s.conn.Close()
+			_ = unix.Shutdown(s.fd, unix.SHUT_RD) // ENOTCONN on an unconnected socket, yet it wakes readers
 		}
 	})
 }

@@ -60,6 +60,31 @@ func openSocket(cfg Config, port uint16, groups []netip.Addr, ifindex int) (*net
 	return conn, buf, nil
 }
 
+// detach takes a bound socket out of Go's network poller: it returns a blocking duplicate of
+// the socket's descriptor, owned by the caller, and closes conn. The socket (its binding and
+// group memberships) lives on in the duplicate. On error conn is closed and nothing is left.
+func detach(conn *net.UDPConn) (int, error) {
+	defer func() { _ = conn.Close() }()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("raw connection of the socket: %w", err)
+	}
+	fd := -1
+	err = controlErr(rc, func(orig int) error {
+		var derr error
+		fd, derr = unix.FcntlInt(uintptr(orig), unix.F_DUPFD_CLOEXEC, 0)
+		return derr
+	})
+	if err != nil {
+		return -1, fmt.Errorf("duplicate the socket's descriptor: %w", err)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = unix.Close(fd)
+		return -1, fmt.Errorf("make the socket blocking: %w", err)
+	}
+	return fd, nil
+}
+
 // controlErr runs f on the socket's descriptor and returns the first error of either.
 func controlErr(c syscall.RawConn, f func(fd int) error) error {
 	var ferr error
