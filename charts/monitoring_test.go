@@ -46,6 +46,16 @@ func TestMonitoringObjects(t *testing.T) {
 	if _, ok := objs["PodMonitor/rc-ringcap-plugin"]; ok {
 		t.Error("plugin.mode=dra renders a PodMonitor for the device plugin")
 	}
+	both := render(t, splitValues, "monitoring.podMonitor.enabled=true")
+	for c, want := range map[string]bool{"operator": false, "plugin": true, "dra": true, "captures": false} {
+		eps, _, _ := unstructured.NestedSlice(both.mustHave(t, "PodMonitor/rc-ringcap-"+c).Object, "spec", "podMetricsEndpoints")
+		if len(eps) != 1 {
+			t.Fatalf("PodMonitor %s endpoints %v", c, eps)
+		}
+		if got, _ := eps[0].(map[string]any)["honorLabels"].(bool); got != want {
+			t.Errorf("PodMonitor %s honorLabels %v, want %v (the per-capture link counters keep the capture's namespace and pod)", c, got, want)
+		}
+	}
 	caps := objs.mustHave(t, "PodMonitor/rc-ringcap-captures")
 	names, _, _ := unstructured.NestedStringSlice(caps.Object, "spec", "namespaceSelector", "matchNames")
 	sel, _, _ := unstructured.NestedStringMap(caps.Object, "spec", "selector", "matchLabels")

@@ -224,7 +224,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("plugin image %q", pc.Image)
 	}
 	for _, a := range []string{"--config=/etc/ringcap/config.yaml", "--kubelet-dir=/var/lib/kubelet/device-plugins",
-		"--node-name=$(NODE_NAME)", "--metrics-addr=:9101", "--dev-root=/dev"} {
+		"--node-name=$(NODE_NAME)", "--metrics-addr=:9101", "--dev-root=/dev", "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"} {
 		if !slices.Contains(pc.Args, a) {
 			t.Errorf("plugin args %q lack %q", pc.Args, a)
 		}
@@ -232,7 +232,7 @@ func TestDefaults(t *testing.T) {
 	if len(pc.Env) != 1 || pc.Env[0].Name != "NODE_NAME" || pc.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("plugin env %+v", pc.Env)
 	}
-	// least privilege: not privileged, nothing from the host but the three paths, all capabilities dropped
+	// least privilege: not privileged, nothing from the host but the four paths, all capabilities dropped
 	sc := pc.SecurityContext
 	if sc == nil || (sc.Privileged != nil && *sc.Privileged) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
 		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 ||
@@ -248,7 +248,8 @@ func TestDefaults(t *testing.T) {
 			hostPaths[v.Name] = v.HostPath.Path
 		}
 	}
-	wantHP := map[string]string{"device-plugins": "/var/lib/kubelet/device-plugins", "sys": "/sys", "infiniband": "/dev/infiniband"}
+	wantHP := map[string]string{"device-plugins": "/var/lib/kubelet/device-plugins", "sys": "/sys", "infiniband": "/dev/infiniband",
+		"pod-resources": "/var/lib/kubelet/pod-resources"}
 	if !mapsEqual(hostPaths, wantHP) {
 		t.Errorf("plugin hostPath volumes %v, want %v", hostPaths, wantHP)
 	}
@@ -271,7 +272,7 @@ func TestDefaults(t *testing.T) {
 	var pcr rbacv1.ClusterRole
 	objs.get(t, "ClusterRole/rc-ringcap-plugin", &pcr)
 	if !grants(pcr.Rules, "ringcap.io", "rdmanodes", "create") || !grants(pcr.Rules, "", "nodes", "patch") ||
-		grants(pcr.Rules, "", "pods", "create") || grants(pcr.Rules, "", "secrets", "get") {
+		grants(pcr.Rules, "", "pods", "create") || grants(pcr.Rules, "", "secrets", "get") || !grants(pcr.Rules, "", "pods", "get") {
 		t.Errorf("plugin ClusterRole %+v", pcr.Rules)
 	}
 	checkBinding(t, objs, "ClusterRoleBinding/rc-ringcap-plugin", "rc-ringcap-plugin")
@@ -323,7 +324,8 @@ plugin:
 	if ps.NodeSelector["ringcap.io/rdma"] != "true" || ps.Containers[0].Image != "ringcap/plugin:abc123" {
 		t.Errorf("plugin nodeSelector %v image %q", ps.NodeSelector, ps.Containers[0].Image)
 	}
-	if !slices.Contains(ps.Containers[0].Args, "--kubelet-dir=/var/lib/k0s/kubelet/device-plugins") {
+	if !slices.Contains(ps.Containers[0].Args, "--kubelet-dir=/var/lib/k0s/kubelet/device-plugins") ||
+		!slices.Contains(ps.Containers[0].Args, "--pod-resources-socket=/var/lib/k0s/kubelet/pod-resources/kubelet.sock") {
 		t.Errorf("plugin args %q ignore kubeletDir", ps.Containers[0].Args)
 	}
 	var cm corev1.ConfigMap
@@ -520,4 +522,30 @@ func chartVersion(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return c.AppVersion
+}
+
+// plugin.podResources=false: no PodResources socket for the plugin (its per-capture link
+// counters off), no mount of the kubelet's pod-resources directory, no reading of pods.
+func TestPodResourcesOff(t *testing.T) {
+	objs := render(t, "", "plugin.podResources=false")
+	ds := objs.getDaemonSet(t, "DaemonSet/rc-ringcap-plugin")
+	pc := ds.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(pc.Args, "--pod-resources-socket=") {
+		t.Errorf("plugin args %q: want an empty --pod-resources-socket", pc.Args)
+	}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name == "pod-resources" {
+			t.Errorf("volume %+v with plugin.podResources=false", v)
+		}
+	}
+	for _, m := range pc.VolumeMounts {
+		if m.Name == "pod-resources" {
+			t.Errorf("mount %+v with plugin.podResources=false", m)
+		}
+	}
+	var pcr rbacv1.ClusterRole
+	objs.get(t, "ClusterRole/rc-ringcap-plugin", &pcr)
+	if grants(pcr.Rules, "", "pods", "get") {
+		t.Errorf("plugin ClusterRole reads pods with plugin.podResources=false: %+v", pcr.Rules)
+	}
 }

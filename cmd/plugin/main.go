@@ -11,7 +11,9 @@
 // writes a CDI spec per prepared claim into --cdi-dir (default /var/run/cdi); the
 // same binary and config serve both, so the chart's plugin.mode picks one or runs both. With --node-name it publishes node labels and the RDMANode inventory
 // through the in-cluster API credentials (or --kubeconfig). SIGTERM or SIGINT stops it
-// cleanly (sockets removed).
+// cleanly (sockets removed). The device plugin asks the kubelet's PodResources API
+// (--pod-resources-socket) which pods hold its devices and exports their ports' counters
+// per capture; with --node-name it reads those pods' ringcap.io/capture label.
 package main
 
 import (
@@ -58,7 +60,7 @@ const (
 type flags struct {
 	mode, pluginsDir, registryDir                                                   string
 	config, sysRoot, devRoot, kubeletDir, nodeName, metricsAddr, cdiDir, kubeconfig string
-	otherConfig                                                                     string
+	otherConfig, podResourcesSocket                                                 string
 	verbosity                                                                       int
 	printConfig                                                                     bool
 	podUID                                                                          string
@@ -96,6 +98,7 @@ func newCmd() *cobra.Command {
 	fl.StringVar(&f.otherConfig, "other-config", "", "with both running on the node (chart plugin.mode both): the other side's config (the DRA driver's in deviceplugin mode, the device plugin's in dra mode); a device both configs select refuses the start, and one that appears later is left out by both; in dra mode the link counters are then left to the device plugin, which exports every port's")
 	fl.StringVar(&f.sysRoot, "sys-root", "/sys", "sysfs root")
 	fl.StringVar(&f.devRoot, "dev-root", "/dev", "/dev root (device paths given to pods stay /dev/...)")
+	fl.StringVar(&f.podResourcesSocket, "pod-resources-socket", plugin.DefaultPodResourcesSocket, "deviceplugin: the kubelet's PodResources API socket, asked which pods hold the plugin's devices for the per-capture link counters (ringcap_capture_link_increase_total); empty: off")
 	fl.StringVar(&f.kubeletDir, "kubelet-dir", "/var/lib/kubelet/device-plugins", "kubelet device-plugins directory (holds kubelet.sock)")
 	fl.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "node name for labels and the RDMANode inventory (default $NODE_NAME); empty: not published")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", ":9101", "address for /metrics and /healthz (dra: /healthz calls the driver's kubelet sockets); empty: off")
@@ -144,14 +147,14 @@ func run(ctx context.Context, f flags) error {
 	reg := newRegistry()
 	opts := plugin.Options{
 		Config: cfg, Roots: roots, KubeletDir: f.kubeletDir, NodeName: f.nodeName, CDIDir: f.cdiDir,
-		Log: log, Registry: reg, Version: version, OtherConfig: other,
+		Log: log, Registry: reg, Version: version, OtherConfig: other, PodResourcesSocket: f.podResourcesSocket,
 	}
 	if f.nodeName != "" {
 		sink, err := kubeSink(f.kubeconfig, f.nodeName)
 		if err != nil {
 			return err
 		}
-		opts.Inventory = sink
+		opts.Inventory, opts.Pods = sink, sink.Client
 	} else {
 		log.Info("No --node-name: node labels and the RDMANode inventory are not published")
 	}

@@ -280,3 +280,13 @@ func TestHelpOneDefault(t *testing.T) {
 		t.Errorf("--pod-uid without the flag is %q, want $POD_UID", got)
 	}
 }
+
+// The device plugin asks the kubelet's PodResources API at its default socket unless
+// told otherwise; an empty --pod-resources-socket turns the per-capture series off.
+func TestPodResourcesSocketFlag(t *testing.T) {
+	cmd := newCmd()
+	fl := cmd.Flags().Lookup("pod-resources-socket")
+	if fl == nil || fl.DefValue != "/var/lib/kubelet/pod-resources/kubelet.sock" {
+		t.Fatalf("--pod-resources-socket: %+v", fl)
+	}
+}

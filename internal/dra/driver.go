@@ -23,6 +23,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
+	"github.com/ringcap/ringcap/internal/linkmetrics"
 	"github.com/ringcap/ringcap/internal/plugin"
 	"github.com/ringcap/ringcap/pkg/rdma"
 )
@@ -122,6 +123,11 @@ type Driver struct {
 	prepared  map[types.UID]preparedClaim   // as on disk at the last load (each call loads it)
 	badSpecs  map[string]bool               // spec files found unreadable at the last check (each reported once)
 	health    healthState
+
+	links       *linkmetrics.CaptureCollector // prepared claims' ports, by claim UID
+	linksMu     sync.Mutex
+	podCaptures map[types.UID]string      // capture label by pod UID
+	claimPods   map[types.UID][]types.UID // pods each tracked claim is reserved for
 }
 
 // New checks the options, and loads the claims prepared by an earlier run from the
@@ -164,7 +170,10 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{opts: opts, log: opts.Log, metrics: m, devices: map[string]PortDevice{}, left: map[string]bool{}, badSpecs: map[string]bool{},
-		health: newHealthState()}
+		health: newHealthState(), links: linkmetrics.NewCaptureCollector(opts.Roots), podCaptures: map[types.UID]string{}, claimPods: map[types.UID][]types.UID{}}
+	if err := d.registerCaptureLinks(); err != nil {
+		return nil, err
+	}
 	if _, err := d.loadPreparedLocked(); err != nil {
 		return nil, err
 	}
@@ -438,6 +447,13 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	if err != nil {
 		return nil, err
 	}
+	byUID := make(map[types.UID]*resourceapi.ResourceClaim, len(claims))
+	for _, c := range claims {
+		byUID[c.UID] = c
+	}
+	for _, pc := range done {
+		d.trackLinks(ctx, byUID[pc.UID], pc)
+	}
 	if d.opts.Client == nil {
 		return out, nil
 	}
@@ -559,6 +575,7 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 			continue
 		}
 		delete(d.prepared, c.UID)
+		d.untrackLinks(c.UID)
 		out[c.UID] = nil
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,11 +66,13 @@ func (d *Driver) CheckState(ctx context.Context) error {
 	if err != nil || d.opts.Client == nil {
 		return err
 	}
-	gone := d.goneClaims(ctx, claims)
-	if len(gone) == 0 {
-		return nil
+	gone, present := d.goneClaims(ctx, claims)
+	var err2 error
+	if len(gone) > 0 {
+		err2 = d.free(ctx, gone)
 	}
-	return d.free(ctx, gone)
+	d.syncLinks(ctx, present)
+	return err2
 }
 
 // checkSpecs loads the prepared claims under the lock, reports the newly unreadable
@@ -104,9 +107,9 @@ func (d *Driver) checkSpecs(ctx context.Context) ([]preparedClaim, error) {
 	return claims, nil
 }
 
-// goneClaims asks the API for each claim; it returns those it no longer has.
-func (d *Driver) goneClaims(ctx context.Context, claims []preparedClaim) []preparedClaim {
-	var gone []preparedClaim
+// goneClaims asks the API for each claim; it returns those it no longer has, and those
+// it has.
+func (d *Driver) goneClaims(ctx context.Context, claims []preparedClaim) (gone []preparedClaim, present []*resourceapi.ResourceClaim) {
 	for _, pc := range claims {
 		c, err := d.opts.Client.ResourceV1().ResourceClaims(pc.Namespace).Get(ctx, pc.Name, metav1.GetOptions{})
 		switch {
@@ -116,9 +119,11 @@ func (d *Driver) goneClaims(ctx context.Context, claims []preparedClaim) []prepa
 			d.log.Error(err, "Cannot check a prepared claim; kept", "claim", pc.Namespace+"/"+pc.Name, "uid", pc.UID)
 		case c.UID != pc.UID:
 			gone = append(gone, pc)
+		default:
+			present = append(present, c)
 		}
 	}
-	return gone
+	return gone, present
 }
 
 // free removes the specs of claims the API no longer has.
@@ -138,6 +143,7 @@ func (d *Driver) free(ctx context.Context, gone []preparedClaim) error {
 			continue
 		}
 		delete(d.prepared, pc.UID)
+		d.untrackLinks(pc.UID)
 		freed = append(freed, pc)
 	}
 	d.updateHealthLocked()

@@ -48,7 +48,8 @@ func TestGoneClaims(t *testing.T) {
 		claims = append(claims, preparedClaim{UID: uid, Namespace: "ns", Name: n})
 	}
 	var gone []string
-	for _, pc := range d.goneClaims(context.Background(), claims) {
+	goneClaims, _ := d.goneClaims(context.Background(), claims)
+	for _, pc := range goneClaims {
 		gone = append(gone, pc.Name)
 	}
 	if want := []string{"recreated", "deleted"}; !reflect.DeepEqual(gone, want) {

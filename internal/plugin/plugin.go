@@ -14,6 +14,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
 
 	ringcapv1alpha1 "github.com/ringcap/ringcap/api/v1alpha1"
 	"github.com/ringcap/ringcap/internal/linkmetrics"
@@ -40,6 +41,16 @@ type Options struct {
 	// Memlock reads the memlock limit containers get on this node, for the inventory;
 	// nil: the process's own RLIMIT_MEMLOCK (the plugin runs as a container there).
 	Memlock func() (*ringcapv1alpha1.MemlockLimit, error)
+	// PodResourcesSocket is the kubelet's PodResources API socket
+	// (DefaultPodResourcesSocket): the plugin asks it which pods hold its device IDs and
+	// exports their ports' counters per capture (ringcap_capture_link_increase_total).
+	// "" turns that off. A socket that is missing or refuses is logged once and counted.
+	PodResourcesSocket string
+	// PodResourcesInterval is how often it is asked; 0: DefaultPodResourcesInterval.
+	PodResourcesInterval time.Duration
+	// Pods reads the ringcap.io/capture label of the pods holding devices, for the
+	// capture label of those series; nil: the label is empty.
+	Pods kubernetes.Interface
 }
 
 // InventoryResync is how often the inventory is published even when nothing changed.
@@ -52,6 +63,7 @@ type Plugin struct {
 	cfg     *Config
 	pools   []*poolServer
 	metrics *metrics
+	links   *captureLinks // nil: per-capture link counters off
 	// containerMemlock is the inventory's containerMemlock, read once by New.
 	containerMemlock *ringcapv1alpha1.MemlockLimit
 
@@ -106,6 +118,9 @@ func New(opts Options) (*Plugin, error) {
 	}
 	if err := reg.Register(linkmetrics.NewCollector(opts.Roots, p.linkPorts)); err != nil {
 		return nil, fmt.Errorf("register link counters: %w", err)
+	}
+	if p.links, err = newCaptureLinks(opts, reg, p.unitPorts); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -164,6 +179,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", p.opts.KubeletDir, err)
 	}
 	p.log.Info("Serving", "resources", p.Resources(), "kubeletDir", p.opts.KubeletDir, "rescanInterval", p.cfg.RescanInterval.Duration)
+	defer p.startCaptureLinks(ctx)()
 	return p.serve(ctx, w)
 }
 
@@ -196,6 +212,25 @@ func (p *Plugin) serve(ctx context.Context, w *fsnotify.Watcher) error {
 			p.reconcileEndpoints(ctx)
 			p.publish(ctx)
 		}
+	}
+}
+
+// startCaptureLinks keeps the per-capture link series current in the background until
+// the returned func is called (it waits for that to end).
+func (p *Plugin) startCaptureLinks(ctx context.Context) (stop func()) {
+	if p.links == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.links.run(ctx)
+	}()
+	p.log.Info("Exporting per-capture link counters", "podResourcesSocket", p.opts.PodResourcesSocket)
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

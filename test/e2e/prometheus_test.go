@@ -27,10 +27,14 @@ import (
 const promListen = "127.0.0.1:19090"
 
 // promTarget is a /metrics endpoint and the labels Prometheus's Kubernetes discovery would
-// give it (namespace, pod), which the rules and panels group by.
+// give it (namespace, pod), which the rules and panels group by. honorLabels keeps the
+// endpoint's own namespace and pod labels where they clash with the target's, as the
+// chart's PodMonitors for the device plugin and the DRA driver do: their per-capture link
+// counters name the capture's pod.
 type promTarget struct {
-	addr   string
-	labels map[string]string
+	addr        string
+	labels      map[string]string
+	honorLabels bool
 }
 
 // prom is a Prometheus running in the guest.
@@ -79,14 +83,29 @@ echo "prometheus not ready after 120 s:"; tail -20 /tmp/prometheus.log; exit 1`,
 }
 
 // promConfig is a configuration scraping targets every second and evaluating the rules
-// as often.
+// as often: job ringcap for the targets whose labels win, ringcap-node for those that
+// honor their own (honorLabels).
 func promConfig(targets []promTarget) []byte {
 	var b strings.Builder
-	b.WriteString("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [alerts.yaml]\nscrape_configs:\n  - job_name: ringcap\n    static_configs:\n")
-	for _, tg := range targets {
-		fmt.Fprintf(&b, "      - targets: [%q]\n        labels:\n", tg.addr)
-		for k, v := range tg.labels {
-			fmt.Fprintf(&b, "          %s: %q\n", k, v)
+	b.WriteString("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [alerts.yaml]\nscrape_configs:\n")
+	for _, job := range []struct {
+		name  string
+		honor bool
+	}{{"ringcap", false}, {"ringcap-node", true}} {
+		fmt.Fprintf(&b, "  - job_name: %s\n    honor_labels: %v\n    static_configs:\n", job.name, job.honor)
+		n := 0
+		for _, tg := range targets {
+			if tg.honorLabels != job.honor {
+				continue
+			}
+			n++
+			fmt.Fprintf(&b, "      - targets: [%q]\n        labels:\n", tg.addr)
+			for k, v := range tg.labels {
+				fmt.Fprintf(&b, "          %s: %q\n", k, v)
+			}
+		}
+		if n == 0 {
+			b.WriteString("      []\n")
 		}
 	}
 	return []byte(b.String())
@@ -198,7 +217,7 @@ func captureTargets(t *testing.T, capturePod string) []promTarget {
 	}
 	pl := l.Items[0]
 	tg = append(tg, promTarget{addr: fmt.Sprintf("%s:%d", pl.Status.PodIP, draMetricsPort),
-		labels: map[string]string{"namespace": pl.Namespace, "pod": pl.Name}})
+		labels: map[string]string{"namespace": pl.Namespace, "pod": pl.Name}, honorLabels: true})
 	return tg
 }
 
@@ -306,25 +325,42 @@ func checkPrometheusSeesTheStall(t *testing.T, p *prom, capturePod, readerContai
 		}
 		return len(empty) == 0, fmt.Sprintf("panels without data: %v", empty), nil
 	})
-	// The capture's own link counters are logged, not checked: this capture runs in Pod mode,
-	// whose network namespace shows the device without counters (the receiver logs so; issue
-	// 54 keeps per-capture counters for such pods open).
-	link := fmt.Sprintf(`ringcap_recv_link_increase_total{namespace=%q, pod=%q}`, testNamespace, capturePod)
-	res, err := p.query(link)
-	t.Logf("the capture's link counters (%s): %d series, %v; error %v", link, len(res), res, err)
-	if len(res) == 0 {
-		for _, l := range strings.Split(podLogs(t, testNamespace, capturePod, "receiver"), "\n") {
-			if strings.Contains(l, "link counters") || strings.Contains(l, "RDMA endpoint") {
-				t.Logf("receiver: %s", l)
-			}
-		}
-	}
+	checkCaptureLinkCounters(t, p, capturePod)
 	// Continue the reader: the ring drains and the alerts resolve.
 	if out, err := execIn(t, testNamespace, capturePod, readerContainer, "/bin/sh", "-c", "kill -CONT -1"); err != nil {
 		t.Fatalf("continue the stopped reader: %v: %s", err, out)
 	}
 	p.waitAlerts(t, 4*time.Minute, "the stall's alerts resolved", func(f map[string]bool) bool {
 		return !f["RingcapReceiverHeldBack"] && !f["RingcapReaderStalled"]
+	})
+}
+
+// checkCaptureLinkCounters: the capture runs in Pod mode, whose network namespace shows
+// its RDMA device without counters; the device plugin, in the node's, exports the
+// counters of the port the pod holds (the kubelet's PodResources API says which) as
+// ringcap_capture_link_increase_total, counted from when it first saw the pod holding the
+// device. The stream into the ring made the port's rcvd_pkts (an rxe hw_counter) grow
+// since, and the series carry the pod's ringcap.io/capture label.
+func checkCaptureLinkCounters(t *testing.T, p *prom, capturePod string) {
+	t.Helper()
+	pod, err := s.cs.CoreV1().Pods(testNamespace).Get(context.Background(), capturePod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture := pod.Labels["ringcap.io/capture"]
+	expr := fmt.Sprintf(`ringcap_capture_link_increase_total{namespace=%q, pod=%q, capture=%q, source="hw_counters", counter="rcvd_pkts"} > 0`,
+		testNamespace, capturePod, capture)
+	waitFor(t, 2*time.Minute, expr, func(context.Context) (bool, string, error) {
+		res, err := p.query(expr)
+		if err != nil {
+			return retry(err)
+		}
+		if len(res) > 0 {
+			t.Logf("the capture's link counters: %v", res)
+			return true, "", nil
+		}
+		all, err := p.query(fmt.Sprintf(`ringcap_capture_link_increase_total{namespace=%q} or ringcap_plugin_pod_resources_up`, testNamespace))
+		return false, fmt.Sprintf("no series; the namespace's per-capture series and the plugin's PodResources API: %v (%v)", all, err), nil
 	})
 }
 
