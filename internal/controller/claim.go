@@ -68,18 +68,19 @@ func BuildClaimTemplate(rc *ringcapv1.RingCapture) *resourcev1.ResourceClaimTemp
 	if rx.Selector != "" {
 		req.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: rx.Selector}}}
 	}
+	labels := func() map[string]string {
+		return map[string]string{
+			"app.kubernetes.io/name":      "ringcap",
+			"app.kubernetes.io/component": "capture",
+			LabelManagedBy:                ManagedByValue,
+			LabelCapture:                  labelValue(rc.Name),
+		}
+	}
 	return &resourcev1.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      ClaimTemplateName(rc.Name),
-			Namespace: rc.Namespace,
-			Labels: map[string]string{
-				"app.kubernetes.io/name":      "ringcap",
-				"app.kubernetes.io/component": "capture",
-				LabelManagedBy:                ManagedByValue,
-				LabelCapture:                  labelValue(rc.Name),
-			},
-		},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimTemplateName(rc.Name), Namespace: rc.Namespace, Labels: labels()},
+		// The claims made from it carry the capture's labels too: the DRA driver names
+		// the capture in its per-capture link counters from them.
+		Spec: resourcev1.ResourceClaimTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels()}, Spec: resourcev1.ResourceClaimSpec{
 			Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: DeviceClaimName, Exactly: req}}},
 		}},
 	}

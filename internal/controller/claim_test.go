@@ -88,6 +88,9 @@ func TestBuildClaimTemplate(t *testing.T) {
 	if tpl.Name != "pulsar-rdma" || tpl.Namespace != "obs" || tpl.Labels[LabelManagedBy] != ManagedByValue || tpl.Labels[LabelCapture] != "pulsar" {
 		t.Errorf("template %s/%s labels %v", tpl.Namespace, tpl.Name, tpl.Labels)
 	}
+	if l := tpl.Spec.Labels; l[LabelManagedBy] != ManagedByValue || l[LabelCapture] != "pulsar" {
+		t.Errorf("the claims made from the template get labels %v, want the capture's", l)
+	}
 	if !equality.Semantic.DeepEqual(tpl.Spec.Spec, want) {
 		t.Errorf("template spec %+v, want %+v", tpl.Spec.Spec, want)
 	}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,6 +46,9 @@ type captureLinks struct {
 
 	captures map[string]string // capture label by pod namespace/name, while the pod holds ports
 	failing  bool              // the last List failed (said once in the log)
+
+	mu      sync.Mutex
+	renewed map[linkmetrics.Port]bool // ports allocated since their holder was last seen
 }
 
 // newCaptureLinks registers the series and the API's health metrics in reg; nil when
@@ -60,7 +64,7 @@ func newCaptureLinks(opts Options, reg prometheus.Registerer, units func() unitP
 			Help: "1 when the kubelet's PodResources API answered the last List (which pods hold the plugin's devices, for ringcap_capture_link_increase_total), else 0."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ringcap_plugin_pod_resources_errors_total",
 			Help: "PodResources API List calls that failed (socket missing, refused, timed out)."}),
-		captures: map[string]string{},
+		captures: map[string]string{}, renewed: map[linkmetrics.Port]bool{},
 	}
 	if l.interval <= 0 {
 		l.interval = DefaultPodResourcesInterval
@@ -73,11 +77,18 @@ func newCaptureLinks(opts Options, reg prometheus.Registerer, units func() unitP
 	return l, nil
 }
 
-// allocated asks the API again soon: a pod was just given devices.
-func (l *captureLinks) allocated() {
+// allocated asks the API again soon: a pod was just given ports. The next holder seen
+// on each of them counts from a new baseline with its label read anew, even when it has
+// the name of the pod that held the port before (deleted and made again between polls).
+func (l *captureLinks) allocated(ports []linkmetrics.Port) {
 	if l == nil {
 		return
 	}
+	l.mu.Lock()
+	for _, p := range ports {
+		l.renewed[p] = true
+	}
+	l.mu.Unlock()
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -140,6 +151,7 @@ func (l *captureLinks) poll(ctx context.Context, pr *podResources) {
 	l.failing = false
 	l.up.Set(1)
 	held := heldPorts(pods, l.units())
+	l.renew(held)
 	for owner, holds := range held {
 		capture := l.capture(ctx, holds[0].Namespace, holds[0].Pod)
 		for i := range holds {
@@ -151,6 +163,23 @@ func (l *captureLinks) poll(ctx context.Context, pr *podResources) {
 		if _, ok := held[owner]; !ok {
 			l.coll.Drop(owner)
 			delete(l.captures, owner)
+		}
+	}
+}
+
+// renew forgets the baseline and capture label of each pod now holding a port allocated
+// since the last poll, so that they are taken anew; a port no pod is seen holding yet
+// stays marked.
+func (l *captureLinks) renew(held map[string][]linkmetrics.Hold) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for owner, holds := range held {
+		for _, h := range holds {
+			if l.renewed[h.Port] {
+				delete(l.renewed, h.Port)
+				l.coll.Drop(owner)
+				delete(l.captures, owner)
+			}
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/ringcap/ringcap/internal/linkmetrics"
@@ -196,4 +197,45 @@ func TestCaptureLinksOff(t *testing.T) {
 	if h.plugin.links != nil {
 		t.Error("capture links set up with the PodResources API off")
 	}
+}
+
+// A pod deleted and made again under the same name between two polls (a capture run
+// again) is a new holder: the Allocate that gave it the port makes the next poll take a
+// new baseline and read its capture label anew, not carry the old pod's on.
+func TestCaptureLinksRenewedByAllocate(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	sock := filepath.Join(shortTempDir(t), "kubelet.sock")
+	pr := startPodResources(t, sock)
+	pods := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "obs", Name: "run-0", Labels: map[string]string{linkmetrics.LabelCapture: "first"}}})
+	h := startHarness(t, nil, func(o *Options) {
+		o.Registry, o.PodResourcesSocket, o.PodResourcesInterval, o.Pods = reg, sock, time.Hour, pods // polls only after an Allocate
+	})
+	writeCounter(t, h.roots.Sys, "mlx5_0", "rcvd_pkts", "1000")
+	c := h.client(h.kubelet.registration(t))
+	allocate := func() {
+		t.Helper()
+		if _, err := c.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"mlx5_0"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr.set(podHolding("obs", "run-0", "ringcap.io/rdma", "mlx5_0"))
+	allocate()
+	waitCaptureLinks(t, reg, "the first pod's series", captureLinkSeries("obs", "run-0", "first", "mlx5_0", "rcvd_pkts", 0))
+	writeCounter(t, h.roots.Sys, "mlx5_0", "rcvd_pkts", "1400")
+	waitCaptureLinks(t, reg, "the first pod's growth", captureLinkSeries("obs", "run-0", "first", "mlx5_0", "rcvd_pkts", 400))
+
+	// The pod is made again under its name, with another capture label, before a poll saw it go.
+	p, err := pods.CoreV1().Pods("obs").Get(context.Background(), "run-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels[linkmetrics.LabelCapture] = "second"
+	if _, err := pods.CoreV1().Pods("obs").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	allocate()
+	waitCaptureLinks(t, reg, "the new pod counted from its own start, with its own label",
+		captureLinkSeries("obs", "run-0", "second", "mlx5_0", "rcvd_pkts", 0))
+	writeCounter(t, h.roots.Sys, "mlx5_0", "rcvd_pkts", "1500")
+	waitCaptureLinks(t, reg, "the new pod's growth", captureLinkSeries("obs", "run-0", "second", "mlx5_0", "rcvd_pkts", 100))
 }

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/ringcap/ringcap/internal/linkmetrics"
@@ -92,6 +93,21 @@ func (p *Plugin) unitPorts() unitPorts {
 			}
 		}
 		out[s.resource] = m
+	}
+	return out
+}
+
+// allocatedPorts are the ports of the device IDs an Allocate request gave out.
+func allocatedPorts(st *poolState, req *pluginapi.AllocateRequest) []linkmetrics.Port {
+	var out []linkmetrics.Port
+	for _, cr := range req.ContainerRequests {
+		for _, id := range cr.DevicesIds {
+			if u, ok := st.units[id]; ok {
+				if d, ok := st.devs[u.dev]; ok {
+					out = append(out, linkmetrics.Port{Device: u.dev, Port: d.port.Num})
+				}
+			}
+		}
 	}
 	return out
 }

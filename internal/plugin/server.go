@@ -234,7 +234,7 @@ func (s *poolServer) Allocate(_ context.Context, req *pluginapi.AllocateRequest)
 		s.log.Info("Allocated", "ids", cr.DevicesIds, "device", car.Envs[EnvDevice], "port", car.Envs[EnvPort],
 			"gidIndex", car.Envs[EnvGIDIndex], "gid", car.Envs[EnvGID])
 	}
-	s.p.links.allocated()
+	s.p.links.allocated(allocatedPorts(st, req))
 	return resp, nil
 }
 

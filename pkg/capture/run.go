@@ -294,7 +294,7 @@ func watchLink(t *Tracker, roots rdma.Roots, ch *endpoint.Chosen, log *slog.Logg
 	case d.Len() == 0:
 		// A pod in a network namespace of its own sees the device's "compat" sysfs entry,
 		// which has neither counters nor hw_counters.
-		err = errors.New("the port has no counters here (a network namespace other than the node's sees none); the device plugin exports the node's, ringcap_link_counter_total")
+		err = errors.New("the port has no counters here (a network namespace other than the node's sees none); the device plugin or DRA driver exports this capture's, ringcap_capture_link_increase_total, and the node's, ringcap_link_counter_total")
 	default:
 		err = t.Register(d)
 	}
