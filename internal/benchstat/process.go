@@ -3,12 +3,9 @@ package benchstat
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ProcessCPU is this process's user and system CPU time so far (every thread), in
@@ -61,37 +58,4 @@ func EnvRounds(def int) (int, error) {
 		return 0, fmt.Errorf("RINGCAP_BENCH_ROUNDS=%q: want a number of rounds, at least 1", s)
 	}
 	return n, nil
-}
-
-// ThreadCPU is the calling thread's user and system CPU time so far, in nanoseconds; the
-// caller holds its goroutine on the thread (runtime.LockOSThread) between two readings.
-func ThreadCPU() (int64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage of the thread: %w", err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), nil
-}
-
-// MeasureThread runs fn on the calling goroutine, held on its thread, and returns the
-// thread's CPU time and the wall time it took: the work of fn alone, without what other
-// goroutines of the process (say a ring's reader, a separate process in production) spend
-// meanwhile.
-func MeasureThread(fn func() error) (Cost, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	c0, err := ThreadCPU()
-	if err != nil {
-		return Cost{}, err
-	}
-	start := time.Now()
-	if err := fn(); err != nil {
-		return Cost{}, err
-	}
-	wall := time.Since(start)
-	c1, err := ThreadCPU()
-	if err != nil {
-		return Cost{}, err
-	}
-	return Cost{CPU: float64(c1 - c0), Wall: float64(wall.Nanoseconds())}, nil
 }
