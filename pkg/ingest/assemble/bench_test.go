@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ringtest"
+	"github.com/ringcap/ringcap/pkg/capture/ring"
 	"github.com/ringcap/ringcap/pkg/dada"
 )
 
@@ -51,13 +52,17 @@ const placeGoal = 1.1
 // CPU time of placing a batch of 8 KiB packets already in memory into a real
 // ring with Put (presence, counters, the block hand-overs to a reader that
 // clears each block at once) against a bare copy of the same packets into the
-// same block memory at the same offsets, the floor of a one-copy receiver.
-// Beside it, `ratio place-noring/memcpy-floor`: Put into the same blocks
-// through a BlockWriter that never waits (memWriter), the assembler's own cost
-// without the ring's hand-offs. It ignores b.N (run it with -benchtime 1x):
-// RINGCAP_BENCH_ROUNDS rounds (default 7) after a warm-up round, each writing
-// the batch 32 times each way, the first way rotating; it prints the medians
-// of the rounds' ratios with their intervals.
+// same block memory at the same offsets. Beside it, `ratio
+// place-noring/memcpy-floor`: Put into the same blocks through a BlockWriter
+// that never waits (memWriter), the assembler's own cost without the ring's
+// hand-offs; and `ratio place/copy-ring-floor`: against a copy into a second
+// ring of the same shape that opens each block, fills it and marks it filled
+// in line (copyRing), the floor of any one-copy receiver into a PSRDADA ring,
+// with `copy-ring-floor/memcpy-floor`, what that hand-off adds to a bare
+// copy. It ignores b.N (run it with -benchtime 1x): RINGCAP_BENCH_ROUNDS
+// rounds (default 7) after a warm-up round, each writing the batch 32 times
+// each way, the first way rotating; it prints the medians of the rounds'
+// ratios with their intervals.
 func BenchmarkPlaceFloor(b *testing.B) {
 	rounds, err := benchstat.EnvRounds(7)
 	if err != nil {
@@ -67,11 +72,12 @@ func BenchmarkPlaceFloor(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, drained := ringtest.DrainedWriter(ctx, b, h)
-	pb := newPlaceBench(ctx, b, w)
+	w2, drained2 := ringtest.DrainedWriter(ctx, b, ringtest.New(b, testKeys, placeBlocks, placeBlockBytes))
+	pb := newPlaceBench(ctx, b, w, w2)
 	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
 		b.Fatal(err)
 	}
-	pb.costs = [3][]packetCost{}
+	pb.costs = [ways][]packetCost{}
 	for range rounds {
 		if err := pb.round(); err != nil {
 			b.Fatal(err)
@@ -80,8 +86,10 @@ func BenchmarkPlaceFloor(b *testing.B) {
 	if err := pb.close(); err != nil {
 		b.Fatal(err)
 	}
-	if err := <-drained; err != nil {
-		b.Fatal(err)
+	for _, d := range []<-chan error{drained, drained2} {
+		if err := <-d; err != nil {
+			b.Fatal(err)
+		}
 	}
 	pb.print()
 }
@@ -93,14 +101,17 @@ const (
 	placeBlocks, placeBlockBytes         = 8, 4 << 20
 )
 
-// placeBench is BenchmarkPlaceFloor's three ways of writing the same packets
-// into the same blocks: Put into the ring, Put through memWriter, copy.
+// placeBench is BenchmarkPlaceFloor's ways of writing the same packets into
+// ring blocks: Put into the ring, Put through memWriter, copy into the same
+// blocks, and copy into a second ring of the same shape with its block
+// hand-off done in line (copyRing).
 type placeBench struct {
 	pkts      [][]byte
 	ring, mem *Assembler
 	block     func(int) []byte
-	off       [3]uint64
-	costs     [3][]packetCost // per way, per round
+	cr        *copyRing
+	off       [ways]uint64
+	costs     [ways][]packetCost // per way, per round
 	rounds    int
 }
 
@@ -109,9 +120,11 @@ const (
 	wayRing = iota
 	wayMem
 	wayCopy
+	wayCopyRing
+	ways
 )
 
-func newPlaceBench(ctx context.Context, b *testing.B, w *dada.Writer) *placeBench {
+func newPlaceBench(ctx context.Context, b *testing.B, w, w2 *dada.Writer) *placeBench {
 	cfg := ForDada(w, 4)
 	cfg.Header = func() ([]byte, error) { return []byte(testHeader), nil }
 	ring, err := New(ctx, cfg)
@@ -125,7 +138,12 @@ func newPlaceBench(ctx context.Context, b *testing.B, w *dada.Writer) *placeBenc
 		_ = ring.Close()
 		b.Fatal(err)
 	}
-	return &placeBench{pkts: packetBatch(placeBatch, placePacket), ring: ring, mem: mem, block: cfg.Block}
+	cr, err := newCopyRing(ctx, w2)
+	if err != nil {
+		_, _ = ring.Close(), mem.Close()
+		b.Fatal(err)
+	}
+	return &placeBench{pkts: packetBatch(placeBatch, placePacket), ring: ring, mem: mem, block: cfg.Block, cr: cr}
 }
 
 // round writes the batch placePasses times each way, the first way rotating.
@@ -134,6 +152,7 @@ func (p *placeBench) round() error {
 		func() error { return p.put(p.ring, &p.off[wayRing]) },
 		func() error { return p.put(p.mem, &p.off[wayMem]) },
 		p.copy,
+		func() error { return p.cr.write(p.pkts, placePasses) },
 	}
 	for k := range ways {
 		way := (p.rounds + k) % len(ways)
@@ -170,8 +189,12 @@ func (p *placeBench) copy() error {
 	return nil
 }
 
-// close ends both assemblers and checks that they placed every packet.
+// close ends both assemblers and the copying ring's observation and checks
+// that the assemblers placed every packet.
 func (p *placeBench) close() error {
+	if err := p.cr.close(); err != nil {
+		return err
+	}
 	for _, a := range []*Assembler{p.ring, p.mem} {
 		if err := a.Close(); err != nil {
 			return err
@@ -183,15 +206,16 @@ func (p *placeBench) close() error {
 	return nil
 }
 
-// print prints the two ratio lines.
+// print prints the ratio lines.
 func (p *placeBench) print() {
-	ratio := func(way int) (med, lo, hi float64) {
+	ratioTo := func(way, anchor int) (med, lo, hi float64) {
 		var r []float64
 		for i := range p.costs[way] {
-			r = append(r, p.costs[way][i].cpu/p.costs[wayCopy][i].cpu)
+			r = append(r, p.costs[way][i].cpu/p.costs[anchor][i].cpu)
 		}
 		return benchstat.MedianCI(r)
 	}
+	ratio := func(way int) (med, lo, hi float64) { return ratioTo(way, wayCopy) }
 	cpu, wall := p.medians()
 	tail := fmt.Sprintf("(CPU time; 8 KiB packets, a batch of 8 MiB into a ring of %d x %d MiB with a clearing reader, median of %d rounds of %d packets)",
 		placeBlocks, placeBlockBytes>>20, len(p.costs[wayCopy]), placePasses*placeBatch)
@@ -201,10 +225,15 @@ func (p *placeBench) print() {
 	med, lo, hi = ratio(wayMem)
 	fmt.Printf("ratio place-noring/memcpy-floor=%.3f [%.3f, %.3f]  Put through a writer that never waits (no ring hand-off) %.0f ns per packet (wall %.0f ns)  %s\n",
 		med, lo, hi, cpu[wayMem], wall[wayMem], tail)
+	med, lo, hi = ratioTo(wayRing, wayCopyRing)
+	fmt.Printf("ratio place/copy-ring-floor=%.3f [%.3f, %.3f]  against a copy into a ring of the same shape that opens and marks filled each block in line (%.0f ns per packet, wall %.0f ns): the floor of a one-copy receiver into a PSRDADA ring  %s\n",
+		med, lo, hi, cpu[wayCopyRing], wall[wayCopyRing], tail)
+	med, lo, hi = ratio(wayCopyRing)
+	fmt.Printf("ratio copy-ring-floor/memcpy-floor=%.3f [%.3f, %.3f]  what the ring's block hand-off adds to a bare copy  %s\n", med, lo, hi, tail)
 }
 
 // medians are each way's median CPU and wall time per packet, in ns.
-func (p *placeBench) medians() (cpu, wall [3]float64) {
+func (p *placeBench) medians() (cpu, wall [ways]float64) {
 	for way, cs := range p.costs {
 		var c, w []float64
 		for _, x := range cs {
@@ -260,3 +289,50 @@ func timePackets(n int, fn func() error) (packetCost, error) {
 	}
 	return packetCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
 }
+
+// copyRing copies packets in order into a ring through its writer with no
+// assembler: it opens a block, copies into it until it is full and marks it
+// filled, in line. What a one-copy receiver into a PSRDADA ring cannot avoid.
+type copyRing struct {
+	ctx   context.Context
+	w     ring.DadaWriter
+	block func(int) []byte
+	open  int // ring index of the open block, -1 when none
+	in    int // bytes copied into it
+}
+
+func newCopyRing(ctx context.Context, w *dada.Writer) (*copyRing, error) {
+	c := &copyRing{ctx: ctx, w: ring.DadaWriter{W: w}, block: w.HDU().Data.Block, open: -1}
+	return c, c.w.WriteHeader([]byte(testHeader))
+}
+
+// write copies pkts passes times.
+func (c *copyRing) write(pkts [][]byte, passes int) error {
+	for range passes {
+		for _, pkt := range pkts {
+			if err := c.put(pkt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *copyRing) put(pkt []byte) error {
+	if c.open < 0 {
+		idx, err := c.w.OpenBlock(c.ctx)
+		if err != nil {
+			return err
+		}
+		c.open, c.in = idx, 0
+	}
+	c.in += copy(c.block(c.open)[c.in:], pkt)
+	if c.in < placeBlockBytes {
+		return nil
+	}
+	c.open = -1
+	return c.w.MarkFilled(c.ctx, placeBlockBytes, false)
+}
+
+// close ends the observation.
+func (c *copyRing) close() error { return c.w.EndOfData(c.ctx) }
