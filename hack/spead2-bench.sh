@@ -84,7 +84,7 @@ trial_spead2() {
 
 # trial_ringcap RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
 trial_ringcap() {
-  local bytes=$(((HEAPS - 1) * HEAP)) pid reader sent ok=0 got drops t0
+  local bytes=$((HEAPS * HEAP)) pid reader sent ok=0 got drops t0
   rm -f "$work/summary.json"
   /usr/bin/time -f "%U %S" -o "$work/time" "$R" recv -k "$KEY" --create -b 4194304 -n 8 \
     --metrics-addr "" --drain-timeout 10s --protocol spead --udp-ports "$PORT" \

@@ -12,6 +12,11 @@ var ErrMalformed = errors.New("malformed SPEAD packet")
 // range, an offset that does not fit in 64 bits.
 var ErrOutOfRange = errors.New("SPEAD packet outside the placement rule")
 
+// ErrDescriptorsOnly is matched by the error about a packet that carries only
+// the item descriptors ahead of the data in a heap holding both: metadata, not
+// data, and not malformed.
+var ErrDescriptorsOnly = errors.New("SPEAD packet of descriptors only")
+
 // Error is a reason a packet was rejected. The values are preallocated, so
 // rejecting a packet allocates nothing; the kind is matched with errors.Is.
 type Error struct {
@@ -47,6 +52,9 @@ var (
 	errOffGrid     = malformed("timestamp is not on the rule's step grid")
 	errNoChannel   = malformed("no immediate channel item")
 	errBeforeFirst = outOfRange("timestamp before the first heap")
-	errChannel     = outOfRange("channel outside the rule's range")
-	errOverflow    = outOfRange("stream offset beyond 2^64")
+	// errDescriptorsOnly: a packet of a heap led by descriptors that carries
+	// none of the heap's data (ErrDescriptorsOnly).
+	errDescriptorsOnly = &Error{kind: ErrDescriptorsOnly, reason: "only the descriptors ahead of a heap's data"}
+	errChannel         = outOfRange("channel outside the rule's range")
+	errOverflow        = outOfRange("stream offset beyond 2^64")
 )

@@ -4,9 +4,12 @@ import "math/bits"
 
 // Placement is where a packet's payload goes in the stream.
 type Placement struct {
-	Offset uint64 // stream byte of the payload's first byte
-	Length uint64 // payload bytes
+	Offset uint64 // stream byte of the payload's first placed byte
+	Length uint64 // payload bytes placed
 	Heap   uint64 // the heap's slot: heap index * groups + group
+	// Skip is how many bytes at the payload's start are not placed: the
+	// descriptors ahead of the data in a heap that carries both.
+	Skip uint64
 }
 
 // Placer places the packets of one stream by a Rule. The first timestamp is
@@ -18,6 +21,7 @@ type Placer struct {
 	heapSize uint64
 	first    uint64
 	started  bool
+	leads    [leadSlots]lead
 }
 
 // NewPlacer returns a placer for rule r.
@@ -48,7 +52,7 @@ func (pl *Placer) Place(p *Packet) (Placement, error) {
 	if err != nil {
 		return Placement{}, err
 	}
-	heap, err := pl.heapSizeOf(p)
+	heap, lead, err := pl.heapSizeOf(p)
 	if err != nil {
 		return Placement{}, err
 	}
@@ -62,24 +66,32 @@ func (pl *Placer) Place(p *Packet) (Placement, error) {
 	if rem != 0 {
 		return Placement{}, errOffGrid
 	}
-	return pl.offset(index, group, p, heap)
+	return pl.offset(index, group, p, heap, lead)
 }
 
 // heapSizeOf checks p's heap against the rule's heap size (learning it from
-// the first packet that has one when the rule gives none).
-func (pl *Placer) heapSizeOf(p *Packet) (uint64, error) {
+// the first packet that has one when the rule gives none) and returns it with
+// the bytes of descriptors that lead the data in a heap larger by as many
+// (leading).
+func (pl *Placer) heapSizeOf(p *Packet) (size, lead uint64, err error) {
+	whole := pl.heapSize
 	switch {
 	case p.HasHeapSize && pl.heapSize == 0:
-		pl.heapSize = p.HeapSize
+		pl.heapSize, whole = p.HeapSize, p.HeapSize
+	case p.HasHeapSize && p.HeapSize > pl.heapSize && pl.leading(p, p.HeapSize-pl.heapSize):
+		whole, lead = p.HeapSize, p.HeapSize-pl.heapSize
 	case p.HasHeapSize && p.HeapSize != pl.heapSize:
-		return 0, errHeapSize
+		return 0, 0, errHeapSize
 	case !p.HasHeapSize && pl.heapSize == 0:
-		return 0, errNoHeapSize
+		return 0, 0, errNoHeapSize
 	}
-	if p.HeapOffset > pl.heapSize || p.PayloadLength > pl.heapSize-p.HeapOffset {
-		return 0, errPastHeap
+	if p.HeapOffset > whole || p.PayloadLength > whole-p.HeapOffset {
+		return 0, 0, errPastHeap
 	}
-	return pl.heapSize, nil
+	if lead > 0 && p.HeapOffset+p.PayloadLength <= lead {
+		return 0, 0, errDescriptorsOnly
+	}
+	return pl.heapSize, lead, nil
 }
 
 // group returns the channel group of p.
@@ -109,18 +121,20 @@ func (pl *Placer) group(p *Packet) (uint64, error) {
 }
 
 // offset is (index*groups + group)*heapSize + heapOffset, checked for
-// overflow.
-func (pl *Placer) offset(index, group uint64, p *Packet, heap uint64) (Placement, error) {
+// overflow; the heap offset counts from the data's start in a heap led by
+// descriptors.
+func (pl *Placer) offset(index, group uint64, p *Packet, heap, lead uint64) (Placement, error) {
+	heapOffset, skip, _ := trimLead(p, lead)
 	hi, slot := bits.Mul64(index, pl.groups)
 	slot, carry := bits.Add64(slot, group, 0)
 	if hi != 0 || carry != 0 {
 		return Placement{}, errOverflow
 	}
 	hi, start := bits.Mul64(slot, heap)
-	start, carry = bits.Add64(start, p.HeapOffset, 0)
-	_, c2 := bits.Add64(start, p.PayloadLength, 0)
+	start, carry = bits.Add64(start, heapOffset, 0)
+	_, c2 := bits.Add64(start, p.PayloadLength-skip, 0)
 	if hi != 0 || carry != 0 || c2 != 0 {
 		return Placement{}, errOverflow
 	}
-	return Placement{Offset: start, Length: p.PayloadLength, Heap: slot}, nil
+	return Placement{Offset: start, Length: p.PayloadLength - skip, Heap: slot, Skip: skip}, nil
 }

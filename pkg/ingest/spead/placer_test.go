@@ -241,3 +241,46 @@ func TestPlaceAllocatesNothing(t *testing.T) {
 		t.Errorf("Place of a rejected packet: %v allocations, %v", n, err)
 	}
 }
+
+// A heap that carries item descriptors ahead of its data (spead2's senders put
+// them in their first heap): the data is placed as any heap's, the descriptor
+// bytes are not, a packet of descriptors only says so; a larger heap whose
+// item pointers do not lay it out so, or that no packet has shown so, is of
+// another size.
+func TestPlaceHeapLedByDescriptors(t *testing.T) {
+	t.Parallel()
+	const heap, lead = 64, 40
+	pl, err := spead.NewPlacer(spead.Rule{TimestampID: spead.HeapCounterID, TimestampStep: 1, HeapSize: heap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.Start(1)
+	layout := []spead.Item{{ID: spead.DescriptorID, Value: 0}, {ID: spead.DescriptorID, Value: 20}, {ID: 0x1000, Value: lead}}
+	// heap 2, in three packets: [0, 30) descriptors only, [30, 60) both, [60, 104) data.
+	first := ingesttest.SPEADHeap(48, 2, heap+lead, 0, make([]byte, 30), layout...)
+	if _, err := place(t, pl, first); !errors.Is(err, spead.ErrDescriptorsOnly) {
+		t.Errorf("a packet of descriptors only: %v, want ErrDescriptorsOnly", err)
+	}
+	pm, err := place(t, pl, ingesttest.SPEADHeap(48, 2, heap+lead, 30, make([]byte, 30)))
+	if want := (spead.Placement{Offset: heap, Length: 20, Heap: 1, Skip: 10}); err != nil || pm != want {
+		t.Errorf("descriptors then data: %+v, %v; want %+v", pm, err, want)
+	}
+	pm, err = place(t, pl, ingesttest.SPEADHeap(48, 2, heap+lead, 60, make([]byte, 44)))
+	if want := (spead.Placement{Offset: heap + 20, Length: 44, Heap: 1}); err != nil || pm != want {
+		t.Errorf("data: %+v, %v; want %+v", pm, err, want)
+	}
+	if pm, err := place(t, pl, ingesttest.SPEADHeap(48, 3, heap, 0, make([]byte, heap))); err != nil || pm.Offset != 2*heap || pm.Skip != 0 {
+		t.Errorf("the next heap, of the rule's size: %+v, %v", pm, err)
+	}
+	for name, pkt := range map[string][]byte{
+		"no packet showed the layout": ingesttest.SPEADHeap(48, 4, heap+lead, 50, make([]byte, 10)),
+		"data before the descriptors": ingesttest.SPEADHeap(48, 5, heap+lead, 0, make([]byte, 10), spead.Item{ID: 0x1000, Value: 0}, spead.Item{ID: spead.DescriptorID, Value: heap}),
+		"no descriptors":              ingesttest.SPEADHeap(48, 6, heap+lead, 0, make([]byte, 10), spead.Item{ID: 0x1001, Value: 0}, spead.Item{ID: 0x1000, Value: lead}),
+		"data not at the heap's end":  ingesttest.SPEADHeap(48, 7, heap+lead, 0, make([]byte, 10), spead.Item{ID: spead.DescriptorID, Value: 0}, spead.Item{ID: 0x1000, Value: lead - 8}),
+		"another heap's layout":       ingesttest.SPEADHeap(48, 2, heap+lead+8, 70, make([]byte, 10)),
+	} {
+		if _, err := place(t, pl, pkt); !errors.Is(err, spead.ReasonHeapSize) {
+			t.Errorf("%s: %v, want the heap size refused", name, err)
+		}
+	}
+}

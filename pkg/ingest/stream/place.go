@@ -10,7 +10,7 @@ import (
 // The SPEAD items of heaps that carry no data: item descriptors and stream
 // control (start, stop), numbered as SPEAD and spead2 number them.
 const (
-	DescriptorID    = 0x5
+	DescriptorID    = spead.DescriptorID
 	StreamControlID = 0x6
 	// StreamStop is the stream control item's value in a heap that ends the
 	// stream.
@@ -40,8 +40,8 @@ func (p *Pipeline) placeSPEAD(pkt []byte) (uint64, []byte, bool) {
 		if ts > p.c.newest.Load() {
 			p.c.newest.Store(ts)
 		}
-		return pl.Offset, p.sp.Payload, true
-	case !hasTS && p.speadDescriptors():
+		return pl.Offset, p.sp.Payload[pl.Skip:], true
+	case errors.Is(err, spead.ErrDescriptorsOnly), !hasTS && p.speadDescriptors():
 		p.c.control.Add(1)
 	case !errors.Is(err, spead.ErrOutOfRange):
 		p.asm.Malformed()

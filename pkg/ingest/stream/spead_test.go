@@ -201,3 +201,32 @@ func TestSPEADStopHeapByHeapCounter(t *testing.T) {
 	want := Counters{Packets: 6, PlacedBytes: 4 * heapBytes, Received: 4, Control: 2, Stops: 1, Newest: 13}
 	checkCounts(t, got.counts, want, 0, 2)
 }
+
+// spead2's senders put the item descriptors ahead of the data in their first
+// heap: that heap's data lands in the ring as every other heap's, the
+// descriptor bytes do not, and a packet of descriptors only is control.
+func TestSPEADFirstHeapLedByDescriptors(t *testing.T) {
+	const lead, pkt = 96, 400 // descriptor bytes; packet payload size
+	whole := append(make([]byte, lead), ingesttest.Pattern(0, heapBytes)...)
+	layout := []spead.Item{{ID: DescriptorID, Value: 0}, {ID: DescriptorID, Value: 48}, {ID: 0x1000, Value: lead}}
+	var packets [][]byte
+	for off := 0; off < len(whole); off += pkt {
+		var items []spead.Item
+		if off == 0 {
+			items = layout
+		}
+		end := min(off+pkt, len(whole))
+		packets = append(packets, ingesttest.SPEADHeap(48, 10, heapBytes+lead, uint64(off), whole[off:end], items...))
+	}
+	packets = append(packets, ingesttest.SPEADHeap(48, 10, heapBytes+lead, 0, whole[:lead], layout...)) // the descriptors again: only those
+	for i := 1; i < 4; i++ {
+		packets = append(packets, ingesttest.SPEADHeap(48, uint64(10+i), heapBytes, 0, ingesttest.Pattern(uint64(i*heapBytes), heapBytes)))
+	}
+	cfg := Config{Protocol: SPEAD, SPEAD: spead.Rule{TimestampID: spead.HeapCounterID, TimestampStep: 1, HeapSize: heapBytes},
+		SPEADTime: SPEADTime{SyncTime: syncTime, SampleRate: sampleRate}, Template: template(t)}
+	got := observe(t, cfg, 4, 2048, 2, packets)
+	checkData(t, got.data, 4*heapBytes, 0, nil)
+	// 3 packets of heap 10 carry data (the first also 96 bytes of descriptors), 1 only descriptors.
+	want := Counters{Packets: 7, PlacedBytes: 4 * heapBytes, Received: 6, Control: 1, Newest: 13}
+	checkCounts(t, got.counts, want, 0, 2)
+}
