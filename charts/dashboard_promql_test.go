@@ -40,6 +40,10 @@ var dashboardSeries = map[string]string{
 	`ringcap_link_counter_total{instance="10.0.0.1:9101",device="rxe0",port="1",source="hw_counters",counter="duplicate_request"}`: "0+3x10",
 	`ringcap_link_counter_total{instance="10.0.0.1:9101",device="rxe0",port="1",source="counters",counter="port_xmit_data"}`:       "0+100x10",
 	`ringcap_plugin_device_healthy{instance="10.0.0.1:9101",resource="ringcap.io/rdma",device="rxe0"}`:                             "1x10",
+	// c1's link from the device plugin; c3, a Host-mode capture, from its own receiver only
+	`ringcap_capture_link_increase_total{namespace="obs",pod="c1-capture",capture="c1",device="rxe0",port="1",source="hw_counters",counter="rcvd_pkts"}`:         "0+60000x10",
+	`ringcap_capture_link_increase_total{namespace="obs",pod="c1-capture",capture="c1",device="rxe0",port="1",source="hw_counters",counter="duplicate_request"}`: "0+3x10",
+	`ringcap_recv_link_increase_total{namespace="obs",pod="c3-capture",device="rxe1",port="1",source="hw_counters",counter="rcvd_pkts"}`:                         "0+6000x10",
 }
 
 // Every panel's query parses and returns data from a real PromQL engine (promtool's) over

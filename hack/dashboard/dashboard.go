@@ -72,6 +72,7 @@ func rows() []row {
 		{"Observation", observationPanels()},
 		{"Ring readers", readerPanels()},
 		{"Errors", errorPanels()},
+		{"Capture links", captureLinkPanels()},
 		{packetRow, packetPanels()},
 		{"Node RDMA links", nodePanels()},
 	}

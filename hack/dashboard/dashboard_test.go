@@ -41,7 +41,7 @@ var exported = []string{
 	"ringcap_plugin_registrations_total", "ringcap_plugin_registration_errors_total",
 	"ringcap_plugin_list_and_watch_sends_total", "ringcap_plugin_scan_errors_total",
 	"ringcap_plugin_inventory_errors_total", "ringcap_link_counter_total",
-	"ringcap_link_counter_read_errors",
+	"ringcap_link_counter_read_errors", "ringcap_capture_link_increase_total", "ringcap_recv_link_increase_total",
 	// DRA driver
 	"ringcap_dra_claims_total", "ringcap_dra_published_devices",
 	"ringcap_dra_last_publish_timestamp_seconds", "ringcap_dra_claim_status_write_errors_total",
@@ -49,8 +49,8 @@ var exported = []string{
 }
 
 // shown are the metrics the dashboard must query: per capture rate, fill, reader lag and
-// slots, held back, errors and state, a packet capture's packets, losses and zero-filled
-// bytes; per node the link counters and device health.
+// slots, held back, errors and state, its link's counters, a packet capture's packets,
+// losses and zero-filled bytes; per node the link counters and device health.
 var shown = []string{
 	"ringcap_recv_bytes_total", "ringcap_ring_filled_blocks", "ringcap_ring_blocks",
 	"ringcap_ring_reader_lag_blocks", "ringcap_ring_reader_seconds_since_advance",
@@ -59,6 +59,7 @@ var shown = []string{
 	"ringcap_recv_state", "ringcap_link_counter_total", "ringcap_plugin_device_healthy",
 	"ringcap_observation_bytes", "ringcap_observation_number", "ringcap_observation_start_timestamp_seconds",
 	"ringcap_packets_total", "ringcap_packet_kernel_drops_total", "ringcap_packet_zero_filled_bytes_total",
+	"ringcap_capture_link_increase_total", "ringcap_recv_link_increase_total",
 }
 
 type panelJSON struct {

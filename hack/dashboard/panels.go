@@ -62,6 +62,30 @@ func readerPanels() []cog.Builder[dashboard.Panel] {
 	}
 }
 
+// captureLink is a capture's link counters, selected by counter: the device plugin's or DRA
+// driver's ringcap_capture_link_increase_total (from the node's namespace, every mode), or
+// where only a Host-mode receiver exports them, its own ringcap_recv_link_increase_total.
+func captureLink(counters string) string {
+	sel := captureSel + `, counter=~"` + counters + `"`
+	return `sum by (namespace, pod, counter) (rate(ringcap_capture_link_increase_total{` + sel + `}[5m]))` +
+		` or sum by (namespace, pod, counter) (rate(ringcap_recv_link_increase_total{` + sel + `}[5m]))`
+}
+
+// capturePackets are the port counters of packets sent and received, on rxe (sent_pkts,
+// rcvd_pkts) and in the IB counters every driver has (port_xmit_packets, port_rcv_packets).
+const capturePackets = "sent_pkts|rcvd_pkts|port_xmit_packets|port_rcv_packets"
+
+func captureLinkPanels() []cog.Builder[dashboard.Panel] {
+	return []cog.Builder[dashboard.Panel]{
+		graph("Capture link packets", "Packets per second through the RDMA port each capture holds, counted from the capture's start: the stream on the wire.", "pps").
+			Min(0).
+			WithTarget(query(captureLink(capturePackets), "{{namespace}}/{{pod}} {{counter}}")),
+		graph("Capture link retransmissions and sequence errors", "The same port's counters that rise on a lossy link, per capture: what RC recovers at a cost in rate.", "cps").
+			Min(0).
+			WithTarget(query(captureLink(linkCounters), "{{namespace}}/{{pod}} {{counter}}")),
+	}
+}
+
 func errorPanels() []cog.Builder[dashboard.Panel] {
 	return []cog.Builder[dashboard.Panel]{
 		graph("Completion errors", "Failed work completions in 5 minutes, per status (such as IBV_WC_RETRY_EXC_ERR).", "short").
