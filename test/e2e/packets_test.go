@@ -84,7 +84,8 @@ func packetCapture(t *testing.T, name, key string, port, metricsPort int64, udp 
 // Host-mode captures at once: one unicast to its address, read back with every byte
 // verified and no packet lost; one to a multicast group it joined on the data interface,
 // with every 20th packet dropped by the sender, whose status counts exactly the packets and
-// bytes lost. Both end at the senders' stream-stop heaps.
+// bytes lost. Both end at the senders' stream-stop heaps. A real Prometheus scrapes both
+// receivers meanwhile, and every panel of the dashboard's packet row answers with data.
 func stepPacketsOutside(t *testing.T) {
 	raiseRmemMax(t)
 	packetCapture(t, "spead-unicast", "5ead", 7150, 9150, map[string]any{"address": packetAddress},
@@ -99,6 +100,7 @@ func stepPacketsOutside(t *testing.T) {
 			return str(u, "status", "phase") == "Listening" && len(ports) > 0 && target
 		})
 	}
+	prom := startPrometheus(t, packetTargets(t, "spead-unicast", "spead-multicast"))
 	send := func(target, extra string) string {
 		return fmt.Sprintf("$R send --connect %s %s --seed 7 --bytes %d --packet-bytes %d --rate 4M %s", target, packetRule, packetBytes, packetSize, extra)
 	}
@@ -115,6 +117,7 @@ exit $((ru | rm))
 	if err != nil || rc != 0 {
 		t.Fatalf("SPEAD senders: exit %d, %v", rc, err)
 	}
+	checkPacketPanels(t, prom, "spead-unicast", "spead-multicast")
 	uni := waitCapture(t, "spead-unicast", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool { return str(u, "status", "phase") == "Succeeded" })
 	uni = finalPacketCounts(uni, "spead-unicast")
 	checkVerifiedRun(t, uni, senderLines(out, "spead-unicast"))
@@ -122,6 +125,49 @@ exit $((ru | rm))
 	multi := waitCapture(t, "spead-multicast", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool { return str(u, "status", "phase") == "Succeeded" })
 	multi = finalPacketCounts(multi, "spead-multicast")
 	checkPacketCounts(t, multi, senderLines(out, "spead-multicast"), packetDropEvery)
+}
+
+// packetTargets are the scrape targets of the captures' receivers and of their node's device
+// plugin.
+func packetTargets(t *testing.T, captures ...string) []promTarget {
+	t.Helper()
+	var tg []promTarget
+	for i, name := range captures {
+		u := waitCapture(t, name, time.Minute, "a pod", func(u *unstructured.Unstructured) bool { return str(u, "status", "pod") != "" })
+		all := captureTargets(t, str(u, "status", "pod"))
+		if i > 0 {
+			all = all[:1] // the receiver alone: the node's plugin is in already
+		}
+		tg = append(tg, all...)
+	}
+	return tg
+}
+
+// checkPacketPanels waits until every panel of the dashboard's packet row answers with data
+// for the captures' pods: rates over the stream just sent, which a range query still has
+// once a receiver has ended.
+func checkPacketPanels(t *testing.T, p *prom, captures ...string) {
+	t.Helper()
+	var pods []string
+	for _, name := range captures {
+		u, err := getCapture(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, str(u, "status", "pod"))
+	}
+	all := dashboardQueries(t, testNamespace, strings.Join(pods, "|"))
+	queries := map[string][]string{}
+	for _, title := range rowPanels(t, "Packet captures") {
+		queries[title] = all[title]
+	}
+	waitFor(t, time.Minute, "every panel of the packet row with data", func(context.Context) (bool, string, error) {
+		empty, err := panelsWithoutData(p, queries, nil)
+		if err != nil {
+			return retry(err)
+		}
+		return len(empty) == 0, fmt.Sprintf("panels without data: %v", empty), nil
+	})
 }
 
 // raiseRmemMax sets the node's net.core.rmem_max to packetRmemMax for the step (a pod
