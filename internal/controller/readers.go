@@ -97,10 +97,12 @@ func lastExit(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
 }
 
 // EmptyReaderSlots returns the readers that exited while the capture runs: the receiver
-// (not exited) says it listens or receives, and the reader has been gone for
-// readerExitGrace. A reader that exits as the capture finishes (the receiver met its
-// stop condition and the readers drain the ring) is not listed.
-func EmptyReaderSlots(pod *corev1.Pod, rs *statusdoc.Status, now metav1.Time) []ringcapv1.EmptyReaderSlot {
+// (not exited) said it listens or receives in a /status read at readAt, readerExitGrace
+// or more after the reader exited. A reader that exits as the capture finishes (the
+// receiver met its stop condition and the readers drain the ring) is not listed, nor is
+// one whose exit no read since has judged: the last good read may be from before it,
+// when the receiver still received (its reads fail under load, or as it shuts down).
+func EmptyReaderSlots(pod *corev1.Pod, rs *statusdoc.Status, readAt metav1.Time) []ringcapv1.EmptyReaderSlot {
 	if pod == nil || rs == nil || receiverTerminated(pod) != nil ||
 		(rs.State != statusdoc.StateListening && rs.State != statusdoc.StateReceiving) {
 		return nil
@@ -108,7 +110,7 @@ func EmptyReaderSlots(pod *corev1.Pod, rs *statusdoc.Status, now metav1.Time) []
 	var out []ringcapv1.EmptyReaderSlot
 	for _, cs := range readerStatuses(pod) {
 		t := lastExit(cs)
-		if t == nil || now.Sub(t.FinishedAt.Time) < readerExitGrace {
+		if t == nil || readAt.Sub(t.FinishedAt.Time) < readerExitGrace {
 			continue
 		}
 		finished := t.FinishedAt

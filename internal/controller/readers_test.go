@@ -45,7 +45,9 @@ func exited(code int32, at metav1.Time) *corev1.ContainerStateTerminated {
 // it (exit code, when) and, by its restart policy, the capture fails (FailCapture) or
 // Ready is False until the kubelet has restarted it (Restart). One that exits because the
 // capture finished, or only moments ago (the receiver's status may not say yet that it
-// finished), is not listed. Before, such a capture stayed Ready=True/ReceiverReady.
+// finished), or after the last /status that could be read (which said receiving: the
+// reads since failed, as they may while the receiver shuts down under load), is not
+// listed. Before, such a capture stayed Ready=True/ReceiverReady.
 func TestReaderSlotEmpty(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Minute))
 	gone := metav1.NewTime(now.Add(-30 * time.Second))
@@ -62,6 +64,7 @@ func TestReaderSlotEmpty(t *testing.T) {
 		failed   string // Failed "Status/Reason"
 		empty    bool   // rd listed in emptyReaderSlots
 		restarts int32
+		readAt   time.Time // when the receiver's status was read (zero: now)
 	}{
 		{name: "FailCapture reader exited 0 while listening", policy: ringcapv1.ReaderFailCapture,
 			pod: readerState("", corev1.ContainerState{Terminated: exited(0, gone)}, nil, 0), recv: statusdoc.StateListening,
@@ -72,6 +75,9 @@ func TestReaderSlotEmpty(t *testing.T) {
 		{name: "FailCapture reader exited 0 a moment ago", policy: ringcapv1.ReaderFailCapture,
 			pod: readerState("", corev1.ContainerState{Terminated: exited(0, justNow)}, nil, 0), recv: statusdoc.StateListening,
 			phase: ringcapv1.PhaseListening, ready: "True/ReceiverReady", failed: "False/NotFailed"},
+		{name: "FailCapture reader exited 0 after the last good read (said receiving)", policy: ringcapv1.ReaderFailCapture,
+			pod: readerState("", corev1.ContainerState{Terminated: exited(0, gone)}, nil, 0), recv: statusdoc.StateReceiving, readAt: gone.Add(5 * time.Second),
+			phase: ringcapv1.PhaseReceiving, failed: "False/NotFailed"},
 		{name: "reader exited as the receiver finished (drain)", policy: ringcapv1.ReaderFailCapture,
 			pod: readerState("", corev1.ContainerState{Terminated: exited(0, gone)}, nil, 0), recv: statusdoc.StateFinished,
 			phase: ringcapv1.PhaseReceiving, failed: "False/NotFailed"},
@@ -90,7 +96,11 @@ func TestReaderSlotEmpty(t *testing.T) {
 			rc := defaulted("c")
 			rc.Generation = 3
 			withReader(tc.policy)(rc)
-			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: recvStatus(tc.recv, 1<<20), Now: now})
+			readAt := now
+			if !tc.readAt.IsZero() {
+				readAt = metav1.NewTime(tc.readAt)
+			}
+			st := ComputeStatus(rc, Observed{Pod: tc.pod, Receiver: recvStatus(tc.recv, 1<<20), ReceiverReadAt: readAt, Now: now})
 			if st.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
 			}

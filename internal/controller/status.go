@@ -84,7 +84,7 @@ func ComputeStatus(rc *ringcapv1.RingCapture, in Observed) ringcapv1.RingCapture
 		fails = append(fails, interruptedFailure(old, in.Pod))
 	}
 	fails = addFailure(fails, startDeadlineFailure(rc, v, rs, in))
-	st.EmptyReaderSlots = EmptyReaderSlots(in.Pod, rs, in.Now)
+	st.EmptyReaderSlots = EmptyReaderSlots(in.Pod, rs, in.ReceiverReadAt)
 	if !v.ended {
 		fails = addFailure(fails, readerExitedFailure(rc, st.EmptyReaderSlots)) // readers.go
 	}
