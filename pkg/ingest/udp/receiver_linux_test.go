@@ -5,6 +5,7 @@ package udp
 import (
 	"errors"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,9 +155,11 @@ func TestKernelDropsAreCountedExactly(t *testing.T) {
 	t.Logf("%d sent: %d received, %d dropped by the kernel (buffer %d bytes)", sent, s.Packets, s.KernelDrops, r.Sockets()[0].RecvBuffer)
 }
 
-// Close unblocks receivers waiting for datagrams, is idempotent and leaves no goroutine.
+// Close unblocks receivers waiting for datagrams, is idempotent and leaves no goroutine
+// and no descriptor.
 func TestCloseUnblocksAndLeavesNoGoroutines(t *testing.T) {
 	base := goleak.IgnoreCurrent()
+	fds := openFDs(t)
 	r, err := Open(Config{Address: loopback, Ports: []uint16{0, 0}, SocketsPerPort: 3, LockOSThread: true})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -185,6 +188,9 @@ func TestCloseUnblocksAndLeavesNoGoroutines(t *testing.T) {
 	}
 	if err := goleak.Find(base); err != nil {
 		t.Fatalf("goroutines left after Close: %v", err)
+	}
+	if n := openFDs(t); n != fds {
+		t.Errorf("%d descriptors open after Close, %d before Open", n, fds)
 	}
 	// A receiver closed before it ran returns at once.
 	r2, err := Open(Config{Address: loopback, Ports: []uint16{0}})
@@ -219,4 +225,14 @@ func TestOpenFailureClosesEverything(t *testing.T) {
 	if errors.As(err, &be) {
 		t.Fatalf("Open = %v, want a bind error", err)
 	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
