@@ -101,6 +101,7 @@ func stepPacketsOutside(t *testing.T) {
 		})
 	}
 	prom := startPrometheus(t, packetTargets(t, "spead-unicast", "spead-multicast"))
+	prom.waitScraped(t, 2*time.Minute)
 	send := func(target, extra string) string {
 		return fmt.Sprintf("$R send --connect %s %s --seed 7 --bytes %d --packet-bytes %d --rate 4M %s", target, packetRule, packetBytes, packetSize, extra)
 	}
@@ -166,7 +167,11 @@ func checkPacketPanels(t *testing.T, p *prom, captures ...string) {
 		if err != nil {
 			return retry(err)
 		}
-		return len(empty) == 0, fmt.Sprintf("panels without data: %v", empty), nil
+		if len(empty) == 0 {
+			return true, "", nil
+		}
+		tg, err := p.targets()
+		return false, fmt.Sprintf("panels without data: %v; targets: %s %v", empty, tg, err), nil
 	})
 }
 

@@ -164,6 +164,37 @@ func (p *prom) query(expr string) ([]promSample, error) {
 	return d.Result, err
 }
 
+// waitScraped waits until every target has been scraped and answered.
+func (p *prom) waitScraped(t *testing.T, limit time.Duration) {
+	t.Helper()
+	waitFor(t, limit, "Prometheus scraping every target", func(context.Context) (bool, string, error) {
+		tg, err := p.targets()
+		if err != nil {
+			return retry(err)
+		}
+		return tg != "" && !strings.Contains(tg, " down (") && !strings.Contains(tg, " unknown ("), tg, nil
+	})
+}
+
+// targets says each scrape target's health, as "address health (last error)".
+func (p *prom) targets() (string, error) {
+	var d struct {
+		ActiveTargets []struct {
+			ScrapeURL string `json:"scrapeUrl"`
+			Health    string `json:"health"`
+			LastError string `json:"lastError"`
+		} `json:"activeTargets"`
+	}
+	if err := p.get("/api/v1/targets", nil, &d); err != nil {
+		return "", err
+	}
+	var out []string
+	for _, tg := range d.ActiveTargets {
+		out = append(out, fmt.Sprintf("%s %s (%s)", tg.ScrapeURL, tg.Health, tg.LastError))
+	}
+	return strings.Join(out, "; "), nil
+}
+
 // firing lists the alerts in state firing, as name{labels}.
 func (p *prom) firing() (map[string]bool, error) {
 	var d struct {
