@@ -62,24 +62,36 @@ func startPrometheus(t *testing.T, targets []promTarget) *prom {
 		t.Fatal(err)
 	}
 	p := &prom{dir: "/mnt/host/prometheus"}
-	// Its data on the guest's tmpfs, its PID in a file for the cleanup; setsid and the
-	// redirections let the guest shell's script end while it runs.
-	script := fmt.Sprintf(`rm -rf /tmp/prom-data; mkdir -p /tmp/prom-data
-setsid %[1]s/prometheus --config.file=%[1]s/prometheus.yml --storage.tsdb.path=/tmp/prom-data --web.listen-address=%[2]s >/tmp/prometheus.log 2>&1 < /dev/null &
-echo $! > /tmp/prometheus.pid
-for i in $(seq 120); do curl -sf http://%[2]s/-/ready >/dev/null && exit 0; sleep 1; done
+	// Its data on the guest's tmpfs, its own PID in a file for the cleanup (written by the
+	// shell it execs from: setsid may fork, so $! can be setsid's); setsid and the
+	// redirections let the guest shell's script end while it runs. A Prometheus already
+	// answering on the address (one a step left) is an error, not a server to query.
+	script := fmt.Sprintf(`if curl -sf http://%[2]s/-/ready >/dev/null; then echo "a Prometheus already answers on %[2]s"; exit 1; fi
+rm -rf /tmp/prom-data; mkdir -p /tmp/prom-data
+setsid sh -c 'echo $$ > /tmp/prometheus.pid; exec %[1]s/prometheus --config.file=%[1]s/prometheus.yml --storage.tsdb.path=/tmp/prom-data --web.listen-address=%[2]s' >/tmp/prometheus.log 2>&1 < /dev/null &
+for i in $(seq 120); do [ -s /tmp/prometheus.pid ] && kill -0 "$(cat /tmp/prometheus.pid)" && curl -sf http://%[2]s/-/ready >/dev/null && exit 0; sleep 1; done
 echo "prometheus not ready after 120 s:"; tail -20 /tmp/prometheus.log; exit 1`, p.dir, promListen)
-	t.Cleanup(func() {
-		out, rc, err := guestRun("prom-stop", `kill "$(cat /tmp/prometheus.pid)"; sleep 1; kill -9 "$(cat /tmp/prometheus.pid)" 2>/dev/null; rm -rf /tmp/prom-data /tmp/prometheus.pid; true`, time.Minute)
-		if err != nil || rc != 0 {
-			t.Errorf("stop the guest's prometheus: rc %d, %v: %s", rc, err, out)
-		}
-		_ = os.RemoveAll(dir)
-	})
+	t.Cleanup(func() { stopPrometheus(t, dir) })
 	if out, rc, err := guestRun("prom-start", script, 3*time.Minute); err != nil || rc != 0 {
 		t.Fatalf("start prometheus in the guest: rc %d, %v:\n%s", rc, err, out)
 	}
 	return p
+}
+
+// stopPrometheus stops the guest's Prometheus by its PID and checks that nothing answers
+// on its address after.
+func stopPrometheus(t *testing.T, dir string) {
+	t.Helper()
+	script := fmt.Sprintf(`pid=$(cat /tmp/prometheus.pid 2>/dev/null) && kill "$pid" 2>/dev/null
+for i in $(seq 20); do curl -sf http://%[1]s/-/ready >/dev/null || break; sleep 0.5; done
+[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+rm -rf /tmp/prom-data /tmp/prometheus.pid
+sleep 0.5; if curl -sf http://%[1]s/-/ready >/dev/null; then echo "a Prometheus still answers on %[1]s"; exit 1; fi`, promListen)
+	out, rc, err := guestRun("prom-stop", script, time.Minute)
+	if err != nil || rc != 0 {
+		t.Errorf("stop the guest's prometheus: rc %d, %v: %s", rc, err, out)
+	}
+	_ = os.RemoveAll(dir)
 }
 
 // promConfig is a configuration scraping targets every second and evaluating the rules
