@@ -52,8 +52,14 @@ func startPrometheus(t *testing.T, targets []promTarget) *prom {
 	if share == "" {
 		t.Fatal("RINGCAP_E2E_GUEST_SHARE is not set: Prometheus runs in the VM harness (make e2e)")
 	}
-	dir := filepath.Join(share, "prometheus")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// A directory of its own each time: the guest's view of the share caches what an
+	// earlier step's Prometheus read under the same name (step 24's loaded step 7's
+	// configuration).
+	dir, err := os.MkdirTemp(share, "prometheus-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyFile(t, bin, filepath.Join(dir, "prometheus"), 0o755)
@@ -61,7 +67,7 @@ func startPrometheus(t *testing.T, targets []promTarget) *prom {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), promConfig(targets), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &prom{dir: "/mnt/host/prometheus"}
+	p := &prom{dir: "/mnt/host/" + filepath.Base(dir)}
 	// Its data on the guest's tmpfs, its own PID in a file for the cleanup (written by the
 	// shell it execs from: setsid may fork, so $! can be setsid's); setsid and the
 	// redirections let the guest shell's script end while it runs. A Prometheus already
