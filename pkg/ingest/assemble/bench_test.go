@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ringtest"
@@ -274,20 +273,9 @@ type packetCost struct{ wall, cpu float64 }
 
 // timePackets runs fn (n packets) and returns its cost per packet.
 func timePackets(n int, fn func() error) (packetCost, error) {
-	c0, err := benchstat.ProcessCPU()
-	if err != nil {
-		return packetCost{}, err
-	}
-	start := time.Now()
-	if err := fn(); err != nil {
-		return packetCost{}, err
-	}
-	wall := time.Since(start)
-	c1, err := benchstat.ProcessCPU()
-	if err != nil {
-		return packetCost{}, err
-	}
-	return packetCost{wall: float64(wall.Nanoseconds()) / float64(n), cpu: float64(c1-c0) / float64(n)}, nil
+	c, err := benchstat.Measure(fn)
+	c = c.Per(n)
+	return packetCost{wall: c.Wall, cpu: c.CPU}, err
 }
 
 // copyRing copies packets in order into a ring through its writer with no

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
 	"github.com/ringcap/ringcap/internal/ingesttest"
@@ -150,18 +149,6 @@ func (pb *pipeBench) print() {
 // timeRun runs fn and returns the process's CPU time and the wall time it
 // took, in ns.
 func timeRun(fn func() error) (cpu, wall float64, err error) {
-	c0, err := benchstat.ProcessCPU()
-	if err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
-	if err := fn(); err != nil {
-		return 0, 0, err
-	}
-	w := time.Since(start)
-	c1, err := benchstat.ProcessCPU()
-	if err != nil {
-		return 0, 0, err
-	}
-	return float64(c1 - c0), float64(w.Nanoseconds()), nil
+	c, err := benchstat.Measure(fn)
+	return c.CPU, c.Wall, err
 }
