@@ -7,14 +7,15 @@
 #     loss-free is every heap complete in spead2_recv, every byte placed and no kernel drop in
 #     ringcap; each step prints the rate the sender reached, which on a busy host falls short;
 #   cpu: the receiver process's CPU seconds (user + system) per GiB received at CPU_RATE,
-#     counted from the moment the sender starts (start-up and ring creation left out).
+#     counted from the moment the sender starts (start-up and ring creation left out), over a
+#     stream of CPU_HEAPS heaps (the CPU clock counts in 10 ms ticks: 512 MiB is ~0.6 s).
 # Each of ROUNDS rounds measures both receivers; the script prints the median of each and the
 # ratio ringcap/spead2_recv: the ratio of the medians and the range of the rounds' ratios.
 # ringcap's ring is drained by `ringcap ring read` into /dev/null, whose CPU is not counted;
 # spead2_recv assembles each heap in memory and drops it.
 #
 #   hack/spead2-bench.sh [SPEAD2_CHECKOUT]    (with a checkout it builds first)
-#   ROUNDS=1 HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
+#   ROUNDS=1 HEAPS=256 CPU_HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
 #   RECV_FLAGS=--hugepages hack/spead2-bench.sh    (ringcap's ring in huge pages: set
 #     vm.nr_hugepages to at least the ring's 32 MiB first)
 set -euo pipefail
@@ -27,6 +28,7 @@ PORT=${SPEAD2_PORT:-7152}
 ROUNDS=${ROUNDS:-5}
 HEAP=${HEAP:-65536}
 HEAPS=${HEAPS:-2048}
+CPU_HEAPS=${CPU_HEAPS:-8192}
 RATES=${RATES:-0.25 0.5 1 2 4 8}
 CPU_RATE=${CPU_RATE:-0.5}
 BUF=$(sysctl -n net.core.rmem_max)
@@ -123,7 +125,7 @@ highest() {
 
 # perGiB RECEIVER: CPU seconds per GiB at CPU_RATE into $per (nan when the trial lost data)
 perGiB() {
-  local ok c b s
+  local ok c b s HEAPS=$CPU_HEAPS # the trials see this HEAPS
   "trial_$1" "$CPU_RATE" >"$work/trial"
   read -r ok c b s <"$work/trial"
   echo "  $1 at $CPU_RATE Gb/s: lossfree=$ok cpu=${c}s bytes=$b"
@@ -136,7 +138,7 @@ stats() { # median and range of the numbers on stdin, as "median min max"
 }
 
 go build -o "$R" ./cmd/ringcap
-echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s, socket buffer $BUF"
+echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s over $CPU_HEAPS heaps, socket buffer $BUF"
 : >"$work/rounds"
 for i in $(seq 1 "$ROUNDS"); do
   echo "round $i"

@@ -14,6 +14,7 @@ import (
 	"github.com/ringcap/ringcap/pkg/capture"
 	"github.com/ringcap/ringcap/pkg/ingest/receiver"
 	"github.com/ringcap/ringcap/pkg/ingest/stream"
+	"github.com/ringcap/ringcap/pkg/ingest/udp"
 )
 
 // The receiver's protocols (--protocol): RDMA, or a packet stream over UDP.
@@ -34,6 +35,7 @@ type packetFlags struct {
 	buffer    uint64
 	reorder   int
 	idle      time.Duration
+	gather    time.Duration
 	stopHeaps int
 	spead     speadFlags
 	vdif      vdifFlags
@@ -50,6 +52,7 @@ func (p *packetFlags) add(c *cobra.Command) {
 	fs.StringVar(&p.iface, "multicast-interface", "", "with --multicast: the interface to join the groups on (default: the one holding --udp-address)")
 	fs.IntVar(&p.sockets, "udp-sockets", 1, "with spead or vdif: sockets per port (SO_REUSEPORT), each with its own receive thread")
 	fs.Var((*byteSize)(&p.buffer), "udp-buffer", "with spead or vdif: socket receive buffer (SO_RCVBUF) per socket, e.g. 256M; above net.core.rmem_max it needs CAP_NET_ADMIN")
+	fs.DurationVar(&p.gather, "udp-gather", udp.DefaultGather, "with spead or vdif: the longest a receive thread sleeps to let datagrams gather before it reads them, when the stream fills less than a batch of 64 between reads (a wake-up per batch, not per datagram); 0 reads each datagram as it arrives")
 	fs.IntVar(&p.reorder, "reorder-blocks", receiver.DefaultReorderBlocks, "with spead or vdif: ring blocks open at once for late packets (the reorder window)")
 	fs.DurationVar(&p.idle, "udp-idle-timeout", 0, "with spead or vdif: end the observation once no packet has arrived for this long after the first, e.g. 10s (0: never); the blocks still open are handed over with their gaps zero-filled")
 	fs.IntVar(&p.stopHeaps, "spead-stop-heaps", 1, "with spead: end the observation after this many stream-stop heaps (stream control item 0x6 = 2; one per sender that ends its stream; 0: count them only)")

@@ -394,6 +394,7 @@ func TestRecvPacketFlagsRejected(t *testing.T) {
 		{with(spead, "--udp-ports", "70000"), `"70000" is not a port number`},
 		{with(spead, "--udp-sockets", "0"), "--udp-sockets 0"},
 		{with(spead, "--udp-buffer", "2G"), "--udp-buffer 2147483648"},
+		{with(spead, "--udp-gather", "2s"), "--udp-gather 2s: want 0 (off) to 1s"},
 		{with(spead, "--udp-address", "localhost"), `--udp-address "localhost"`},
 		{with(spead, "--multicast", "10.0.0.1"), `"10.0.0.1" is not an IPv4 multicast address`},
 		{with(spead, "--multicast-interface", "eth1"), "--multicast-interface eth1: no --multicast groups"},

@@ -35,6 +35,14 @@ func (p *packetFlags) udpConfig() (udp.Config, error) {
 		return c, fmt.Errorf("--udp-buffer %d: the kernel's largest socket buffer is 1 GiB", p.buffer)
 	}
 	c.RecvBufferBytes = int(p.buffer)
+	switch {
+	case p.gather < 0 || p.gather > time.Second:
+		return c, fmt.Errorf("--udp-gather %s: want 0 (off) to 1s", p.gather)
+	case p.gather == 0:
+		c.Gather = -1
+	default:
+		c.Gather = p.gather
+	}
 	var err error
 	if p.address != "" {
 		if c.Address, err = netip.ParseAddr(p.address); err != nil {

@@ -53,13 +53,14 @@ func newBatch(size, packetSize int) *batch {
 	return b
 }
 
-// recv is one recvmmsg on the blocking descriptor fd: it sleeps until a datagram arrives
-// and returns it with those already queued behind it (MSG_WAITFORONE), up to the batch.
-func (b *batch) recv(fd int) {
+// recv is one recvmmsg on the blocking descriptor fd with flags: with MSG_WAITFORONE it
+// sleeps until a datagram arrives and returns it with those already queued behind it, up
+// to the batch; with MSG_DONTWAIT it returns what is queued (EAGAIN when nothing is).
+func (b *batch) recv(fd, flags int) {
 	for i := range b.n { // the kernel rewrote only the headers it filled
 		b.reset(i)
 	}
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), unix.MSG_WAITFORONE, 0, 0)
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[0])), uintptr(len(b.msgs)), uintptr(flags), 0, 0)
 	runtime.KeepAlive(b)
 	b.n, b.errno = int(n), e
 	if e != 0 {

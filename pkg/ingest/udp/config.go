@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // Defaults for the zero values of Config.
@@ -46,6 +47,11 @@ type Config struct {
 	// PacketSize is the largest datagram payload accepted, in bytes (default 9000); a longer
 	// one is counted as truncated.
 	PacketSize int
+	// Gather is the longest a receive loop sleeps to let datagrams gather in its socket
+	// before it reads them, when the stream fills less than a batch between reads (default
+	// DefaultGather; negative reads each datagram as it arrives). It trades at most that
+	// much latency for a wake-up per batch instead of one per datagram or two.
+	Gather time.Duration
 }
 
 // withDefaults returns c with the zero values of its optional fields replaced.
@@ -58,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PacketSize == 0 {
 		c.PacketSize = DefaultPacketSize
+	}
+	if c.Gather == 0 {
+		c.Gather = DefaultGather
 	}
 	if !c.Address.IsValid() {
 		c.Address = netip.IPv4Unspecified()
@@ -76,6 +85,8 @@ func (c Config) Validate() error {
 		return errors.New("udp config: no ports")
 	case c.SocketsPerPort < 0, c.BatchSize < 0, c.PacketSize < 0, c.RecvBufferBytes < 0:
 		return errors.New("udp config: SocketsPerPort, BatchSize, PacketSize and RecvBufferBytes must not be negative")
+	case c.Gather > time.Second:
+		return fmt.Errorf("udp config: Gather %s: at most 1s (a socket buffer holds milliseconds of a stream)", c.Gather)
 	case c.BatchSize > MaxBatchSize:
 		return fmt.Errorf("udp config: BatchSize %d exceeds the kernel's %d messages per recvmmsg", c.BatchSize, MaxBatchSize)
 	case c.PacketSize > 65535:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -20,6 +21,8 @@ func TestConfigValidate(t *testing.T) {
 		{"no ports", Config{}, "no ports"},
 		{"negative batch", Config{Ports: []uint16{1}, BatchSize: -1}, "must not be negative"},
 		{"batch beyond recvmmsg", Config{Ports: []uint16{1}, BatchSize: 4096}, "exceeds the kernel's 1024"},
+		{"gather beyond a second", Config{Ports: []uint16{1}, Gather: 2 * time.Second}, "at most 1s"},
+		{"gather off", Config{Ports: []uint16{1}, Gather: -1}, ""},
 		{"jumbo beyond UDP", Config{Ports: []uint16{1}, PacketSize: 70000}, "largest UDP payload"},
 		{"both interface forms", Config{Ports: []uint16{1}, Interface: "eth0", InterfaceAddr: netip.MustParseAddr("10.0.0.1")}, "not both"},
 		{"v6 interface address", Config{Ports: []uint16{1}, InterfaceAddr: netip.MustParseAddr("fe80::1")}, "not IPv4"},

@@ -161,20 +161,36 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		defer runtime.UnlockOSThread()
 	}
 	yielded := time.Now()
+	g := newGatherer(r.cfg.Gather, r.cfg.BatchSize, yielded)
 	for !r.stopping.Load() {
-		s.b.recv(s.fd)
+		s.read(g.sleep())
 		if r.stopping.Load() {
 			return nil
 		}
+		now := time.Now()
+		g.observe(now, s.b.n)
 		if err := s.deliverBatch(i, h); err != nil {
 			return err
 		}
-		if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+		if now.Sub(yielded) >= yieldEvery {
 			runtime.Gosched()
 			yielded = now
 		}
 	}
 	return nil
+}
+
+// read fills the batch: after sleeping d (when d > 0) it takes what gathered, and when
+// nothing did (or d is 0) it waits for the next datagram.
+func (s *socket) read(d time.Duration) {
+	if d > 0 {
+		ts := unix.NsecToTimespec(d.Nanoseconds())
+		_ = unix.Nanosleep(&ts, nil) // EINTR: read early
+		if s.b.recv(s.fd, unix.MSG_DONTWAIT); s.b.errno != unix.EAGAIN {
+			return
+		}
+	}
+	s.b.recv(s.fd, unix.MSG_WAITFORONE)
 }
 
 // deliverBatch hands the batch just received to h and counts it. Transient errors are

@@ -1,0 +1,70 @@
+package udp
+
+import "time"
+
+// DefaultGather is the longest a receive loop lets datagrams gather in its socket before it
+// reads them (Config.Gather).
+const DefaultGather = 2 * time.Millisecond
+
+const (
+	// minGathered is the fewest datagrams worth a sleep: at a slower rate a sleep before the
+	// read adds a wake-up instead of saving one.
+	minGathered = 4
+	// minGatherSleep is the shortest sleep worth taking; the kernel's timer slack (50 µs)
+	// blurs shorter ones.
+	minGatherSleep = 50 * time.Microsecond
+	// rateWindow is the least time the arrival rate is measured over: a burst read in two
+	// calls, or a read just after a full one, does not make a rate of its own.
+	rateWindow = 10 * time.Millisecond
+)
+
+// gatherer decides how long a receive loop sleeps before its next read. A stream that
+// fills less than a batch between two reads would otherwise wake the loop for every datagram
+// or two, and each wake-up is a thread switch that costs more than the datagrams' copy. It
+// measures the arrival rate from the reads themselves (datagrams read over at least
+// rateWindow) and sleeps long enough for a batch to arrive, never longer than
+// max; after a full batch (more may wait), or on a stream too slow to gather minGathered
+// datagrams in max, it reads at once. A sender that sends in bursts (spead2_send sends a
+// heap at a time) is read a burst or two per wake-up once the sleep spans its period. Its
+// sleeps hold about a batch in the socket, far below any socket buffer sized for the
+// stream.
+type gatherer struct {
+	max   time.Duration // 0: never sleep
+	batch int
+	since time.Time // when the current rate window began
+	count int       // datagrams read in it
+	rate  float64   // datagrams per second over the last window; 0 until one ended
+	full  bool      // the previous read filled the batch
+}
+
+// newGatherer starts a gatherer for reads of up to batch datagrams, sleeping at most max
+// (max ≤ 0 never sleeps).
+func newGatherer(max time.Duration, batch int, now time.Time) *gatherer {
+	return &gatherer{max: max, batch: batch, since: now}
+}
+
+// observe records a read that returned n datagrams at now.
+func (g *gatherer) observe(now time.Time, n int) {
+	g.full = n >= g.batch
+	g.count += n
+	if dt := now.Sub(g.since); dt >= rateWindow {
+		g.rate = float64(g.count) / dt.Seconds()
+		g.since, g.count = now, 0
+	}
+}
+
+// sleep is how long to sleep before the next read: 0 reads at once (and a read that finds
+// nothing then waits for the next datagram).
+func (g *gatherer) sleep() time.Duration {
+	if g.max <= 0 || g.full || g.rate*g.max.Seconds() < minGathered {
+		return 0
+	}
+	d := time.Duration(float64(g.batch) / g.rate * float64(time.Second))
+	if d > g.max {
+		d = g.max
+	}
+	if d < minGatherSleep {
+		return 0
+	}
+	return d
+}

@@ -1,0 +1,58 @@
+package udp
+
+import (
+	"testing"
+	"time"
+)
+
+// A gatherer fed reads of a steady stream: n datagrams per read, reads every interval.
+func steadyGatherer(maxSleep time.Duration, batch, n int, interval time.Duration) *gatherer {
+	t0 := time.Unix(1000, 0)
+	g := newGatherer(maxSleep, batch, t0)
+	for i := 1; time.Duration(i)*interval <= 2*rateWindow; i++ {
+		g.observe(t0.Add(time.Duration(i)*interval), n)
+	}
+	return g
+}
+
+func TestGatherSleep(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	cases := []struct {
+		name     string
+		g        *gatherer
+		min, max time.Duration
+	}{
+		// 2 datagrams every 50 µs = 40,000/s: a batch of 64 arrives in 1.6 ms.
+		{"two per wake-up", steadyGatherer(2*ms, 64, 2, 50*time.Microsecond), 1590 * time.Microsecond, 1610 * time.Microsecond},
+		{"capped at max", steadyGatherer(200*time.Microsecond, 64, 2, 50*time.Microsecond), 200 * time.Microsecond, 200 * time.Microsecond},
+		{"full batches read at once", steadyGatherer(ms, 64, 64, 100*time.Microsecond), 0, 0},
+		// 1 datagram per ms: fewer than minGathered arrive in max.
+		{"too slow to gather", steadyGatherer(ms, 64, 1, ms), 0, 0},
+		// 63 per 20 µs: a batch comes sooner than a timer can wake.
+		{"too fast to sleep", steadyGatherer(ms, 64, 63, 20*time.Microsecond), 0, 0},
+		{"off", steadyGatherer(-1, 64, 2, 50*time.Microsecond), 0, 0},
+		{"no rate yet", newGatherer(ms, 64, time.Unix(1000, 0)), 0, 0},
+	}
+	for _, c := range cases {
+		if d := c.g.sleep(); d < c.min || d > c.max {
+			t.Errorf("%s: sleep %v, want %v..%v", c.name, d, c.min, c.max)
+		}
+	}
+}
+
+// The rate follows a stream that slows down: after a pause the sleeps stop within a few
+// reads instead of sleeping for datagrams that no longer come.
+func TestGatherFollowsASlowingStream(t *testing.T) {
+	t.Parallel()
+	g := steadyGatherer(time.Millisecond, 64, 2, 50*time.Microsecond)
+	now := g.since
+	reads := 0
+	for g.sleep() > 0 {
+		now = now.Add(100 * time.Millisecond) // one datagram per 100 ms
+		g.observe(now, 1)
+		if reads++; reads > 10 {
+			t.Fatalf("still sleeping %v after %d reads of a 10/s stream (rate %.0f/s)", g.sleep(), reads, g.rate)
+		}
+	}
+}
