@@ -81,6 +81,31 @@ func TestShuffledWithinWindow(t *testing.T) {
 	}
 }
 
+// Payloads longer than a block land across three blocks, in windows of a
+// power of two blocks and not: in order in windows of 3 to 5 blocks, pairs
+// swapped in windows of 6 and 8 (two payloads touch at most 6 blocks).
+func TestPayloadsAcrossBlocks(t *testing.T) {
+	for _, window := range []int{3, 4, 5, 6, 8} {
+		const total, n = 11*bsize + 100, 2*bsize + 300
+		s := newStream(total, bsize)
+		offs := offsets(total, n)
+		if window >= 6 {
+			for g := 0; g+1 < len(offs); g += 2 {
+				offs[g], offs[g+1] = offs[g+1], offs[g]
+			}
+		}
+		got := assemble(t, 8, bsize, window, 0, func(a *Assembler) {
+			for _, off := range offs {
+				s.deliver(t, a, off, length(off, total, n))
+			}
+		})
+		s.check(t, got)
+		if c := got.counts; c.Received != uint64(len(offs)) || c.Late+c.Duplicate+c.OutOfWindow+c.ZeroFilled != 0 || c.Blocks != 12 {
+			t.Fatalf("window %d: counters %+v", window, c)
+		}
+	}
+}
+
 // A payload that overlaps bytes present, whole or in part, is a duplicate
 // and is not written.
 func TestDuplicates(t *testing.T) {
