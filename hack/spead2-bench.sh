@@ -5,7 +5,10 @@
 # socket buffer (net.core.rmem_max, what spead2_recv can get without privileges):
 #   rate: the highest loss-free rate, stepping spead2_send's --rate through RATES (Gb/s);
 #     loss-free is every heap complete in spead2_recv, every byte placed and no kernel drop in
-#     ringcap; each step prints the rate the sender reached, which on a busy host falls short;
+#     ringcap; each step prints the rate the sender reached, which falls short of a step above
+#     the sender's ceiling (it shares the CPUs with the receiver, so that ceiling is higher
+#     beside a receiver that takes less CPU); the report gives the highest step and, below it,
+#     the rate the sender reached in that step;
 #   cpu: the receiver process's CPU seconds (user + system) per GiB received at CPU_RATE,
 #     counted from the moment the sender starts (start-up and ring creation left out), over a
 #     stream of CPU_HEAPS heaps (the CPU clock counts in 10 ms ticks: 512 MiB is ~0.6 s).
@@ -110,16 +113,19 @@ trial_ringcap() {
   echo "$ok $(cpu "$work/time" "$t0") $got $sent"
 }
 
-# highest RECEIVER: the highest loss-free rate of RATES, stepping up (0 when none), into $best
+# highest RECEIVER: the highest loss-free rate of RATES, stepping up (0 when none), into $best,
+# and the rate the sender reached in that trial into $reached (the sender shares the host's
+# CPUs with the receiver, so its ceiling depends on the receiver's CPU: a step above the
+# ceiling asks one receiver for more than the other)
 highest() {
   local r ok c b s
-  best=0
+  best=0 reached=0
   for r in $RATES; do
     "trial_$1" "$r" >"$work/trial"
     read -r ok c b s <"$work/trial"
     echo "  $1 at $r Gb/s: lossfree=$ok sent=${s:-?} Gb/s"
     [ "$ok" = 1 ] || break
-    best=$r
+    best=$r reached=${s:-0}
   done
 }
 
@@ -142,11 +148,11 @@ echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb
 : >"$work/rounds"
 for i in $(seq 1 "$ROUNDS"); do
   echo "round $i"
-  highest spead2; rs=$best
-  highest ringcap; rr=$best
+  highest spead2; rs=$best ss=$reached
+  highest ringcap; rr=$best sr=$reached
   perGiB spead2; cs=$per
   perGiB ringcap; cr=$per
-  echo "$rs $rr $cs $cr" | tee -a "$work/rounds"
+  echo "$rs $rr $cs $cr $ss $sr" | tee -a "$work/rounds"
 done
 col() { awk -v c="$1" '$c != "nan" { print $c }' "$work/rounds"; }
 ratio() { awk -v a="$1" -v b="$2" '$a != "nan" && $b != "nan" && $b > 0 { print $a / $b }' "$work/rounds"; }
@@ -160,4 +166,5 @@ report() { # NAME UNIT SPEAD2_COL RINGCAP_COL
     "$(echo "$q" | awk '{ print $2 }')" "$(echo "$q" | awk '{ print $3 }')"
 }
 report "highest loss-free rate" "Gb/s" 1 2
+report "  as the sender reached it" "Gb/s" 5 6
 report "CPU per GiB at $CPU_RATE Gb/s" "CPU s/GiB" 3 4
