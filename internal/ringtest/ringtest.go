@@ -17,8 +17,20 @@ import (
 // the end of the test.
 func New(t testing.TB, keys *ipctest.Keys, nbufs, bufsz uint64) *dada.HDU {
 	t.Helper()
+	return create(t, keys, nbufs, bufsz, false)
+}
+
+// NewHugePages is New with the data blocks in huge pages (SHM_HUGETLB: bufsz a multiple
+// of the kernel's huge page size, and vm.nr_hugepages enough for nbufs of them).
+func NewHugePages(t testing.TB, keys *ipctest.Keys, nbufs, bufsz uint64) *dada.HDU {
+	t.Helper()
+	return create(t, keys, nbufs, bufsz, true)
+}
+
+func create(t testing.TB, keys *ipctest.Keys, nbufs, bufsz uint64, huge bool) *dada.HDU {
+	t.Helper()
 	cfg := dada.DefaultConfig()
-	cfg.Key, cfg.NBufs, cfg.BufSize = dada.Key(keys.Next()), nbufs, bufsz
+	cfg.Key, cfg.NBufs, cfg.BufSize, cfg.HugePages = dada.Key(keys.Next()), nbufs, bufsz, huge
 	h, err := dada.Create(cfg)
 	if err != nil {
 		t.Fatalf("create ring: %v", err)

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/ringcap/ringcap/internal/benchstat"
@@ -61,17 +62,22 @@ const placeGoal = 1.1
 // copy. It ignores b.N (run it with -benchtime 1x): RINGCAP_BENCH_ROUNDS
 // rounds (default 7) after a warm-up round, each writing the batch 32 times
 // each way, the first way rotating; it prints the medians of the rounds'
-// ratios with their intervals.
+// ratios with their intervals. RINGCAP_BENCH_HUGEPAGES=1 makes both rings in
+// huge pages (vm.nr_hugepages ≥ 32).
 func BenchmarkPlaceFloor(b *testing.B) {
 	rounds, err := benchstat.EnvRounds(7)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := ringtest.New(b, testKeys, placeBlocks, placeBlockBytes)
+	newRing := ringtest.New
+	if os.Getenv("RINGCAP_BENCH_HUGEPAGES") == "1" {
+		newRing = ringtest.NewHugePages
+	}
+	h := newRing(b, testKeys, placeBlocks, placeBlockBytes)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, drained := ringtest.DrainedWriter(ctx, b, h)
-	w2, drained2 := ringtest.DrainedWriter(ctx, b, ringtest.New(b, testKeys, placeBlocks, placeBlockBytes))
+	w2, drained2 := ringtest.DrainedWriter(ctx, b, newRing(b, testKeys, placeBlocks, placeBlockBytes))
 	pb := newPlaceBench(ctx, b, w, w2)
 	if err := pb.round(); err != nil { // warm-up: the ring's pages fault in
 		b.Fatal(err)

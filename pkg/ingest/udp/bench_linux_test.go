@@ -44,7 +44,7 @@ func TestReceiveBatchAllocatesNothing(t *testing.T) { // not parallel: AllocsPer
 		}
 		for want := s.counters.Packets.Load() + perRun; s.counters.Packets.Load() < want; {
 			s.read(100 * time.Microsecond)
-			if err := s.deliverBatch(0, h); err != nil {
+			if _, err := s.deliverBatch(0, h); err != nil {
 				t.Fatalf("receive: %v", err)
 			}
 		}

@@ -5,12 +5,17 @@ import (
 	"time"
 )
 
-// A gatherer fed reads of a steady stream: n datagrams per read, reads every interval.
+// A gatherer fed reads of a steady stream: n datagrams of 1472 bytes per read, reads every
+// interval, from a socket with a receive buffer of 4 MiB.
 func steadyGatherer(maxSleep time.Duration, batch, n int, interval time.Duration) *gatherer {
+	return steadyGathererBuffer(maxSleep, batch, n, interval, 4<<20)
+}
+
+func steadyGathererBuffer(maxSleep time.Duration, batch, n int, interval time.Duration, buffer int) *gatherer {
 	t0 := time.Unix(1000, 0)
-	g := newGatherer(maxSleep, batch, t0)
+	g := newGatherer(maxSleep, batch, buffer, t0)
 	for i := 1; time.Duration(i)*interval <= 2*rateWindow; i++ {
-		g.observe(t0.Add(time.Duration(i)*interval), n)
+		g.observe(t0.Add(time.Duration(i)*interval), n, uint64(n)*1472)
 	}
 	return g
 }
@@ -32,7 +37,13 @@ func TestGatherSleep(t *testing.T) {
 		// 63 per 20 µs: a batch comes sooner than a timer can wake.
 		{"too fast to sleep", steadyGatherer(ms, 64, 63, 20*time.Microsecond), 0, 0},
 		{"off", steadyGatherer(-1, 64, 2, 50*time.Microsecond), 0, 0},
-		{"no rate yet", newGatherer(ms, 64, time.Unix(1000, 0)), 0, 0},
+		{"no rate yet", newGatherer(ms, 64, 4<<20, time.Unix(1000, 0)), 0, 0},
+		// A 212,992-byte buffer (a common net.core.rmem_default): a quarter of it takes 13
+		// datagrams of 1472 bytes at 2*1472+1024 each, 325 µs of this stream.
+		{"small socket buffer", steadyGathererBuffer(2*ms, 64, 2, 50*time.Microsecond, 212992), 320 * time.Microsecond, 330 * time.Microsecond},
+		// 32 KiB: fewer than minGathered datagrams fit in a quarter.
+		{"tiny socket buffer", steadyGathererBuffer(2*ms, 64, 2, 50*time.Microsecond, 32<<10), 0, 0},
+		{"buffer unknown", steadyGathererBuffer(2*ms, 64, 2, 50*time.Microsecond, 0), 1590 * time.Microsecond, 1610 * time.Microsecond},
 	}
 	for _, c := range cases {
 		if d := c.g.sleep(); d < c.min || d > c.max {
@@ -50,7 +61,7 @@ func TestGatherFollowsASlowingStream(t *testing.T) {
 	reads := 0
 	for g.sleep() > 0 {
 		now = now.Add(100 * time.Millisecond) // one datagram per 100 ms
-		g.observe(now, 1)
+		g.observe(now, 1, 1472)
 		if reads++; reads > 10 {
 			t.Fatalf("still sleeping %v after %d reads of a 10/s stream (rate %.0f/s)", g.sleep(), reads, g.rate)
 		}

@@ -161,17 +161,18 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		defer runtime.UnlockOSThread()
 	}
 	yielded := time.Now()
-	g := newGatherer(r.cfg.Gather, r.cfg.BatchSize, yielded)
+	g := newGatherer(r.cfg.Gather, r.cfg.BatchSize, s.info.RecvBuffer, yielded)
 	for !r.stopping.Load() {
 		s.read(g.sleep())
 		if r.stopping.Load() {
 			return nil
 		}
-		now := time.Now()
-		g.observe(now, s.b.n)
-		if err := s.deliverBatch(i, h); err != nil {
+		c, err := s.deliverBatch(i, h)
+		if err != nil {
 			return err
 		}
+		now := time.Now()
+		g.observe(now, s.b.n, c.bytes)
 		if now.Sub(yielded) >= yieldEvery {
 			runtime.Gosched()
 			yielded = now
@@ -193,19 +194,20 @@ func (s *socket) read(d time.Duration) {
 	s.b.recv(s.fd, unix.MSG_WAITFORONE)
 }
 
-// deliverBatch hands the batch just received to h and counts it. Transient errors are
-// counted and return nil.
-func (s *socket) deliverBatch(i int, h Handler) error {
+// deliverBatch hands the batch just received to h, counts it and returns its counts.
+// Transient errors are counted and return nil.
+func (s *socket) deliverBatch(i int, h Handler) (batchCounts, error) {
 	switch s.b.errno {
 	case 0:
-		s.counters.add(s.b.deliver(h, i))
-		return nil
+		c := s.b.deliver(h, i)
+		s.counters.add(c)
+		return c, nil
 	case unix.EINTR, unix.ENOMEM, unix.ENOBUFS:
 		s.counters.Errors.Add(1)
-		return nil
+		return batchCounts{}, nil
 	default:
 		s.counters.Errors.Add(1)
-		return fmt.Errorf("recvmmsg on udp %s: %w", s.info.Local, s.b.errno)
+		return batchCounts{}, fmt.Errorf("recvmmsg on udp %s: %w", s.info.Local, s.b.errno)
 	}
 }
 
