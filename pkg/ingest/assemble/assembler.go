@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/ringcap/ringcap/pkg/capture/ring"
 )
@@ -21,7 +22,8 @@ type Assembler struct {
 	window uint64
 	ahead  uint64
 	resync resync
-	slots  []slot // open block seq lives in slots[seq % window]
+	slots  []slot // open block seq lives in slots[seq & mask]
+	mask   uint64 // len(slots)-1: slots are a power of two, at least the window
 	base   uint64 // oldest block in the window
 	next   uint64 // next block to open; base <= next <= base+window
 	gaps   []Range
@@ -54,8 +56,9 @@ func New(ctx context.Context, cfg Config) (*Assembler, error) {
 	// One block beyond the window is opened ahead when the ring has it, so
 	// that advancing rarely waits for the worker.
 	w := ring.NewWorker(cfg.Writer, min(cfg.Window+1, cfg.RingBlocks))
+	nslots := uint64(1) << bits.Len(uint(cfg.Window-1)) // a mask, not a division, finds a block's slot
 	a := &Assembler{cfg: cfg, ctx: ctx, w: w, bsize: uint64(cfg.BlockBytes), window: uint64(cfg.Window),
-		ahead: uint64(ahead), resync: newResync(cfg), slots: make([]slot, cfg.Window)}
+		ahead: uint64(ahead), resync: newResync(cfg), slots: make([]slot, nslots), mask: nslots - 1}
 	go w.Run(ctx)
 	return a, nil
 }
@@ -78,7 +81,12 @@ func (a *Assembler) Put(offset uint64, payload []byte) error {
 		a.c.malformed.Add(1) // the payload runs past the end of the stream's byte space
 		return nil
 	}
-	first, last := offset/a.bsize, (end-1)/a.bsize
+	first := offset / a.bsize
+	in := offset - first*a.bsize // the payload's start in block first
+	last := first
+	if in+n > a.bsize {
+		last = (end - 1) / a.bsize
+	}
 	switch {
 	case first < a.base:
 		a.c.late.Add(1)
@@ -97,11 +105,11 @@ func (a *Assembler) Put(offset uint64, payload []byte) error {
 	if err := a.reach(last); err != nil {
 		return a.fail(err)
 	}
-	if a.present(offset, end) {
+	if a.present(first, in, n) {
 		a.c.duplicate.Add(1)
 		return nil
 	}
-	a.place(offset, payload)
+	a.place(first, in, payload)
 	a.c.received.Add(1)
 	a.c.receivedBytes.Add(n)
 	return nil
@@ -139,35 +147,36 @@ func (a *Assembler) open() error {
 	case <-a.ctx.Done():
 		return fmt.Errorf("assemble: open block %d: %w", a.next, a.ctx.Err())
 	}
-	s := &a.slots[a.next%a.window]
+	s := a.slot(a.next)
 	s.index, s.data, s.present, s.received = idx, a.cfg.Block(idx)[:a.bsize], s.present[:0], 0
 	a.next++
 	return nil
 }
 
-// present reports whether any byte of [off, end) is already present.
-func (a *Assembler) present(off, end uint64) bool {
-	for off < end {
-		seq, in := off/a.bsize, off%a.bsize
-		k := min(end-off, a.bsize-in)
-		if a.slots[seq%a.window].present.overlaps(in, in+k) {
+// slot is the slot of open block seq.
+func (a *Assembler) slot(seq uint64) *slot { return &a.slots[seq&a.mask] }
+
+// present reports whether any byte of the n bytes from byte in of block seq
+// on is already present.
+func (a *Assembler) present(seq, in, n uint64) bool {
+	for n > 0 {
+		k := min(n, a.bsize-in)
+		if a.slot(seq).present.overlaps(in, in+k) {
 			return true
 		}
-		off += k
+		seq, in, n = seq+1, 0, n-k
 	}
 	return false
 }
 
-// place copies p to stream byte off, split at block boundaries.
-func (a *Assembler) place(off uint64, p []byte) {
+// place copies p to byte in of block seq on, split at block boundaries.
+func (a *Assembler) place(seq, in uint64, p []byte) {
 	for len(p) > 0 {
-		seq, in := off/a.bsize, off%a.bsize
 		k := min(uint64(len(p)), a.bsize-in)
-		s := &a.slots[seq%a.window]
+		s := a.slot(seq)
 		copy(s.data[in:], p[:k])
 		s.present.add(in, in+k)
 		s.received += k
-		off += k
-		p = p[k:]
+		seq, in, p = seq+1, 0, p[k:]
 	}
 }

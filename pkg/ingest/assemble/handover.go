@@ -29,7 +29,7 @@ func (a *Assembler) handOver(last bool) error {
 			return err
 		}
 	}
-	s := &a.slots[a.base%a.window]
+	s := a.slot(a.base)
 	n := a.bsize
 	if last {
 		n = s.present.end()
@@ -100,7 +100,7 @@ func (a *Assembler) Close() error {
 func (a *Assembler) flush() error {
 	end := a.base
 	for seq := a.base; seq < a.next; seq++ {
-		if a.slots[seq%a.window].received > 0 {
+		if a.slot(seq).received > 0 {
 			end = seq + 1
 		}
 	}
