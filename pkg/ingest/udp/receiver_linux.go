@@ -147,12 +147,14 @@ func (r *Receiver) Run(h Handler) error {
 	return first
 }
 
-// yieldEvery is how often a receive loop passes through the scheduler. A loop that only
-// ever returns from recvmmsg keeps its P on one scheduling tick; after 10 ms of that the
-// runtime's monitor takes the P away and then polls every 20 µs for a while: on a busy
-// stream thousands of wake-ups a second. A yield now and then (no thread switch when
-// nothing else waits) keeps the tick moving.
-const yieldEvery = 5 * time.Millisecond
+// yieldWithin bounds the time between a receive loop's passes through the scheduler. A
+// loop that only ever returns from system calls keeps its P on one scheduling tick; after
+// 10 ms of that the runtime's monitor takes the P away and then polls every 20 µs for a
+// while: on a busy stream thousands of wake-ups a second. A yield keeps the tick moving, but
+// it costs two thread switches (the runtime wakes an idle thread to look for work, which
+// finds none and sleeps again), so the loop yields as seldom as it safely can: when the time
+// since its last yield and its longest sleep ahead reach this bound.
+const yieldWithin = 9 * time.Millisecond
 
 // receive is socket i's loop: a batch, its delivery, its counts.
 func (r *Receiver) receive(i int, s *socket, h Handler) error {
@@ -173,7 +175,7 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		}
 		now := time.Now()
 		g.observe(now, s.b.n, c.bytes)
-		if now.Sub(yielded) >= yieldEvery {
+		if now.Sub(yielded)+max(r.cfg.Gather, 0) >= yieldWithin {
 			runtime.Gosched()
 			yielded = now
 		}
