@@ -21,6 +21,9 @@
 #   ROUNDS=1 HEAPS=256 CPU_HEAPS=256 RATES="0.5 1" hack/spead2-bench.sh    (smoke size)
 #   RECV_FLAGS=--hugepages hack/spead2-bench.sh    (ringcap's ring in huge pages: set
 #     vm.nr_hugepages to at least the ring's 32 MiB first)
+#   VETH=1 hack/spead2-bench.sh    (over a veth pair instead of the loopback: the sender in one
+#     network namespace the script creates, the receivers in another, 10.213.0.1 -> .2; the
+#     namespaces are deleted on exit; root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] && hack/spead2-build.sh "$1"
@@ -35,6 +38,9 @@ CPU_HEAPS=${CPU_HEAPS:-8192}
 RATES=${RATES:-0.25 0.5 1 2 4 8}
 CPU_RATE=${CPU_RATE:-0.5}
 BUF=$(sysctl -n net.core.rmem_max)
+VETH=${VETH:-}
+DST=127.0.0.1
+NS_SEND=rcbench-send-$$ NS_RECV=rcbench-recv-$$
 B=$RINGCAP_CACHE/spead2
 R=$B/ringcap
 if [ ! -x "$B/spead2_send" ] || [ ! -x "$B/spead2_recv" ]; then
@@ -48,15 +54,30 @@ cleanup() {
   for p in $(jobs -p); do pkill -TERM -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "$R" ring destroy -k "$KEY" >/dev/null 2>&1 || true
+  if [ -n "$VETH" ]; then ip netns del "$NS_SEND" 2>/dev/null || true; ip netns del "$NS_RECV" 2>/dev/null || true; fi
   if [ -n "${KEEP_WORK:-}" ]; then echo "work: $work"; else rm -rf "$work"; fi
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# With VETH, IN_RECV and IN_SEND run a command in the receivers' and the sender's network
+# namespace (`ip netns exec` execs it, so PIDs stay as without them).
+IN_RECV=() IN_SEND=()
+veth() { # the two namespaces and the veth pair between them; DST the receivers' address
+  ip netns add "$NS_SEND"
+  ip netns add "$NS_RECV"
+  ip link add rcb-send netns "$NS_SEND" type veth peer name rcb-recv netns "$NS_RECV"
+  ip -n "$NS_SEND" addr add 10.213.0.1/24 dev rcb-send
+  ip -n "$NS_RECV" addr add 10.213.0.2/24 dev rcb-recv
+  ip -n "$NS_SEND" link set rcb-send up
+  ip -n "$NS_RECV" link set rcb-recv up
+  ip netns exec "$NS_RECV" sysctl -qw net.core.rmem_max="$BUF" 2>/dev/null || true # per namespace on newer kernels
+  DST=10.213.0.2 IN_RECV=(ip netns exec "$NS_RECV") IN_SEND=(ip netns exec "$NS_SEND")
+}
 bound() { # wait until something listens on UDP port $1; else show the receiver's log $2
   for _ in $(seq 1 100); do
-    [ -n "$(ss -Huln "sport = :$1")" ] && return 0
+    [ -n "$("${IN_RECV[@]}" ss -Huln "sport = :$1")" ] && return 0
     sleep 0.1
   done
   echo "nothing listens on UDP port $1: $(tail -3 "$2")" >&2
@@ -64,7 +85,7 @@ bound() { # wait until something listens on UDP port $1; else show the receiver'
 }
 limit() { awk -v h="$HEAP" -v n="$HEAPS" -v r="$1" 'BEGIN { printf "%d", h * n * 8 / (r * 1e9) * 3 + 10 }'; }
 send() { # spead2_send at $1 Gb/s (in the background, so that a signal's trap runs at once); prints the rate it reached
-  "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "127.0.0.1:$PORT" >"$work/send.log" 2>&1 &
+  "${IN_SEND[@]}" "$B/spead2_send" --heaps "$HEAPS" --heap-size "$HEAP" --items 1 --rate "$1" "$DST:$PORT" >"$work/send.log" 2>&1 &
   wait $! || true
   sed -n 's/.* seconds, \([0-9.e+-]*\) Gb\/s$/\1/p' "$work/send.log"
 }
@@ -75,7 +96,7 @@ cpu() { awk -v t="$2" -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", $1 + $2 - t /
 # trial_spead2 RATE: prints "LOSSFREE CPU_SECONDS BYTES SENT_GBPS"
 trial_spead2() {
   /usr/bin/time -f "%U %S" -o "$work/time" timeout -s INT "$(limit "$1")" \
-    "$B/spead2_recv" --quiet --buffer "$BUF" "127.0.0.1:$PORT" >"$work/srecv.log" 2>&1 &
+    "${IN_RECV[@]}" "$B/spead2_recv" --quiet --buffer "$BUF" "$DST:$PORT" >"$work/srecv.log" 2>&1 &
   local pid=$! sent ok=0 heaps t0
   bound "$PORT" "$work/srecv.log"
   t0=$(ticks "$(pgrep -P "$(pgrep -P "$pid")")") # time's child is timeout, whose child is spead2_recv
@@ -91,9 +112,9 @@ trial_spead2() {
 trial_ringcap() {
   local bytes=$((HEAPS * HEAP)) pid reader sent ok=0 got drops t0
   rm -f "$work/summary.json"
-  /usr/bin/time -f "%U %S" -o "$work/time" "$R" recv -k "$KEY" --create -b 4194304 -n 8 \
+  /usr/bin/time -f "%U %S" -o "$work/time" "${IN_RECV[@]}" "$R" recv -k "$KEY" --create -b 4194304 -n 8 \
     --metrics-addr "" --drain-timeout 10s --protocol spead --udp-ports "$PORT" \
-    --udp-address 127.0.0.1 --udp-buffer "$BUF" --spead-timestamp-id 0x1 --spead-timestamp-step 1 \
+    --udp-address "$DST" --udp-buffer "$BUF" --spead-timestamp-id 0x1 --spead-timestamp-step 1 \
     --spead-heap-bytes "$HEAP" --spead-sync-time "$(date +%s)" --spead-sample-rate 1000 --stop-bytes "$bytes" --stop-duration "$(limit "$1")s" \
     --summary-file "$work/summary.json" $RECV_FLAGS 2>"$work/rrecv.log" &
   pid=$!
@@ -144,7 +165,8 @@ stats() { # median and range of the numbers on stdin, as "median min max"
 }
 
 go build -o "$R" ./cmd/ringcap
-echo "spead2 bench: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s over $CPU_HEAPS heaps, socket buffer $BUF"
+[ -z "$VETH" ] || veth
+echo "spead2 bench${VETH:+ over veth}: $ROUNDS rounds, $HEAPS heaps of $HEAP bytes, rates $RATES Gb/s, cpu at $CPU_RATE Gb/s over $CPU_HEAPS heaps, socket buffer $BUF"
 : >"$work/rounds"
 for i in $(seq 1 "$ROUNDS"); do
   echo "round $i"

@@ -9,6 +9,7 @@ interop-spead2:
 	hack/spead2-interop.sh $(SPEAD2_SRC)
 
 ## bench-spead2: ringcap recv vs spead2_recv: highest loss-free rate and CPU s/GiB (SPEAD2_SRC; manual)
-# ROUNDS, HEAPS, RATES and CPU_RATE size it (hack/spead2-bench.sh); it records nothing.
+# ROUNDS, HEAPS, CPU_HEAPS, RATES and CPU_RATE size it, VETH=1 streams over a veth pair, RECV_FLAGS
+# go to ringcap recv (hack/spead2-bench.sh); it records nothing.
 bench-spead2:
 	hack/spead2-bench.sh $(SPEAD2_SRC)
