@@ -13,7 +13,7 @@ const (
 	// minGatherSleep is the shortest sleep worth taking; the kernel's timer slack (50 µs)
 	// blurs shorter ones.
 	minGatherSleep = 50 * time.Microsecond
-	// bufferShare is the share of the socket's receive buffer a sleep may fill: the rest
+	// bufferShare: a sleep may fill 1/bufferShare of the socket's receive buffer; the rest
 	// absorbs a stream that speeds up, or a sleep that overruns.
 	bufferShare = 4
 	// datagramOverhead is what the kernel is taken to charge a socket's buffer per datagram

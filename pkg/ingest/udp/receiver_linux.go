@@ -163,6 +163,7 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		defer runtime.UnlockOSThread()
 	}
 	yielded := time.Now()
+	yieldAfter := yieldWithin - max(r.cfg.Gather, 0) // the next sleep may take the rest
 	g := newGatherer(r.cfg.Gather, r.cfg.BatchSize, s.info.RecvBuffer, yielded)
 	for !r.stopping.Load() {
 		s.read(g.sleep())
@@ -175,7 +176,7 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 		}
 		now := time.Now()
 		g.observe(now, s.b.n, c.bytes)
-		if now.Sub(yielded)+max(r.cfg.Gather, 0) >= yieldWithin {
+		if now.Sub(yielded) >= yieldAfter {
 			runtime.Gosched()
 			yielded = now
 		}
