@@ -67,6 +67,18 @@ type UDPSpec struct {
 	// +optional
 	SocketsPerPort int32 `json:"socketsPerPort,omitempty"`
 
+	// cpus pins the receive threads, one to each CPU in turn, socket by socket and port
+	// by port (`--udp-cpus`): "auto" for the CPUs the receiver's container may run on
+	// (with the kubelet's static CPU manager policy and whole CPUs requested, the pod's
+	// exclusive CPUs), or a CPU list such as "2,3" or "2-5" on a node whose CPUs you know.
+	// A CPU listed twice takes two threads. Unset: the threads are not pinned.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self == 'auto' || self.matches('^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$')",message="receiver.udp.cpus must be auto or a CPU list such as 2,3 or 2-5"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$') || self.split(',').all(r, r.split('-').all(n, int(n) <= 1023) && (!r.contains('-') || int(r.split('-')[0]) <= int(r.split('-')[1])))",message="receiver.udp.cpus: CPU numbers are at most 1023 and a range runs upwards, such as 2-5"
+	// +optional
+	CPUs string `json:"cpus,omitempty"`
+
 	// bufferBytes is each socket's receive buffer, SO_RCVBUF (`--udp-buffer`); the
 	// receiver says when the node's net.core.rmem_max is lower.
 	// +kubebuilder:default=67108864

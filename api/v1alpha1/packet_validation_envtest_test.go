@@ -48,6 +48,12 @@ func TestPacketRingCapturesRejected(t *testing.T) {
 			[]string{"spec.receiver.udp.idleTimeout", "must be positive"}},
 		{"negative stop heaps", `{receiver: {protocol: SPEAD, udp: {ports: [7148]}, spead: {timestampItem: 0x1600, timestampStep: 2097152, syncTime: 1700000000, sampleRate: 1712000000, stopHeaps: -1}}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.spead.stopHeaps", "greater than or equal to 0"}},
+		{"cpus not a list", `{receiver: {protocol: SPEAD, udp: {ports: [7148], cpus: "2;3"}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.cpus", "must be auto or a CPU list"}},
+		{"cpus range backwards", `{receiver: {protocol: SPEAD, udp: {ports: [7148], cpus: "0,5-2"}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.cpus", "a range runs upwards"}},
+		{"cpu beyond 1023", `{receiver: {protocol: SPEAD, udp: {ports: [7148], cpus: "1024"}, ` + speadOK + `}, readers: [{name: r}]}`,
+			[]string{"spec.receiver.udp.cpus", "at most 1023"}},
 		{"port twice", `{receiver: {protocol: SPEAD, udp: {ports: [7148, 7148]}, ` + speadOK + `}, readers: [{name: r}]}`,
 			[]string{"spec.receiver.udp.ports[1]", "Duplicate value"}},
 		{"unicast group", `{receiver: {protocol: SPEAD, udp: {ports: [7148], multicastGroups: [10.1.0.7]}, ` + speadOK + `}, readers: [{name: r}]}`,
@@ -140,11 +146,11 @@ func TestPacketRingCapturesAccepted(t *testing.T) {
 	ctx := context.Background()
 	for i, spec := range []string{
 		`{receiver: {protocol: SPEAD, udp: {ports: [7148]}, ` + speadOK + `}, readers: [{name: r}]}`,
-		`{ring: {blockBytes: 12288, blocks: 8}, receiver: {protocol: SPEAD, udp: {ports: [7148, 7149], multicastGroups: [239.2.1.150, 239.2.1.151], interface: eth1, socketsPerPort: 4, bufferBytes: 268435456, reorderBlocks: 8},
+		`{ring: {blockBytes: 12288, blocks: 8}, receiver: {protocol: SPEAD, udp: {ports: [7148, 7149], multicastGroups: [239.2.1.150, 239.2.1.151], interface: eth1, socketsPerPort: 4, cpus: "2-5,7", bufferBytes: 268435456, reorderBlocks: 8},
 		  spead: {timestampItem: 0x1600, timestampStep: 2097152, channelItem: 0x4103, channels: {first: 0, step: 256, count: 16}, heapBytes: 262144, syncTimeItem: 0x1027, sampleRateItem: 0x1046, startTimestamp: 0}}, readers: [{name: r}]}`,
 		`{network: {mode: Host}, receiver: {protocol: SPEAD, udp: {ports: [7148], address: 10.8.0.7, multicastGroups: [224.0.0.1, 239.255.255.255]}, spead: {timestampItem: 0x1, timestampStep: 1, syncTime: 1700000000, sampleRate: 1712000000}}, readers: [{name: r}]}`,
 		`{network: {mode: Attachment, attachment: data/macvlan-conf, interface: net1}, receiver: {protocol: VDIF, udp: {ports: [2630]}, vdif: {framesPerSecond: 25600, threads: [0, 1, 2, 3], payloadBytes: 8000, start: "2026-11-28T13:45:00Z"}}, readers: [{name: r}]}`,
-		`{network: {mode: Host}, receiver: {protocol: VDIF, port: 20515, metricsPort: 20100, udp: {ports: [2630]}, vdif: {framesPerSecond: 1}}, ring: {hostIPC: true}}`,
+		`{network: {mode: Host}, receiver: {protocol: VDIF, port: 20515, metricsPort: 20100, udp: {ports: [2630], cpus: auto}, vdif: {framesPerSecond: 1}}, ring: {hostIPC: true}}`,
 		`{ring: {blockBytes: 8192}, receiver: {protocol: SPEAD, udp: {ports: [7148], presenceKey: eada, presenceGranuleBytes: 8192}, ` + speadOK + `}, readers: [{name: r}]}`,
 		`{receiver: {protocol: RDMA}, readers: [{name: r}]}`,
 	} {

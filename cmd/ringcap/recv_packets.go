@@ -32,6 +32,7 @@ type packetFlags struct {
 	multicast string
 	iface     string
 	sockets   int
+	cpus      string
 	buffer    uint64
 	reorder   int
 	idle      time.Duration
@@ -51,6 +52,7 @@ func (p *packetFlags) add(c *cobra.Command) {
 	fs.StringVar(&p.multicast, "multicast", "", "with spead or vdif: IPv4 multicast groups to join, e.g. 239.2.1.150,239.2.1.151")
 	fs.StringVar(&p.iface, "multicast-interface", "", "with --multicast: the interface to join the groups on (default: the one holding --udp-address)")
 	fs.IntVar(&p.sockets, "udp-sockets", 1, "with spead or vdif: sockets per port (SO_REUSEPORT), each with its own receive thread")
+	fs.StringVar(&p.cpus, "udp-cpus", "", "with spead or vdif: pin the receive threads, one to each CPU in turn (socket by socket, port by port): a CPU list such as 2,3 or 2-5, or auto (the CPUs this process may run on, e.g. a pod's exclusive CPUs); default: not pinned")
 	fs.Var((*byteSize)(&p.buffer), "udp-buffer", "with spead or vdif: socket receive buffer (SO_RCVBUF) per socket, e.g. 256M; above net.core.rmem_max it needs CAP_NET_ADMIN")
 	fs.DurationVar(&p.gather, "udp-gather", udp.DefaultGather, "with spead or vdif: the longest a receive thread sleeps to let datagrams gather before it reads them, when the stream fills less than a batch of 64 between reads (a wake-up per batch, not per datagram); 0 reads each datagram as it arrives")
 	fs.IntVar(&p.reorder, "reorder-blocks", receiver.DefaultReorderBlocks, "with spead or vdif: ring blocks open at once for late packets (the reorder window)")

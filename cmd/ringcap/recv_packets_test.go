@@ -395,6 +395,8 @@ func TestRecvPacketFlagsRejected(t *testing.T) {
 		{with(spead, "--udp-sockets", "0"), "--udp-sockets 0"},
 		{with(spead, "--udp-buffer", "2G"), "--udp-buffer 2147483648"},
 		{with(spead, "--udp-gather", "2s"), "--udp-gather 2s: want 0 (off) to 1s"},
+		{with(spead, "--udp-cpus", "0,x"), `--udp-cpus: want auto or a CPU list "0,x": "x" is not a CPU number`},
+		{with(spead, "--udp-cpus", "1023"), "--udp-cpus 1023: this process may not run on CPU 1023 (it may on"},
 		{with(spead, "--udp-address", "localhost"), `--udp-address "localhost"`},
 		{with(spead, "--multicast", "10.0.0.1"), `"10.0.0.1" is not an IPv4 multicast address`},
 		{with(spead, "--multicast-interface", "eth1"), "--multicast-interface eth1: no --multicast groups"},
@@ -435,7 +437,7 @@ func TestRecvPacketFlagsRejected(t *testing.T) {
 // arrive out of order): the one pipeline takes them in turn, and with the
 // start given and a window as large as the ring every heap lands in place.
 func TestRecvSPEADPortsAndSockets(t *testing.T) {
-	r := startPacketRecv(t, packetSetup{ports: 2}, "--protocol", "spead", "--udp-sockets", "2", "--reorder-blocks", "8", "--spead-start-timestamp", strconv.Itoa(speadT0),
+	r := startPacketRecv(t, packetSetup{ports: 2}, "--protocol", "spead", "--udp-sockets", "2", "--udp-cpus", "auto", "--reorder-blocks", "8", "--spead-start-timestamp", strconv.Itoa(speadT0),
 		"--spead-timestamp-id", "0x1600", "--spead-timestamp-step", strconv.Itoa(speadStep),
 		"--spead-sync-time", strconv.Itoa(speadSync), "--spead-sample-rate", strconv.Itoa(speadRate))
 	read := startReader(r.key)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ringcap/ringcap/internal/affinity"
 	"github.com/ringcap/ringcap/pkg/ingest/spead"
 	"github.com/ringcap/ringcap/pkg/ingest/stream"
 	"github.com/ringcap/ringcap/pkg/ingest/udp"
@@ -35,6 +37,10 @@ func (p *packetFlags) udpConfig() (udp.Config, error) {
 		return c, fmt.Errorf("--udp-buffer %d: the kernel's largest socket buffer is 1 GiB", p.buffer)
 	}
 	c.RecvBufferBytes = int(p.buffer)
+	var err error
+	if c.CPUs, err = receiveCPUs(p.cpus); err != nil {
+		return c, err
+	}
 	switch {
 	case p.gather < 0 || p.gather > time.Second:
 		return c, fmt.Errorf("--udp-gather %s: want 0 (off) to 1s", p.gather)
@@ -43,7 +49,6 @@ func (p *packetFlags) udpConfig() (udp.Config, error) {
 	default:
 		c.Gather = p.gather
 	}
-	var err error
 	if p.address != "" {
 		if c.Address, err = netip.ParseAddr(p.address); err != nil {
 			return c, fmt.Errorf("--udp-address %q: %w", p.address, err)
@@ -56,6 +61,31 @@ func (p *packetFlags) udpConfig() (udp.Config, error) {
 		return c, fmt.Errorf("--multicast-interface %s: no --multicast groups to join", p.iface)
 	}
 	return c, nil
+}
+
+// receiveCPUs parses --udp-cpus: none, auto or a list of CPUs this process may run on.
+func receiveCPUs(s string) ([]int, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "auto":
+		cpus, err := affinity.Allowed()
+		if err == nil && len(cpus) == 0 {
+			err = errors.New("no CPU affinity on this system")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--udp-cpus auto: %w", err)
+		}
+		return cpus, nil
+	}
+	cpus, err := affinity.ParseList(s)
+	if err != nil {
+		return nil, fmt.Errorf("--udp-cpus: want auto or a %w", err)
+	}
+	if err := affinity.CheckAllowed(cpus); err != nil {
+		return nil, fmt.Errorf("--udp-cpus %s: %w", s, err)
+	}
+	return cpus, nil
 }
 
 // parseGroups parses --multicast: IPv4 multicast addresses.

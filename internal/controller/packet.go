@@ -53,7 +53,7 @@ func packetListenArgs(rc *ringcapv1.RingCapture) []string {
 }
 
 // udpArgs are the UDP sockets: ports, bind address, multicast groups, sockets per
-// port, buffer and reorder window (zero values leave the receiver's defaults), and the
+// port and their threads' CPUs, buffer and reorder window (zero values leave the receiver's defaults), and the
 // presence ring with its granule.
 func udpArgs(u ringcapv1.UDPSpec) []string {
 	args := []string{"--udp-ports", joinInts(u.Ports)}
@@ -68,6 +68,9 @@ func udpArgs(u ringcapv1.UDPSpec) []string {
 	}
 	if u.SocketsPerPort > 0 {
 		args = append(args, "--udp-sockets", i64(int64(u.SocketsPerPort)))
+	}
+	if u.CPUs != "" {
+		args = append(args, "--udp-cpus", u.CPUs)
 	}
 	if u.BufferBytes > 0 {
 		args = append(args, "--udp-buffer", i64(u.BufferBytes))

@@ -19,7 +19,7 @@ func speadCapture(name string) *ringcapv1.RingCapture {
 	rx := &rc.Spec.Receiver
 	rx.Protocol = ringcapv1.ProtocolSPEAD
 	rx.UDP = &ringcapv1.UDPSpec{Ports: []int32{7148, 7149}, MulticastGroups: []string{"239.2.1.150", "239.2.1.151"}, Interface: "eth1",
-		SocketsPerPort: 2, BufferBytes: 64 << 20, ReorderBlocks: 4, IdleTimeout: &metav1.Duration{Duration: 90 * time.Second}}
+		SocketsPerPort: 2, CPUs: "auto", BufferBytes: 64 << 20, ReorderBlocks: 4, IdleTimeout: &metav1.Duration{Duration: 90 * time.Second}}
 	rx.SPEAD = &ringcapv1.SPEADSpec{TimestampItem: 0x1600, TimestampStep: 2097152,
 		ChannelItem: ptr(int32(0x4103)), Channels: &ringcapv1.SPEADChannels{First: 0, Step: 256, Count: 16},
 		HeapBytes: ptr(int64(262144)), SyncTimeItem: ptr(int32(0x1027)), SampleRate: ptr(int64(1712000000)), StartTimestamp: ptr(int64(0)),
@@ -41,7 +41,7 @@ func vdifCapture(name string) *ringcapv1.RingCapture {
 func TestReceiverArgsSPEAD(t *testing.T) {
 	got := strings.Join(ReceiverArgs(speadCapture("s")), " ")
 	want := "recv -k dada --create -b 524288 -n 4 -a 4096 -r 1 --protocol spead --listen 0.0.0.0:18515 " +
-		"--udp-ports 7148,7149 --multicast 239.2.1.150,239.2.1.151 --multicast-interface eth1 --udp-sockets 2 --udp-buffer 67108864 --reorder-blocks 4 --udp-idle-timeout 1m30s " +
+		"--udp-ports 7148,7149 --multicast 239.2.1.150,239.2.1.151 --multicast-interface eth1 --udp-sockets 2 --udp-cpus auto --udp-buffer 67108864 --reorder-blocks 4 --udp-idle-timeout 1m30s " +
 		"--spead-timestamp-id 0x1600 --spead-timestamp-step 2097152 --spead-channel-id 0x4103 --spead-channels 0:256:16 --spead-heap-bytes 262144 " +
 		"--spead-sync-time-id 0x1027 --spead-sample-rate 1712000000 --spead-stop-heaps 16 --metrics-addr :9100 --summary-file /dev/termination-log"
 	if got != want {

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/internal/affinity"
 )
 
 // pinThread pins the calling (locked) OS thread as p says; unpin restores
@@ -22,29 +24,13 @@ func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
 		}
 		cpu = int(c)
 	}
-	var old, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return nil, fmt.Errorf("read the posting thread's CPU set: %w", err)
-	}
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("pin the posting thread to CPU %d: %w", cpu, err)
+	unpin, err = affinity.Pin(cpu)
+	if err != nil {
+		return nil, fmt.Errorf("pin the posting thread to %w", err)
 	}
 	log.Info("Pinned the posting thread", "cpu", cpu)
-	return func() { _ = unix.SchedSetaffinity(0, &old) }, nil
+	return unpin, nil
 }
 
 // AllowedCPUs lists the CPUs this process may run on.
-func AllowedCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("read the CPUs this process may run on: %w", err)
-	}
-	var cpus []int
-	for i := range len(set) * 64 {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus, nil
-}
+func AllowedCPUs() ([]int, error) { return affinity.Allowed() }

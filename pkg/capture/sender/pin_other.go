@@ -5,6 +5,8 @@ package sender
 import (
 	"errors"
 	"log/slog"
+
+	"github.com/ringcap/ringcap/internal/affinity"
 )
 
 // pinThread can pin nothing outside Linux: asking to fails.
@@ -16,4 +18,4 @@ func pinThread(p CPUPin, _ *slog.Logger) (unpin func(), err error) {
 }
 
 // AllowedCPUs knows no CPU affinity outside Linux: none to choose from.
-func AllowedCPUs() ([]int, error) { return nil, nil }
+func AllowedCPUs() ([]int, error) { return affinity.Allowed() }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func (s *session) listening(socks []udp.SocketInfo, reason string) {
 	}
 	s.t.Update(func(st *statusdoc.Status) { st.Endpoint = endpointDoc(socks, reason) })
 	s.setState(statusdoc.StateListening, fmt.Sprintf("waiting for %s packets on %s", s.cfg.Stream.Protocol, s.where))
-	s.log.Info("Listening for packets", "protocol", s.cfg.Stream.Protocol, "sockets", s.where)
+	s.log.Info("Listening for packets", "protocol", s.cfg.Stream.Protocol, "sockets", s.where, "cpus", threadCPUs(socks))
 }
 
 // setState sets the state with the buffer note, if any, after the message.
@@ -211,4 +212,15 @@ func (s *session) end(ctx context.Context, runErr error) error {
 	}
 	s.t.ObservationDone(o)
 	return err
+}
+
+// threadCPUs names the CPU each socket's receive thread is pinned to, "" when none is.
+func threadCPUs(socks []udp.SocketInfo) string {
+	var cpus []string
+	for _, k := range socks {
+		if k.CPU >= 0 {
+			cpus = append(cpus, strconv.Itoa(k.CPU))
+		}
+	}
+	return strings.Join(cpus, ",")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,10 @@ type Config struct {
 	SocketsPerPort int
 	// LockOSThread locks each receive goroutine to its own OS thread.
 	LockOSThread bool
+	// CPUs pins the receive threads: socket i's (in the order of Receiver.Sockets) to
+	// CPUs[i mod len(CPUs)], each CPU one this process may run on. Empty leaves the threads
+	// to the scheduler.
+	CPUs []int
 	// Groups are multicast groups to join, shared out among the sockets of each port.
 	Groups []netip.Addr
 	// Interface names the interface the groups are joined on (e.g. "eth1").
@@ -91,6 +96,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("udp config: BatchSize %d exceeds the kernel's %d messages per recvmmsg", c.BatchSize, MaxBatchSize)
 	case c.PacketSize > 65535:
 		return fmt.Errorf("udp config: PacketSize %d exceeds the largest UDP payload (65535)", c.PacketSize)
+	case slices.ContainsFunc(c.CPUs, func(n int) bool { return n < 0 }):
+		return fmt.Errorf("udp config: CPUs %v: CPU numbers are not negative", c.CPUs)
 	case c.Interface != "" && c.InterfaceAddr.IsValid():
 		return errors.New("udp config: give Interface or InterfaceAddr, not both")
 	case c.InterfaceAddr.IsValid() && !c.InterfaceAddr.Is4():
@@ -125,4 +132,12 @@ func (c Config) groupsFor(k int) []netip.Addr {
 		gs = append(gs, c.Groups[i])
 	}
 	return gs
+}
+
+// cpuFor is the CPU socket i's receive thread is pinned to, -1 for none.
+func (c Config) cpuFor(i int) int {
+	if len(c.CPUs) == 0 {
+		return -1
+	}
+	return c.CPUs[i%len(c.CPUs)]
 }

@@ -23,6 +23,8 @@ func TestConfigValidate(t *testing.T) {
 		{"batch beyond recvmmsg", Config{Ports: []uint16{1}, BatchSize: 4096}, "exceeds the kernel's 1024"},
 		{"gather beyond a second", Config{Ports: []uint16{1}, Gather: 2 * time.Second}, "at most 1s"},
 		{"gather off", Config{Ports: []uint16{1}, Gather: -1}, ""},
+		{"pinned", Config{Ports: []uint16{1}, CPUs: []int{0, 1}}, ""},
+		{"negative CPU", Config{Ports: []uint16{1}, CPUs: []int{0, -1}}, "CPU numbers are not negative"},
 		{"jumbo beyond UDP", Config{Ports: []uint16{1}, PacketSize: 70000}, "largest UDP payload"},
 		{"both interface forms", Config{Ports: []uint16{1}, Interface: "eth0", InterfaceAddr: netip.MustParseAddr("10.0.0.1")}, "not both"},
 		{"v6 interface address", Config{Ports: []uint16{1}, InterfaceAddr: netip.MustParseAddr("fe80::1")}, "not IPv4"},

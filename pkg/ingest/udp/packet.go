@@ -27,4 +27,6 @@ type SocketInfo struct {
 	RecvBuffer int
 	// BufferErr is a *BufferError when RecvBuffer fell short of Config.RecvBufferBytes.
 	BufferErr error
+	// CPU is the CPU its receive thread is pinned to (Config.CPUs), -1 when none.
+	CPU int
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringcap/ringcap/internal/affinity"
 )
 
 // Receiver owns a set of UDP sockets and, while Run runs, one receive goroutine per socket,
@@ -45,6 +47,9 @@ func Open(cfg Config) (*Receiver, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if err := affinity.CheckAllowed(cfg.CPUs); err != nil {
+		return nil, fmt.Errorf("udp config: CPUs %v: %w", cfg.CPUs, err)
+	}
 	var ifindex int
 	if len(cfg.Groups) > 0 {
 		var err error
@@ -61,6 +66,7 @@ func Open(cfg Config) (*Receiver, error) {
 				return nil, err
 			}
 			port = s.info.Local.Port() // the kernel's choice for port 0, shared by the others
+			s.info.CPU = cfg.cpuFor(len(r.socks))
 			r.socks = append(r.socks, s)
 		}
 	}
@@ -158,9 +164,8 @@ const yieldWithin = 9 * time.Millisecond
 
 // receive is socket i's loop: a batch, its delivery, its counts.
 func (r *Receiver) receive(i int, s *socket, h Handler) error {
-	if r.cfg.LockOSThread {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+	if err := s.lockThread(r.cfg.LockOSThread); err != nil {
+		return err
 	}
 	yielded := time.Now()
 	yieldAfter := yieldWithin - max(r.cfg.Gather, 0) // the next sleep may take the rest
@@ -180,6 +185,24 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 			runtime.Gosched()
 			yielded = now
 		}
+	}
+	return nil
+}
+
+// lockThread locks the receive goroutine to its OS thread when asked (lock) or when the
+// thread is to be pinned, and pins it. The lock is never released: the runtime ends the
+// thread when the loop returns, so no thread with a narrowed CPU set goes back to run
+// other goroutines.
+func (s *socket) lockThread(lock bool) error {
+	if !lock && s.info.CPU < 0 {
+		return nil
+	}
+	runtime.LockOSThread()
+	if s.info.CPU < 0 {
+		return nil
+	}
+	if _, err := affinity.Pin(s.info.CPU); err != nil {
+		return fmt.Errorf("udp %s: pin the receive thread to %w", s.info.Local, err)
 	}
 	return nil
 }
