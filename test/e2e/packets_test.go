@@ -88,7 +88,7 @@ func packetCapture(t *testing.T, name, key string, port, metricsPort int64, udp 
 // receivers meanwhile, and every panel of the dashboard's packet row answers with data.
 func stepPacketsOutside(t *testing.T) {
 	raiseRmemMax(t)
-	packetCapture(t, "spead-unicast", "5ead", 7150, 9150, map[string]any{"address": packetAddress},
+	packetCapture(t, "spead-unicast", "5ead", 7150, 9150, map[string]any{"address": packetAddress, "cpus": "auto"},
 		[]any{"ring", "read", "-k", "5ead", "--wait", "120s", "--verify", "7", "-s"})
 	packetCapture(t, "spead-multicast", "5eae", 7152, 9152, map[string]any{"multicastGroups": []any{packetGroup}, "interface": packetIface},
 		[]any{"ring", "read", "-k", "5eae", "--wait", "120s", "-s"})
@@ -100,6 +100,7 @@ func stepPacketsOutside(t *testing.T) {
 			return str(u, "status", "phase") == "Listening" && len(ports) > 0 && target
 		})
 	}
+	checkReceiveThreadPinned(t, "spead-unicast")
 	prom := startPrometheus(t, packetTargets(t, "spead-unicast", "spead-multicast"))
 	prom.waitScraped(t, 2*time.Minute)
 	send := func(target, extra string) string {
@@ -126,6 +127,17 @@ exit $((ru | rm))
 	multi := waitCapture(t, "spead-multicast", 3*time.Minute, "Succeeded", func(u *unstructured.Unstructured) bool { return str(u, "status", "phase") == "Succeeded" })
 	multi = finalPacketCounts(multi, "spead-multicast")
 	checkPacketCounts(t, multi, senderLines(out, "spead-multicast"), packetDropEvery)
+}
+
+// checkReceiveThreadPinned reads from the receiver's log of capture name (udp.cpus: auto)
+// that its receive thread was pinned to a CPU.
+func checkReceiveThreadPinned(t *testing.T, name string) {
+	t.Helper()
+	u := waitCapture(t, name, time.Minute, "a pod", func(u *unstructured.Unstructured) bool { return str(u, "status", "pod") != "" })
+	log := podLogs(t, testNamespace, str(u, "status", "pod"), "receiver")
+	if !regexp.MustCompile(`msg="Listening for packets" .* cpus=[0-9]+`).MatchString(log) {
+		t.Errorf("receiver of %s with udp.cpus auto: no pinned receive thread in its log:\n%s", name, log)
+	}
 }
 
 // packetTargets are the scrape targets of the captures' receivers and of their node's device
