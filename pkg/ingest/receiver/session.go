@@ -218,7 +218,7 @@ func (s *session) end(ctx context.Context, runErr error) error {
 func threadCPUs(socks []udp.SocketInfo) string {
 	var cpus []string
 	for _, k := range socks {
-		if k.CPU >= 0 {
+		if k.Pinned {
 			cpus = append(cpus, strconv.Itoa(k.CPU))
 		}
 	}

@@ -134,10 +134,10 @@ func (c Config) groupsFor(k int) []netip.Addr {
 	return gs
 }
 
-// cpuFor is the CPU socket i's receive thread is pinned to, -1 for none.
-func (c Config) cpuFor(i int) int {
+// cpuFor is the CPU socket i's receive thread is pinned to, if any.
+func (c Config) cpuFor(i int) (cpu int, pinned bool) {
 	if len(c.CPUs) == 0 {
-		return -1
+		return 0, false
 	}
-	return c.CPUs[i%len(c.CPUs)]
+	return c.CPUs[i%len(c.CPUs)], true
 }

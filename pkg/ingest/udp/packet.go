@@ -27,6 +27,8 @@ type SocketInfo struct {
 	RecvBuffer int
 	// BufferErr is a *BufferError when RecvBuffer fell short of Config.RecvBufferBytes.
 	BufferErr error
-	// CPU is the CPU its receive thread is pinned to (Config.CPUs), -1 when none.
+	// Pinned says whether its receive thread is pinned (Config.CPUs), to CPU.
+	Pinned bool
+	// CPU is the CPU its receive thread is pinned to, when Pinned.
 	CPU int
 }

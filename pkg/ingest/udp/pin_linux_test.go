@@ -28,8 +28,8 @@ func TestReceiveThreadsPinned(t *testing.T) {
 	}
 	socks := r.Sockets()
 	for i, want := range []int{last, first, last} {
-		if socks[i].CPU != want {
-			t.Errorf("socket %d: CPU %d, want %d", i, socks[i].CPU, want)
+		if !socks[i].Pinned || socks[i].CPU != want {
+			t.Errorf("socket %d: pinned %t to CPU %d, want pinned to %d", i, socks[i].Pinned, socks[i].CPU, want)
 		}
 	}
 	done := make(chan error, 1)
@@ -87,5 +87,20 @@ func TestOpenRefusesCPUOutsideAllowed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "udp config: CPUs [1023]: this process may not run on CPU 1023 (it may on") {
 		t.Errorf("Open: %v; want it to name the CPUs allowed", err)
+	}
+}
+
+// Without Config.CPUs no socket says it is pinned.
+func TestReceiveThreadsUnpinnedByDefault(t *testing.T) {
+	t.Parallel()
+	r, err := Open(Config{Address: loopback, Ports: []uint16{0, 0}, LockOSThread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	for i, s := range r.Sockets() {
+		if s.Pinned {
+			t.Errorf("socket %d pinned to CPU %d without Config.CPUs", i, s.CPU)
+		}
 	}
 }

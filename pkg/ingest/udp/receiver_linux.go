@@ -66,7 +66,7 @@ func Open(cfg Config) (*Receiver, error) {
 				return nil, err
 			}
 			port = s.info.Local.Port() // the kernel's choice for port 0, shared by the others
-			s.info.CPU = cfg.cpuFor(len(r.socks))
+			s.info.CPU, s.info.Pinned = cfg.cpuFor(len(r.socks))
 			r.socks = append(r.socks, s)
 		}
 	}
@@ -194,11 +194,11 @@ func (r *Receiver) receive(i int, s *socket, h Handler) error {
 // thread when the loop returns, so no thread with a narrowed CPU set goes back to run
 // other goroutines.
 func (s *socket) lockThread(lock bool) error {
-	if !lock && s.info.CPU < 0 {
+	if !lock && !s.info.Pinned {
 		return nil
 	}
 	runtime.LockOSThread()
-	if s.info.CPU < 0 {
+	if !s.info.Pinned {
 		return nil
 	}
 	if _, err := affinity.Pin(s.info.CPU); err != nil {
