@@ -392,5 +392,5 @@ func checkVerifiedRun(t *testing.T, end *unstructured.Unstructured, senderLog st
 	if m[4] != "0" || m[3] != "1" || m[1] != sm[1] || strconv.FormatInt(total, 10) != sm[1] {
 		t.Errorf("sender sent %s bytes; reader: bytes=%s observations=%s mismatches=%s; final status bytesReceived=%d", sm[1], m[1], m[3], m[4], total)
 	}
-	t.Logf("%d bytes over RoCE, verified by the reader", total)
+	t.Logf("%d bytes sent, received and verified by the reader", total)
 }
