@@ -53,8 +53,8 @@ func packetListenArgs(rc *ringcapv1.RingCapture) []string {
 }
 
 // udpArgs are the UDP sockets: ports, bind address, multicast groups, sockets per
-// port and their threads' CPUs, buffer and reorder window (zero values leave the receiver's defaults), and the
-// presence ring with its granule.
+// port and their threads' CPUs, buffer and reorder window (zero values leave the
+// receiver's defaults), and the presence ring with its granule.
 func udpArgs(u ringcapv1.UDPSpec) []string {
 	args := []string{"--udp-ports", joinInts(u.Ports)}
 	if u.Address != "" {

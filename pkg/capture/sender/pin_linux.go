@@ -31,6 +31,3 @@ func pinThread(p CPUPin, log *slog.Logger) (unpin func(), err error) {
 	log.Info("Pinned the posting thread", "cpu", cpu)
 	return unpin, nil
 }
-
-// AllowedCPUs lists the CPUs this process may run on.
-func AllowedCPUs() ([]int, error) { return affinity.Allowed() }

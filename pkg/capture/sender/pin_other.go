@@ -5,8 +5,6 @@ package sender
 import (
 	"errors"
 	"log/slog"
-
-	"github.com/ringcap/ringcap/internal/affinity"
 )
 
 // pinThread can pin nothing outside Linux: asking to fails.
@@ -16,6 +14,3 @@ func pinThread(p CPUPin, _ *slog.Logger) (unpin func(), err error) {
 	}
 	return nil, errors.New("pinning the posting thread needs Linux (sched_setaffinity)")
 }
-
-// AllowedCPUs knows no CPU affinity outside Linux: none to choose from.
-func AllowedCPUs() ([]int, error) { return affinity.Allowed() }

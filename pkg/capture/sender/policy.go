@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ringcap/ringcap/internal/affinity"
 	"github.com/ringcap/ringcap/pkg/capture/wire"
 )
 
@@ -22,6 +23,9 @@ type PostingPolicy struct {
 	// Allowed are the CPUs the process may run on (nil: AllowedCPUs).
 	Allowed []int
 }
+
+// AllowedCPUs lists the CPUs this process may run on (none outside Linux).
+func AllowedCPUs() ([]int, error) { return affinity.Allowed() }
 
 // SoftwareRDMA reports whether a device driven by driver is a software RDMA
 // device (rxe, siw), whose posting CPU carries the queue pairs' data path.
